@@ -1,0 +1,204 @@
+"""ansible-runner wrapper: run_async + an event handler that drives progress; success from per-host stats."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import ansible_runner
+from rich.live import Live
+from rich.table import Table
+
+from gridready import console
+from gridready.inventory import Inventory
+
+REPO = Path(__file__).resolve().parent.parent
+PLAYBOOKS = REPO / "playbooks"
+KEPT_EVENTS = {"runner_on_ok", "runner_on_failed", "runner_on_unreachable", "runner_on_skipped",
+               "runner_item_on_ok", "runner_item_on_failed"}
+
+
+@dataclass
+class HostStats:
+    ok: int = 0
+    changed: int = 0
+    failures: int = 0
+    unreachable: int = 0
+    skipped: int = 0
+    rescued: int = 0
+    ignored: int = 0
+
+    @property
+    def failed(self) -> bool:
+        return self.failures > 0 or self.unreachable > 0
+
+
+@dataclass
+class PlaybookResult:
+    playbook: str
+    status: str  # runner status: successful | failed | timeout | canceled
+    rc: int
+    hosts: dict[str, HostStats]
+    events: list[dict[str, Any]] = field(default_factory=list)
+    private_data_dir: Path | None = None
+    seconds: float = 0.0
+
+    @property
+    def changed_hosts(self) -> list[str]:
+        return sorted(h for h, s in self.hosts.items() if s.changed)
+
+    @property
+    def failed_hosts(self) -> list[str]:
+        return sorted(h for h, s in self.hosts.items() if s.failures)
+
+    @property
+    def unreachable_hosts(self) -> list[str]:
+        return sorted(h for h, s in self.hosts.items() if s.unreachable)
+
+    def task_results(self, host: str, task: str | None = None) -> list[dict[str, Any]]:
+        """The `res` of each finished task on `host` (optionally one task by name)."""
+        return [
+            e["event_data"].get("res", {})
+            for e in self.events
+            if e["event_data"].get("host") == host and (task is None or e["event_data"].get("task") == task)
+        ]
+
+
+def _stats(runner_stats: dict[str, dict[str, int]] | None) -> dict[str, HostStats]:
+    hosts: dict[str, HostStats] = {}
+    for key, per_host in (runner_stats or {}).items():
+        attr = {"dark": "unreachable"}.get(key, key)
+        if attr not in HostStats.__dataclass_fields__:
+            continue
+        for host, count in per_host.items():
+            setattr(hosts.setdefault(host, HostStats()), attr, count)
+    return hosts
+
+
+class _Progress:
+    """Per-host task progress: a live table on a terminal, one plain line per task result elsewhere."""
+
+    def __init__(self, title: str) -> None:
+        self.title = title
+        self.rows: dict[str, list[Any]] = {}  # host -> [task, ok, changed, failed]
+        self.lock = threading.Lock()
+        self.live: Live | None = Live(self._table(), console=console.err, transient=True) \
+            if console.interactive() else None
+
+    def _table(self) -> Table:
+        table = Table(title=self.title, expand=False)
+        for col in ("host", "task", "ok", "changed", "failed"):
+            table.add_column(col)
+        for host, (task, ok, changed, failed) in sorted(self.rows.items()):
+            table.add_row(host, task, str(ok), str(changed), f"[red]{failed}[/red]" if failed else "0")
+        return table
+
+    def __enter__(self) -> _Progress:
+        if self.live:
+            self.live.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.live:
+            self.live.__exit__(None, None, None)
+
+    def event(self, ev: dict[str, Any]) -> None:
+        data = ev.get("event_data", {})
+        host, task, kind = data.get("host"), data.get("task", ""), ev.get("event", "")
+        if not host or kind not in KEPT_EVENTS or kind.startswith("runner_item"):
+            return
+        with self.lock:
+            row = self.rows.setdefault(host, ["", 0, 0, 0])
+            row[0] = task
+            changed = bool(data.get("res", {}).get("changed"))
+            if kind in ("runner_on_failed", "runner_on_unreachable") and not data.get("ignore_errors"):
+                row[3] += 1
+                state = "unreachable" if kind == "runner_on_unreachable" else "failed"
+            elif kind == "runner_on_skipped":
+                state = "skipped"
+            else:
+                row[1] += 1
+                row[2] += int(changed)
+                state = "changed" if changed else "ok"
+            if self.live:
+                self.live.update(self._table())
+            elif state != "skipped":
+                console.info(f"[{host}] {state}: {task}")
+            if state in ("failed", "unreachable"):
+                msg = str(data.get("res", {}).get("msg", ""))[:300]
+                if msg and not data.get("res", {}).get("_ansible_no_log"):
+                    console.info(f"[{host}] {state}: {task}: {msg}")
+
+
+def run_playbook(
+    inv: Inventory,
+    playbook: str,
+    stage_dir: Path,
+    *,
+    check: bool = False,
+    limit: str | None = None,
+    tags: str | None = None,
+    extravars: dict[str, Any] | None = None,
+    forks: int = 25,
+) -> PlaybookResult:
+    """Run playbooks/<playbook> against the inventory with a fresh private data dir under stage_dir."""
+    book = Path(playbook) if Path(playbook).is_absolute() else PLAYBOOKS / playbook
+    name = book.stem
+    private = stage_dir / f"ansible-{name}"
+    private.mkdir(parents=True, exist_ok=False)
+    cmdline = ["--diff"]
+    if check:
+        cmdline.append("--check")
+    vault_file = os.environ.get("GRIDREADY_VAULT_PASSWORD_FILE")
+    if vault_file:
+        cmdline += ["--vault-id", f"{inv.customer}@{vault_file}"]
+    env = {
+        "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
+        "ANSIBLE_ROLES_PATH": str(REPO / "roles"),
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "ANSIBLE_FORCE_COLOR": "0",
+        "ANSIBLE_NOCOLOR": "1",
+    }
+    kept: list[dict[str, Any]] = []
+    progress = _Progress(f"{name} ({inv.name})")
+
+    def on_event(ev: dict[str, Any]) -> bool:
+        progress.event(ev)
+        if ev.get("event") in KEPT_EVENTS:
+            kept.append({"event": ev["event"], "event_data": {
+                k: ev.get("event_data", {}).get(k) for k in ("host", "task", "role", "res", "ignore_errors")
+            }})
+        return True
+
+    started = time.monotonic()
+    with progress:
+        thread, runner = ansible_runner.run_async(
+            private_data_dir=str(private),
+            project_dir=str(REPO),
+            playbook=str(book),
+            inventory=str(inv.hosts_file.resolve()),
+            extravars=extravars or {},
+            envvars=env,
+            limit=limit,
+            tags=tags,
+            cmdline=" ".join(cmdline),
+            forks=forks,
+            quiet=True,
+            suppress_env_files=True,
+            event_handler=on_event,
+        )
+        thread.join()
+    return PlaybookResult(
+        playbook=playbook,
+        status=runner.status,
+        rc=runner.rc,
+        hosts=_stats(runner.stats),
+        events=kept,
+        private_data_dir=private,
+        seconds=round(time.monotonic() - started, 2),
+    )

@@ -1,0 +1,194 @@
+"""Per-SKU facts keyed by PCI device id: peaks from datasheets, floors from published measurements.
+
+Every figure carries its source in a comment. Abbreviations:
+  DS-H100  NVIDIA H100 Tensor Core GPU datasheet (SXM5/PCIe/NVL columns, dense figures = half the sparse ones)
+  DS-H200  NVIDIA H200 Tensor Core GPU datasheet (SXM column)
+  FIX-H200 ../shared/fixtures/h200x2/README.md, measured on 2x H200 SXM on 2026-11-30 (copied to tests/fixtures)
+  ANCH     ../shared/reference/certify-anchors.md (section given), which cites the upstream projects
+Floors are what a healthy part must reach under gridready's own probes; the spec may override any of them.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class NcclFloor(BaseModel):
+    """All-reduce busbw floor inside one node for a GPU count and algorithm."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    gpus: int
+    algo: str  # "ring" (NCCL_NVLS_ENABLE=0) or "nvls"
+    floor_gbps: float
+    reference_gbps: float  # the published or measured figure the floor was derived from
+
+
+class Sku(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    device_id: str = Field(pattern=r"^0x[0-9a-f]{4}$")
+    aliases: tuple[str, ...] = ()
+    memory_gib: float
+    nvlink_links: int  # links that are active on a healthy part (0: no NVLink)
+    nvlink_link_gbps: float  # GB/s per link, one direction
+    nvswitch: bool  # HGX baseboard with NVSwitch (fabric manager required)
+    pcie_gen: int
+    pcie_width: int
+    pcie_peak_gbps: float  # GB/s one direction, raw link rate
+    hbm_peak_tbps: float
+    bf16_dense_tflops: float
+    fp8_dense_tflops: float
+    power_limit_w: float
+    max_sm_clock_mhz: int
+    max_mem_clock_mhz: int
+    # floors for gridready's probes
+    bf16_gemm_floor_tflops: float
+    fp8_gemm_floor_tflops: float
+    hbm_copy_floor_tbps: float  # device-to-device copy, bytes read + written
+    h2d_floor_gbps: float  # pinned host<->device, each direction
+    peer_floor_gbps: float  # GPU->GPU copy over NVLink (0 where no NVLink)
+    nccl_floors: tuple[NcclFloor, ...] = ()
+    max_gpu_temp_c: float = 85.0  # ANCH 3.8: SI 75 C at idle, ME example 84 under load
+    max_mem_temp_c: float = 95.0  # ANCH 3.8: SI memory 95 C
+
+    @property
+    def nvlink_peak_gbps(self) -> float:
+        return self.nvlink_links * self.nvlink_link_gbps
+
+    def nccl_floor(self, gpus: int, algo: str) -> NcclFloor | None:
+        """The floor for exactly this GPU count and algorithm, else the nearest smaller count."""
+        matches = [f for f in self.nccl_floors if f.algo == algo and f.gpus <= gpus]
+        return max(matches, key=lambda f: f.gpus) if matches else None
+
+
+_NVLINK4_LINK_GBPS = 26.5625  # FIX-H200: `nvidia-smi nvlink -s` prints 26.562 GB/s per link (NVLink4, 18 x = 478 raw)
+_GEN5_X16_GBPS = 63.0  # PCIe 5.0: 32 GT/s x 16 lanes x 128/130 = 63 GB/s one direction (ANCH 3.5: "63 GB/s Gen5 x16")
+
+# Ring all-reduce on NVLink4 (NVLS off): 2 GPUs 347.0 GB/s peak (FIX-H200 nccl-tests @4GiB), 8 GPUs 365.6-370
+# (ANCH 3.2: ml-eng network/README.md L929, sjeaugey "370"). Floors are 90% of the reference.
+# NVLS, 8 GPUs: 473-482 measured (ANCH 3.2); floor 460 as Azure NHC check_nccl_allreduce (ANCH 3.2, AZ).
+_NVLINK4_NCCL = (
+    NcclFloor(gpus=2, algo="ring", floor_gbps=312.0, reference_gbps=347.0),
+    NcclFloor(gpus=4, algo="ring", floor_gbps=320.0, reference_gbps=356.0),  # interpolated 2..8 GPUs (derived)
+    NcclFloor(gpus=8, algo="ring", floor_gbps=330.0, reference_gbps=367.0),
+    NcclFloor(gpus=8, algo="nvls", floor_gbps=460.0, reference_gbps=476.5),
+)
+
+SKUS: tuple[Sku, ...] = (
+    Sku(
+        name="H100-SXM5-80GB",
+        device_id="0x2330",  # ANCH 0: 0x2330 = H100 SXM
+        aliases=("h100", "h100-sxm", "h100-sxm5", "NVIDIA H100 80GB HBM3"),
+        memory_gib=80,  # DS-H100 SXM: 80 GB HBM3
+        nvlink_links=18,  # ANCH 3.4: 18 active links
+        nvlink_link_gbps=_NVLINK4_LINK_GBPS,
+        nvswitch=True,
+        pcie_gen=5,  # ANCH 3.5: LnkSta 32GT/s x16
+        pcie_width=16,
+        pcie_peak_gbps=_GEN5_X16_GBPS,
+        hbm_peak_tbps=3.35,  # DS-H100 SXM; ANCH 3.9
+        bf16_dense_tflops=989.0,  # DS-H100 SXM: 1,979 sparse
+        fp8_dense_tflops=1979.0,  # DS-H100 SXM: 3,958 sparse
+        power_limit_w=700.0,  # ANCH 3.8: DCGM targeted_power 700 W
+        max_sm_clock_mhz=1980,  # ANCH 3.8: SI/OC 1980 MHz
+        max_mem_clock_mhz=2619,  # ANCH 3.8: H100 2619 MHz
+        bf16_gemm_floor_tflops=640.0,  # ~80% of 794.5 measured by mamf-finder (ANCH 3.9)
+        fp8_gemm_floor_tflops=1100.0,  # ~78% of 1402.6 measured (ANCH 3.9)
+        hbm_copy_floor_tbps=1.9,  # DCGM memory_bandwidth floor 1.905 TB/s (ANCH 3.1, diag-skus.yaml.in)
+        h2d_floor_gbps=48.0,  # Azure NHC check_gpu_bw 48 GB/s (ANCH 3.5)
+        peer_floor_gbps=335.0,  # Azure NHC P2P floor 335 GB/s (ANCH 3.4)
+        nccl_floors=_NVLINK4_NCCL,
+    ),
+    Sku(
+        name="H200-SXM-141GB",
+        device_id="0x2335",  # ANCH 0; FIX-H200 `pci.device_id` 0x233510DE
+        aliases=("h200", "h200-sxm", "NVIDIA H200"),
+        memory_gib=140.4,  # FIX-H200: 143771 MiB total in nvidia-smi -q (141 GB)
+        nvlink_links=18,  # FIX-H200: NV18
+        nvlink_link_gbps=_NVLINK4_LINK_GBPS,
+        nvswitch=True,
+        pcie_gen=5,  # FIX-H200: sysfs 32.0 GT/s PCIe, width 16
+        pcie_width=16,
+        pcie_peak_gbps=_GEN5_X16_GBPS,
+        hbm_peak_tbps=4.8,  # DS-H200 SXM
+        bf16_dense_tflops=989.0,  # DS-H200 SXM: 1,979 sparse
+        fp8_dense_tflops=1979.0,  # DS-H200 SXM: 3,958 sparse
+        power_limit_w=700.0,  # FIX-H200: power.limit 700.00 W
+        max_sm_clock_mhz=1980,  # FIX-H200: clocks.max.sm 1980 MHz
+        max_mem_clock_mhz=3201,  # ANCH 3.8: H200 3201 MHz
+        bf16_gemm_floor_tflops=600.0,  # FIX-H200: 710-800 measured; 75% of 800 as DCGM sets its floors (ANCH 3.1)
+        fp8_gemm_floor_tflops=1020.0,  # FIX-H200: 1350-1372 measured, 75%
+        hbm_copy_floor_tbps=3.3,  # FIX-H200: 4.05-4.17 TB/s measured (read+write), ~80%
+        h2d_floor_gbps=48.0,  # FIX-H200: 55.4 measured; Azure NHC 48 GB/s (ANCH 3.5)
+        peer_floor_gbps=335.0,  # FIX-H200: 395 GB/s GPU0->GPU1; Azure NHC 335 (ANCH 3.4)
+        nccl_floors=_NVLINK4_NCCL,
+    ),
+    Sku(
+        name="H100-NVL-94GB",
+        device_id="0x2321",  # PCI ids database: 10de:2321 GH100 [H100 NVL]
+        aliases=("h100-nvl",),
+        memory_gib=94,  # DS-H100 NVL: 94 GB HBM3
+        nvlink_links=12,  # ANCH 3.4 / AzNHC #162: PCIe/NVL parts have 12 links; the rest read inactive by design
+        nvlink_link_gbps=25.0,  # DS-H100 NVL: NVLink bridge 600 GB/s bidirectional = 12 x 25 GB/s x 2
+        nvswitch=False,
+        pcie_gen=5,
+        pcie_width=16,
+        pcie_peak_gbps=_GEN5_X16_GBPS,
+        hbm_peak_tbps=3.9,  # DS-H100 NVL
+        bf16_dense_tflops=835.0,  # DS-H100 NVL: 1,671 sparse
+        fp8_dense_tflops=1671.0,  # DS-H100 NVL: 3,341 sparse
+        power_limit_w=400.0,  # DS-H100 NVL: 350-400 W
+        max_sm_clock_mhz=1785,  # DS-H100 NVL boost clock (derived from the datasheet's peak figures)
+        max_mem_clock_mhz=2619,
+        bf16_gemm_floor_tflops=530.0,  # 75% of ~710 (scaled from the SXM measurement by dense peak, derived)
+        fp8_gemm_floor_tflops=900.0,
+        hbm_copy_floor_tbps=2.2,
+        h2d_floor_gbps=48.0,  # same Gen5 x16 link as SXM (ANCH 3.5)
+        peer_floor_gbps=200.0,  # bridge pair: 300 GB/s one direction peak, ~67% floor (derived)
+        nccl_floors=(NcclFloor(gpus=2, algo="ring", floor_gbps=200.0, reference_gbps=260.0),),
+    ),
+    Sku(
+        name="H100-PCIe-80GB",
+        device_id="0x2331",  # PCI ids database: 10de:2331 GH100 [H100 PCIe]
+        aliases=("h100-pcie",),
+        memory_gib=80,  # DS-H100 PCIe: 80 GB HBM2e
+        nvlink_links=12,  # optional NVLink bridge, 12 links (ANCH 3.4 / AzNHC #162)
+        nvlink_link_gbps=25.0,
+        nvswitch=False,
+        pcie_gen=5,
+        pcie_width=16,
+        pcie_peak_gbps=_GEN5_X16_GBPS,
+        hbm_peak_tbps=2.0,  # DS-H100 PCIe: 2 TB/s
+        bf16_dense_tflops=756.0,  # DS-H100 PCIe: 1,513 sparse
+        fp8_dense_tflops=1513.0,
+        power_limit_w=350.0,  # DS-H100 PCIe: 300-350 W
+        max_sm_clock_mhz=1755,
+        max_mem_clock_mhz=1593,
+        bf16_gemm_floor_tflops=450.0,
+        fp8_gemm_floor_tflops=800.0,
+        hbm_copy_floor_tbps=1.2,
+        h2d_floor_gbps=48.0,
+        peer_floor_gbps=200.0,
+        nccl_floors=(NcclFloor(gpus=2, algo="ring", floor_gbps=200.0, reference_gbps=260.0),),
+    ),
+)
+
+_BY_ID = {s.device_id: s for s in SKUS}
+_BY_NAME = {n.lower(): s for s in SKUS for n in (s.name, *s.aliases)}
+
+
+def lookup(key: str) -> Sku | None:
+    """A SKU by PCI device id (`0x2335`, `0x233510de`, `2335`) or by name or alias (case-insensitive)."""
+    k = key.strip().lower()
+    if k in _BY_NAME:
+        return _BY_NAME[k]
+    hexpart = k[2:] if k.startswith("0x") else k
+    if len(hexpart) == 8:  # nvidia-smi prints 0x233510DE: device id then vendor id
+        hexpart = hexpart[:4]
+    return _BY_ID.get(f"0x{hexpart}")
+
+
+def known_keys() -> list[str]:
+    return sorted([s.device_id for s in SKUS] + [s.name for s in SKUS])

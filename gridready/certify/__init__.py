@@ -1,0 +1,1 @@
+"""Certification verdicts: pure functions of (measurements, expectations) -> GateResult."""

@@ -1,0 +1,76 @@
+"""The `certification:` section of cluster.yml."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, PositiveInt
+
+
+class Profile(StrEnum):
+    QUICK = "quick"  # DCGM level 1 at most, short sweeps
+    STANDARD = "standard"  # DCGM level 3
+    BURN_IN = "burn-in"  # DCGM level 4 and a long GEMM burn
+
+
+class FailurePolicy(StrEnum):
+    STOP = "stop"  # any uncertified node: exit 5
+    QUARANTINE = "quarantine"  # quarantine it and go on while min_certified_nodes remain
+
+
+class Floors(BaseModel):
+    """Overrides of the catalog's floors for this customer (units in the names)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    bf16_gemm_tflops: NonNegativeFloat | None = None
+    fp8_gemm_tflops: NonNegativeFloat | None = None
+    hbm_copy_tbps: NonNegativeFloat | None = None
+    h2d_gbps: NonNegativeFloat | None = None
+    peer_gbps: NonNegativeFloat | None = None
+    nccl_busbw_gbps: NonNegativeFloat | None = Field(None, description="single-node all-reduce busbw floor")
+    multinode_busbw_gbps: NonNegativeFloat | None = Field(None, description="multi-node all-reduce busbw floor")
+    hca_write_bw_gbits: NonNegativeFloat | None = Field(None, description="ib_write_bw per HCA, Gb/s")
+
+
+class NcclSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    collective: Literal["all_reduce", "all_gather", "reduce_scatter"] = "all_reduce"
+    algo: Literal["ring", "nvls", "tree"] = Field("ring", description="ring sets NCCL_NVLS_ENABLE=0")
+    min_bytes: PositiveInt = Field(1 << 30, description="the floor applies to the max busbw at sizes >= this")
+    max_bytes: PositiveInt = Field(8 << 30, description="largest message of the sweep")
+    best_of: PositiveInt = Field(2, description="best of N runs, against flaky fabrics")
+    multinode_fraction_of_nic: float = Field(
+        0.92, gt=0, le=1.2, description="multi-node floor as a share of the per-node NIC bandwidth (ring)"
+    )
+
+
+class CertificationSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    profile: Profile = Field(Profile.STANDARD, description="quick | standard | burn-in")
+    dcgm_level: int | None = Field(None, ge=1, le=4, description="default from the profile: 1, 3, 4")
+    waive: list[str] = Field(default_factory=list, description="gate names that do not block certification")
+    not_applicable: list[str] = Field(
+        default_factory=list, description="gates that cannot apply on these nodes (reported, not passed)"
+    )
+    floors: Floors = Field(default_factory=Floors)
+    nccl: NcclSettings = Field(default_factory=NcclSettings)
+    validity_hours: PositiveInt = Field(24, description="a passing certification stays valid this long")
+    failure_policy: FailurePolicy = FailurePolicy.QUARANTINE
+    min_certified_nodes: PositiveInt = Field(1, description="with quarantine: fewer certified nodes is exit 5")
+    outlier_mad_threshold: float = Field(
+        4.0, gt=0, description="flag a node this many MADs below its SKU group's median"
+    )
+    outlier_action: Literal["warn", "fail"] = "warn"
+    gate_timeout_s: PositiveInt = Field(900, description="timeout for each probe step on the node")
+    xid_allow: list[int] = Field(
+        default_factory=lambda: [13, 31, 43, 45], description="application Xids that do not fail the node"
+    )
+
+    def effective_dcgm_level(self) -> int:
+        if self.dcgm_level is not None:
+            return self.dcgm_level
+        return {Profile.QUICK: 1, Profile.STANDARD: 3, Profile.BURN_IN: 4}[self.profile]

@@ -1,0 +1,87 @@
+"""What tasks.py calls: resolve the inventory, run a stage, print, and turn outcomes into exit codes."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from gridready import console
+from gridready.artifacts import RunContext, new_run_id, write_atomic
+from gridready.errors import GridreadyError
+from gridready.exitcodes import ExitCode
+from gridready.inventory import Inventory, load, project_root
+
+T = TypeVar("T")
+_RUN_ID = os.environ.get("GRIDREADY_RUN_ID") or new_run_id()  # one run id for the whole command line
+
+
+class CommandExit(SystemExit):
+    """Carries an exit code and an already-printed message up to invoke."""
+
+
+def artifacts_root() -> Path:
+    return Path(os.environ.get("GRIDREADY_ARTIFACTS") or project_root() / "artifacts")
+
+
+@functools.cache
+def inventory(name: str) -> Inventory:
+    return load(name)
+
+
+def context(inv: Inventory, **flags: Any) -> RunContext:
+    return RunContext(customer=inv.customer, run_id=_RUN_ID, root=artifacts_root(), **flags)
+
+
+def guarded(fn: Callable[..., T]) -> Callable[..., T]:
+    """User errors print one line per problem and exit with their code; bugs exit 1 with the trace on disk."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> T:
+        try:
+            return fn(*args, **kwargs)
+        except GridreadyError as err:
+            for line in str(err).splitlines():
+                console.error(line)
+            raise CommandExit(int(err.code)) from None
+        except (CommandExit, KeyboardInterrupt):
+            raise
+        except Exception as err:  # a bug: keep the trace out of the terminal, on disk for the report
+            path = artifacts_root() / "internal-errors" / f"{_RUN_ID}.txt"
+            write_atomic(path, traceback.format_exc())
+            console.error(f"internal error: {type(err).__name__}: {err} (trace in {path})")
+            raise CommandExit(int(ExitCode.INTERNAL)) from None
+
+    return wrapper
+
+
+def finish(summary: Any, as_json: bool) -> None:
+    """Print the stage summary (JSON on stdout with --json) and stop the line on a non-zero exit code."""
+    if as_json:
+        sys.stdout.write(summary.model_dump_json(indent=2) + "\n")
+        sys.stdout.flush()
+    hosts = ", ".join(f"{h}={o.status}" for h, o in sorted(summary.hosts.items())) or "no hosts"
+    console.info(f"{summary.stage}: {summary.status} (exit {summary.exit_code}) in {summary.seconds}s: {hosts}")
+    for msg in summary.messages:
+        console.info(f"  {msg}")
+    console.info(f"  artifacts: {artifacts_root() / summary.customer / summary.run_id / summary.stage}")
+    if summary.exit_code:
+        raise CommandExit(summary.exit_code)
+
+
+def ensure_sandbox(inv: Inventory) -> None:
+    """Bring the simulated fleet up when the inventory is a sandbox one and it is not running."""
+    if not (inv.path / "sandbox.yml").exists():
+        return
+    from gridready.sandbox import fleet
+
+    fleet.ensure_up(inv.path)
+
+
+def print_json(obj: Any) -> None:
+    sys.stdout.write(json.dumps(obj, indent=2) + "\n")

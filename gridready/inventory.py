@@ -1,0 +1,269 @@
+"""Load `inventories/<customer>/` (cluster.yml + hosts.yml + group_vars) and cross-check the parts.
+
+Every problem becomes one line `<file>: <key.path>: <message>`; values are never echoed (they may be secrets).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from gridready.errors import InvalidInput
+from gridready.spec import SLUG, ClusterSpec
+from gridready.yamlio import YamlError, is_vault_file, load_yaml
+
+HOST_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+SECRET_KEY = re.compile(r"(password|passwd|secret|token|api_key|private_key)", re.IGNORECASE)
+
+
+def project_root() -> Path:
+    """Where `inventories/` and `artifacts/` live: GRIDREADY_HOME, else the current directory."""
+    return Path(os.environ.get("GRIDREADY_HOME") or Path.cwd()).resolve()
+
+
+def _display(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def render_loc(loc: tuple[int | str, ...]) -> str:
+    """('serving', 'tiers', 0, 'tensor_parallel') -> serving.tiers[0].tensor_parallel"""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out or "(top level)"
+
+
+def _pydantic_lines(file: str, err: ValidationError) -> list[str]:
+    lines = []
+    for e in err.errors(include_url=False, include_input=False):
+        loc = tuple(p for p in e["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+        msg = e["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")
+        lines.append(f"{file}: {render_loc(loc)}: {msg}")
+    return lines
+
+
+@dataclass
+class Inventory:
+    """A loaded and cross-checked customer inventory."""
+
+    name: str
+    path: Path
+    spec: ClusterSpec
+    hosts: dict[str, dict[str, Any]] = field(default_factory=dict)  # host -> merged host vars
+    groups: dict[str, list[str]] = field(default_factory=dict)  # group -> hosts (children included)
+
+    @property
+    def hosts_file(self) -> Path:
+        return self.path / "hosts.yml"
+
+    @property
+    def customer(self) -> str:
+        return self.spec.customer
+
+    def node_group_of(self, host: str) -> str | None:
+        for group in self.spec.node_groups:
+            if host in self.groups.get(group.name, []):
+                return group.name
+        return None
+
+    def gpu_hosts(self) -> list[str]:
+        seen: list[str] = []
+        for group in self.spec.node_groups:
+            seen.extend(h for h in self.groups.get(group.name, []) if h not in seen)
+        return seen
+
+
+def resolve(name_or_path: str | os.PathLike[str]) -> Path:
+    """An inventory directory from a path or a name under <root>/inventories/."""
+    candidate = Path(name_or_path)
+    if (candidate / "cluster.yml").exists() or candidate.is_absolute() or len(candidate.parts) > 1:
+        return candidate
+    return project_root() / "inventories" / str(name_or_path)
+
+
+def _walk_groups(
+    file: str, name: str, body: Any, groups: dict[str, list[str]], hostvars: dict[str, dict[str, Any]],
+    errors: list[str], path: str,
+) -> list[str]:
+    """Collect hosts of `name` and its children; returns the hosts of this group."""
+    if body is None:
+        body = {}
+    if not isinstance(body, dict):
+        errors.append(f"{file}: {path}: must be a mapping with hosts, children or vars")
+        return []
+    for key in body:
+        if key not in ("hosts", "children", "vars"):
+            errors.append(f"{file}: {path}.{key}: unknown key (expected hosts, children or vars)")
+    members: list[str] = []
+    hosts = body.get("hosts") or {}
+    if not isinstance(hosts, dict):
+        errors.append(f"{file}: {path}.hosts: must be a mapping of host names")
+        hosts = {}
+    for host, hvars in hosts.items():
+        if not isinstance(host, str) or not HOST_NAME.match(host):
+            errors.append(f"{file}: {path}.hosts.{host}: not a valid host name")
+            continue
+        if hvars is not None and not isinstance(hvars, dict):
+            errors.append(f"{file}: {path}.hosts.{host}: host vars must be a mapping")
+            continue
+        hostvars.setdefault(host, {}).update(hvars or {})
+        members.append(host)
+    children = body.get("children") or {}
+    if not isinstance(children, dict):
+        errors.append(f"{file}: {path}.children: must be a mapping of groups")
+        children = {}
+    for child, child_body in children.items():
+        members.extend(
+            _walk_groups(file, child, child_body, groups, hostvars, errors, f"{path}.children.{child}")
+        )
+    unique = list(dict.fromkeys(members))
+    groups[name] = list(dict.fromkeys(groups.get(name, []) + unique))
+    return unique
+
+
+def _load_hosts(path: Path, errors: list[str]) -> tuple[dict[str, list[str]], dict[str, dict[str, Any]]]:
+    file = _display(path)
+    groups: dict[str, list[str]] = {}
+    hostvars: dict[str, dict[str, Any]] = {}
+    if not path.exists():
+        errors.append(f"{file}: (file): missing; an Ansible YAML inventory is required")
+        return groups, hostvars
+    try:
+        data = load_yaml(path)
+    except YamlError as err:
+        errors.append(f"{file}: {err.where}: {err}")
+        return groups, hostvars
+    if not isinstance(data, dict) or not data:
+        errors.append(f"{file}: (top level): must be a mapping of groups (e.g. all:)")
+        return groups, hostvars
+    for name, body in data.items():
+        _walk_groups(file, str(name), body, groups, hostvars, errors, str(name))
+    return groups, hostvars
+
+
+def _check_group_vars(inv_dir: Path, errors: list[str]) -> None:
+    """group_vars must parse; secrets belong in vault files, never in plain YAML."""
+    gv = inv_dir / "group_vars"
+    if not gv.exists():
+        return
+    for path in sorted(p for p in gv.rglob("*") if p.suffix in (".yml", ".yaml") and p.is_file()):
+        if is_vault_file(path):
+            continue
+        file = _display(path)
+        try:
+            data = load_yaml(path)
+        except YamlError as err:
+            errors.append(f"{file}: {err.where}: {err}")
+            continue
+        if data is None:
+            continue
+        if not isinstance(data, dict):
+            errors.append(f"{file}: (top level): must be a mapping of variables")
+            continue
+        for key, value in data.items():
+            plain = isinstance(value, str) and value and "{{" not in value and value != "<vault-encrypted>"
+            if SECRET_KEY.search(str(key)) and plain:
+                errors.append(
+                    f"{file}: {key}: looks like a secret in plain text; put it in an ansible-vault file"
+                )
+
+
+def _cross_check(file: str, spec: ClusterSpec, groups: dict[str, list[str]], hosts_file: str) -> list[str]:
+    errors: list[str] = []
+    owner: dict[str, str] = {}
+    for i, group in enumerate(spec.node_groups):
+        members = groups.get(group.name)
+        if members is None:
+            errors.append(f"{file}: node_groups[{i}].name: group {group.name!r} is not in {hosts_file}")
+            continue
+        if not members:
+            errors.append(f"{hosts_file}: {group.name}: group has no hosts")
+        for host in members:
+            if host in owner:
+                errors.append(
+                    f"{hosts_file}: {group.name}.hosts.{host}: host is also in node group {owner[host]!r}"
+                )
+            owner[host] = group.name
+    for i, tier in enumerate(spec.serving.tiers):
+        key = f"serving.tiers[{i}]"
+        group = spec.group(tier.node_group) if tier.node_group else spec.node_groups[0]
+        if group is None:
+            errors.append(f"{file}: {key}.node_group: no node group named {tier.node_group!r}")
+            continue
+        nodes = len(groups.get(group.name, []))
+        tp, pp = tier.tensor_parallel, tier.pipeline_parallel
+        if isinstance(tp, int) and tp > group.gpus_per_node:
+            errors.append(f"{file}: {key}.tensor_parallel: must be <= gpus_per_node ({group.gpus_per_node})")
+        if isinstance(pp, int) and pp > max(nodes, 1):
+            errors.append(f"{file}: {key}.pipeline_parallel: must be <= nodes in {group.name} ({nodes})")
+        if isinstance(tp, int) and isinstance(pp, int):
+            need = tp * pp * tier.replicas
+            have = nodes * group.gpus_per_node
+            if need > have:
+                errors.append(
+                    f"{file}: {key}: tensor_parallel x pipeline_parallel x replicas = {need} GPUs, "
+                    f"more than {group.name} has ({have})"
+                )
+    names = [t.name for t in spec.serving.tiers]
+    for dupe in sorted({n for n in names if names.count(n) > 1}):
+        errors.append(f"{file}: serving.tiers: duplicate tier name {dupe!r}")
+    if spec.serving.target == "kubernetes" and not spec.serving.kubeconfig:
+        errors.append(f"{file}: serving.kubeconfig: required when serving.target is kubernetes")
+    cert = spec.certification
+    if cert.min_certified_nodes > len(owner) and owner:
+        errors.append(
+            f"{file}: certification.min_certified_nodes: {cert.min_certified_nodes} is more than the "
+            f"{len(owner)} GPU nodes in {hosts_file}"
+        )
+    return errors
+
+
+def load(name_or_path: str | os.PathLike[str]) -> Inventory:
+    """Load and validate; raises InvalidInput listing every problem found (nothing is run or written)."""
+    inv_dir = resolve(name_or_path)
+    shown = _display(inv_dir)
+    if not inv_dir.is_dir():
+        raise InvalidInput(f"{shown}: (inventory): no such inventory directory")
+    name = inv_dir.name
+    errors: list[str] = []
+    if not name.startswith("_") and not re.match(SLUG, name):
+        errors.append(f"{shown}: (directory name): must match {SLUG}")
+    cluster = inv_dir / "cluster.yml"
+    file = _display(cluster)
+    spec: ClusterSpec | None = None
+    if not cluster.exists():
+        errors.append(f"{file}: (file): missing")
+    else:
+        try:
+            raw = load_yaml(cluster)
+        except YamlError as err:
+            errors.append(f"{file}: {err.where}: {err}")
+        else:
+            if not isinstance(raw, dict):
+                errors.append(f"{file}: (top level): must be a mapping")
+            else:
+                try:
+                    spec = ClusterSpec.model_validate(raw)
+                except ValidationError as err:
+                    errors.extend(_pydantic_lines(file, err))
+    groups, hostvars = _load_hosts(inv_dir / "hosts.yml", errors)
+    _check_group_vars(inv_dir, errors)
+    if spec is not None:
+        if not name.startswith("_") and spec.customer != name:
+            errors.append(f"{file}: customer: must equal the inventory directory name ({name!r})")
+        if groups:
+            errors.extend(_cross_check(file, spec, groups, _display(inv_dir / "hosts.yml")))
+    if errors or spec is None:
+        raise InvalidInput(errors or [f"{file}: (file): could not be loaded"])
+    return Inventory(name=name, path=inv_dir, spec=spec, hosts=hostvars, groups=groups)

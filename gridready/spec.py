@@ -1,0 +1,110 @@
+"""pydantic models of `inventories/<customer>/cluster.yml`, the one description of a customer's fleet.
+
+`invoke schema` prints the JSON Schema of ClusterSpec; field descriptions double as documentation.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator, model_validator
+
+from gridready import catalog
+from gridready.certify.profile import CertificationSpec
+from gridready.serving.spec import ServingSpec
+
+SLUG = r"^[a-z][a-z0-9-]{1,30}$"
+ANSIBLE_NAME = r"^[a-z_][a-z0-9_]*$"
+
+
+class Nic(BaseModel):
+    """One HCA or NIC of a node (InfiniBand, RoCE or plain Ethernet)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$", description="RDMA device (mlx5_0) or interface name")
+    kind: Literal["infiniband", "roce", "ethernet"] = "infiniband"
+    rate_gbps: PositiveInt = Field(description="expected link rate in Gb/s (400 for NDR, 200 for HDR)")
+    rail: int | None = Field(None, ge=0, description="rail index; GPU i is expected nearest to rail i")
+    netdev: str | None = Field(None, description="kernel interface of the port (ibp12s0, ens1f0np0)")
+    gid_index: int | None = Field(None, ge=0, description="RoCE: the GID index NCCL should use")
+    mtu: PositiveInt | None = Field(None, description="RoCE: expected MTU")
+
+
+class NodeGroup(BaseModel):
+    """A group of identical GPU nodes; `name` is the Ansible group in hosts.yml."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=ANSIBLE_NAME, description="Ansible group in hosts.yml")
+    sku: str = Field(description="catalog SKU name or PCI device id, e.g. H200-SXM-141GB or 0x2335")
+    gpus_per_node: PositiveInt = Field(8, le=16)
+    os: Literal["ubuntu-22.04", "ubuntu-24.04", "debian-12"] = "ubuntu-22.04"
+    nics: list[Nic] = Field(default_factory=list, description="HCAs/NICs every node of the group has")
+    mgmt_interface: str | None = Field(None, description="interface for NCCL/Gloo bootstrap sockets")
+    gpudirect_rdma: bool = Field(True, description="load nvidia-peermem and expect GDR over the HCAs")
+
+    @field_validator("sku")
+    @classmethod
+    def _known_sku(cls, value: str) -> str:
+        if catalog.lookup(value) is None:
+            raise ValueError(f"unknown SKU {value!r}; known: {', '.join(catalog.known_keys())}")
+        return value
+
+    @property
+    def catalog_sku(self) -> catalog.Sku:
+        sku = catalog.lookup(self.sku)
+        assert sku is not None  # validated above
+        return sku
+
+    @property
+    def nic_bandwidth_gbytes(self) -> float:
+        """Aggregate NIC bandwidth of one node in GB/s (8 x 400 Gb/s = 400 GB/s)."""
+        return sum(n.rate_gbps for n in self.nics if n.kind != "ethernet") / 8
+
+    @model_validator(mode="after")
+    def _unique_nics(self) -> NodeGroup:
+        names = [n.name for n in self.nics]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"duplicate NIC names: {', '.join(dupes)}")
+        return self
+
+
+class SoftwarePins(BaseModel):
+    """Versions every node is provisioned to; checked against gridready/data/version_matrix.yml."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    driver_branch: str = Field("580", pattern=r"^\d{3}$", description="NVIDIA driver branch (open modules)")
+    cuda: str = Field("13.0", pattern=r"^\d+\.\d+$")
+    dcgm_major: int = Field(4, ge=3, le=4)
+    nccl: str = Field("2.28.9", pattern=r"^\d+\.\d+\.\d+$")
+    nccl_tests: str = Field("2.17.6", pattern=r"^\d+\.\d+\.\d+$")
+    rdma_stack: Literal["distro", "doca"] = "distro"
+    doca_ofed: str | None = Field(None, description="DOCA-OFED version when rdma_stack is doca")
+    package_mirror: str | None = Field(None, description="mirror URL for air-gapped sites")
+
+
+class ClusterSpec(BaseModel):
+    """The whole of cluster.yml."""
+
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
+
+    customer: str = Field(pattern=SLUG, description="slug: inventory dir, artifacts folder, Pulumi stack")
+    description: str = ""
+    node_groups: list[NodeGroup] = Field(min_length=1)
+    software: SoftwarePins = Field(default_factory=SoftwarePins)
+    certification: CertificationSpec = Field(default_factory=CertificationSpec)
+    serving: ServingSpec = Field(default_factory=ServingSpec)
+
+    @model_validator(mode="after")
+    def _unique_groups(self) -> ClusterSpec:
+        names = [g.name for g in self.node_groups]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"duplicate node group names: {', '.join(dupes)}")
+        return self
+
+    def group(self, name: str) -> NodeGroup | None:
+        return next((g for g in self.node_groups if g.name == name), None)

@@ -1,0 +1,1 @@
+"""The pipeline stages; each `run(inv, ctx)` returns a StageResult and writes <stage>/summary.json."""

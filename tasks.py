@@ -1,0 +1,139 @@
+"""gridready's command line: `invoke provision certify serve` (see README.md). A shell: no logic here.
+
+The inventory is configuration for the whole line: `invoke -f inventories/<c>/invoke.yaml ...` or
+`GRIDREADY_INVENTORY=<c> invoke ...`; the default is `sandbox`.
+"""
+
+from __future__ import annotations
+
+import os
+
+from invoke import Collection, Context, task
+
+from gridready import cli
+
+HELP = {
+    "check": "Ansible check mode (--check --diff): report what would change, change nothing",
+    "limit": "Ansible host pattern to restrict the stage to",
+    "tags": "Ansible tags to run",
+    "json": "print the stage summary as JSON on stdout",
+}
+
+
+def _pick(*names: str) -> dict[str, str]:
+    return {n: HELP[n] for n in names}
+
+
+def _inv(c: Context) -> cli.Inventory:
+    return cli.inventory(c.config.gridready.inventory)
+
+
+@task
+@cli.guarded
+def validate(c: Context) -> None:
+    """Load and cross-check the inventory; one line per problem, exit 2 when invalid."""
+    inv = _inv(c)
+    cli.console.info(f"inventory {inv.name}: valid ({len(inv.gpu_hosts())} GPU nodes, "
+                     f"{len(inv.spec.serving.tiers)} serving tiers)")
+
+
+def _stage(c: Context, stage: str, **flags: object) -> None:
+    from importlib import import_module
+
+    inv = _inv(c)
+    as_json = bool(flags.pop("json", False)) or bool(c.config.gridready.json)
+    flags["check"] = bool(flags.get("check")) or bool(c.config.gridready.check)
+    cli.ensure_sandbox(inv)
+    ctx = cli.context(inv, json=as_json, **flags)  # type: ignore[arg-type]
+    summary = import_module(f"gridready.stages.{stage}").run(inv, ctx)
+    cli.finish(summary, as_json)
+
+
+@task(pre=[validate], help=HELP)
+@cli.guarded
+def provision(c: Context, check: bool = False, limit: str | None = None, tags: str | None = None,
+              json: bool = False) -> None:
+    """Install and pin driver, fabric manager, DCGM, NCCL, RDMA, container toolkit; tune the hosts."""
+    _stage(c, "provision", check=check, limit=limit, tags=tags, json=json)
+
+
+@task(pre=[validate], help={**_pick("check", "limit", "json"),
+                            "force": "re-certify nodes whose certification is still valid"})
+@cli.guarded
+def certify(c: Context, check: bool = False, limit: str | None = None, force: bool = False,
+            json: bool = False) -> None:
+    """Probe every node, judge every gate, certify the fabric, quarantine bad nodes, write the reports."""
+    _stage(c, "certify", check=check, limit=limit, force=force, json=json)
+
+
+@task(pre=[validate], help={**_pick("check", "limit", "json"),
+                            "render": "write the Kubernetes manifests only (no cluster needed)"})
+@cli.guarded
+def serve(c: Context, check: bool = False, limit: str | None = None, render: bool = False,
+          json: bool = False) -> None:
+    """Deploy the serving tiers on certified nodes, then readiness, smoke, benchmark and SLO gate."""
+    _stage(c, "serve", check=check, limit=limit, render=render, json=json)
+
+
+@task(pre=[validate], help={"json": HELP["json"]})
+@cli.guarded
+def plan(c: Context, json: bool = False) -> None:
+    """What each stage would do: provision in check mode and the rendered serving manifests."""
+    from gridready import plan as planner
+
+    inv = _inv(c)
+    cli.ensure_sandbox(inv)
+    planner.run(inv, cli.context(inv, check=True, render=True, json=json), as_json=json)
+
+
+@task
+@cli.guarded
+def schema(c: Context) -> None:
+    """Print the JSON Schema of cluster.yml."""
+    from gridready.spec import ClusterSpec
+
+    cli.print_json(ClusterSpec.model_json_schema())
+
+
+@task(help={"hosts": "number of hosts (default: as in the inventory's sandbox.yml)"})
+@cli.guarded
+def sandbox_up(c: Context, hosts: int | None = None) -> None:
+    """Start the simulated fleet of the current inventory (root; systemd-nspawn)."""
+    from gridready.sandbox import fleet
+
+    inv_path = cli.inventory(c.config.gridready.inventory).path
+    cli.console.info(fleet.format_status(fleet.up(inv_path, hosts)))
+
+
+@task
+@cli.guarded
+def sandbox_down(c: Context) -> None:
+    """Stop the simulated fleet and remove everything it created."""
+    from gridready.sandbox import fleet
+
+    fleet.down(cli.inventory(c.config.gridready.inventory).path)
+
+
+@task
+@cli.guarded
+def sandbox_status(c: Context) -> None:
+    """List the simulated hosts, their addresses and hardware profiles."""
+    from gridready.sandbox import fleet
+
+    cli.console.info(fleet.format_status(fleet.status(cli.inventory(c.config.gridready.inventory).path)))
+
+
+sandbox = Collection("sandbox")
+sandbox.add_task(sandbox_up, "up")
+sandbox.add_task(sandbox_down, "down")
+sandbox.add_task(sandbox_status, "status")
+
+ns = Collection(validate, provision, certify, serve, plan, schema, sandbox)
+ns.configure({
+    "gridready": {
+        "inventory": os.environ.get("GRIDREADY_INVENTORY", "sandbox"),
+        "check": False,
+        "json": False,
+    },
+    "run": {"echo": True},
+})
