@@ -1,0 +1,77 @@
+"""The runner wrapper on a real local play: stats per host, check mode, failures, fresh private dirs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gridready import ansible
+from gridready.artifacts import RunContext
+from gridready.exitcodes import ExitCode
+from gridready.inventory import load
+from gridready.stages.common import outcome_from_playbook
+
+PLAY = Path(__file__).parent / "playbooks" / "marker.yml"
+
+
+@pytest.fixture
+def local_inv(tmp_path, monkeypatch):
+    inv = tmp_path / "inventories" / "lab"
+    inv.mkdir(parents=True)
+    (inv / "cluster.yml").write_text(yaml.safe_dump({
+        "customer": "lab", "node_groups": [{"name": "gpu_nodes", "sku": "h200", "gpus_per_node": 2}],
+    }))
+    hosts = {"all": {"children": {"gpu_nodes": {"hosts": {
+        "node-a": {"ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}"},
+        "node-b": {"ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}"},
+    }}}}}
+    (inv / "hosts.yml").write_text(yaml.safe_dump(hosts))
+    monkeypatch.chdir(tmp_path)
+    return load("lab")
+
+
+def _ctx(tmp_path: Path, **kw) -> RunContext:
+    return RunContext(customer="lab", run_id="r1", root=tmp_path / "artifacts", **kw)
+
+
+def test_converge_then_idempotent_then_check_clean(local_inv, tmp_path):
+    out = tmp_path / "markers"
+    out.mkdir()
+    extra = {"marker_dir": str(out), "marker_text": "hello"}
+    first = ansible.run_playbook(local_inv, str(PLAY), tmp_path / "s1", extravars=extra)
+    assert first.status == "successful"
+    assert first.changed_hosts == ["node-a", "node-b"]
+    assert (out / "node-a.txt").read_text() == "hello\n"
+    second = ansible.run_playbook(local_inv, str(PLAY), tmp_path / "s2", extravars=extra)
+    assert second.changed_hosts == []
+    assert outcome_from_playbook(second)[1] == ExitCode.OK
+    check = ansible.run_playbook(local_inv, str(PLAY), tmp_path / "s3", check=True,
+                                 extravars={**extra, "marker_text": "changed"})
+    assert check.changed_hosts == ["node-a", "node-b"]
+    assert (out / "node-a.txt").read_text() == "hello\n"  # check mode changed nothing
+
+
+def test_failed_host_is_exit_3_and_the_other_host_carries_on(local_inv, tmp_path):
+    out = tmp_path / "markers"
+    out.mkdir()
+    result = ansible.run_playbook(local_inv, str(PLAY), tmp_path / "s1",
+                                  extravars={"marker_dir": str(out), "marker_text": "x", "fail_on": ["node-b"]})
+    status, code, hosts = outcome_from_playbook(result)
+    assert (status, code) == ("failed", ExitCode.STAGE_FAILED)
+    assert hosts["node-b"].status == "failed"
+    assert hosts["node-a"].status == "changed"
+    assert result.task_results("node-b", "Fail where asked")[0]["msg"] == "asked to fail on node-b"
+
+
+def test_limit_restricts_hosts_and_private_dir_is_fresh(local_inv, tmp_path):
+    out = tmp_path / "markers"
+    out.mkdir()
+    result = ansible.run_playbook(local_inv, str(PLAY), tmp_path / "s1", limit="node-a",
+                                  extravars={"marker_dir": str(out), "marker_text": "x"})
+    assert set(result.hosts) == {"node-a"}
+    assert not (out / "node-b.txt").exists()
+    assert not (result.private_data_dir / "env" / "extravars").exists()  # suppress_env_files
+    with pytest.raises(FileExistsError):
+        ansible.run_playbook(local_inv, str(PLAY), tmp_path / "s1")
