@@ -1,0 +1,456 @@
+"""The local apt repository of SIMULATED NVIDIA packages: real package names and versions, simulated contents.
+
+`build_repo(out_dir)` writes a flat repository (`deb [...] <url> ./`): the .debs (dpkg-deb --root-owner-group,
+fixed mtimes: the same sources give the same bytes), Packages, Packages.gz, Release (the fleet signs it),
+`nccl-tests-<ver>.tar.gz` (a simulated source tree whose Makefile "builds" the simulated binaries) and
+`gridready-sim-manifest.json` (versions, file names, sha256). Built packages are cached by a hash of their
+sources, so a repeated call only copies files. docs/simulator.md lists the packages and what they install.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+import os
+import shutil
+import subprocess
+import tarfile
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gridready import catalog
+from gridready.sandbox.sim import simcore
+
+SIM_DIR = Path(__file__).resolve().parent / "sim"
+LIB = "/usr/lib/gridready-sim"  # the stdlib-only simulator, importable as `gridready_sim`
+EPOCH = 1767225600  # 2026-01-01T00:00:00Z: every mtime in the repository (reproducible builds)
+BUILDER_VERSION = "1"
+MAINTAINER = "gridready sandbox <sandbox@gridready.invalid>"
+SIM_NOTE = " .\n SIMULATED by gridready's sandbox: no NVIDIA software inside; the tools print simulated output."
+
+V = json.loads((SIM_DIR / "versions.json").read_text())
+DRIVER = f"{V['driver']}-1"
+DCGM = f"1:{V['dcgm']}-1"
+NCCL = f"{V['nccl']}-1+cuda{V['cuda']}"
+CTK = f"{V['container_toolkit']}-1"
+SIM = f"{V['sim']}-1"
+BRANCH = V["driver_branch"]
+CUDA_MAJOR = V["cuda"].split(".")[0]
+
+
+def _arch() -> str:
+    try:
+        return subprocess.run(
+            ["dpkg", "--print-architecture"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "amd64"
+
+
+ARCH = _arch()
+MULTIARCH = {"amd64": "x86_64-linux-gnu", "arm64": "aarch64-linux-gnu"}.get(ARCH, f"{ARCH}-linux-gnu")
+
+
+@dataclass
+class Pkg:
+    name: str
+    version: str
+    summary: str
+    depends: list[str] = field(default_factory=list)
+    files: dict[str, bytes] = field(default_factory=dict)  # absolute path -> content
+    modes: dict[str, int] = field(default_factory=dict)  # path -> mode (default 0644)
+    links: dict[str, str] = field(default_factory=dict)  # path -> symlink target
+    units: dict[str, str] = field(default_factory=dict)  # unit file name -> text
+    start_units: list[str] = field(default_factory=list)  # enabled and started by postinst (sim infrastructure)
+    arch: str = "all"
+    section: str = "multiverse/devel"
+    conflicts: list[str] = field(default_factory=list)
+    postinst_extra: str = ""  # shell run by postinst on configure (must be idempotent)
+
+
+def _wrapper(tool: str, module: str, func: str = "main", prog: bool = False) -> bytes:
+    call = f"{func}(sys.argv[1:], prog={tool!r})" if prog else f"{func}(sys.argv[1:])"
+    return (
+        "#!/usr/bin/python3\n"
+        f"# gridready-sim: SIMULATED {tool} (package gridready-sim-common, {LIB})\n"
+        "import sys\n\n"
+        f"sys.path.insert(0, {LIB!r})\n"
+        f"from gridready_sim.{module} import {func}\n\n"
+        f"sys.exit({call})\n"
+    ).encode()
+
+
+def _exe(pkg: Pkg, path: str, data: bytes) -> None:
+    pkg.files[path] = data
+    pkg.modes[path] = 0o755
+
+
+def _unit(desc: str, exec_start: str, *, kind: str = "simple", after: str = "network.target", extra: str = "") -> str:
+    return (
+        f"[Unit]\nDescription={desc} (gridready-sim: SIMULATED)\nAfter={after}\n"
+        "ConditionPathExists=/etc/gridready-sim/profile.json\nStartLimitIntervalSec=0\n\n"
+        f"[Service]\nType={kind}\nExecStart={exec_start}\n{extra}"
+        + ("Restart=on-failure\nRestartSec=2\n" if kind == "simple" else "RemainAfterExit=yes\n")
+        + "\n[Install]\nWantedBy=multi-user.target\n"
+    )
+
+
+def _sim_library() -> dict[str, bytes]:
+    files = {f"{LIB}/gridready_sim/{p.name}": p.read_bytes() for p in sorted(SIM_DIR.iterdir()) if p.is_file()}
+    skus = simcore.catalog_facts(catalog.SKUS)
+    files[f"{LIB}/gridready_sim/skus.json"] = (json.dumps(skus, indent=1, sort_keys=True) + "\n").encode()
+    return files
+
+
+NCCL_TESTS = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "reduce", "sendrecv",
+              "gather", "scatter", "hypercube")  # fmt: skip
+
+
+def packages() -> list[Pkg]:
+    """Every package of the repository (names as in NVIDIA's CUDA repository for Ubuntu/Debian)."""
+    common = Pkg(
+        "gridready-sim-common",
+        SIM,
+        "gridready sandbox: simulated NVIDIA hardware (library, sysfs, dmesg)",
+        depends=["python3 (>= 3.11)"],
+        files=_sim_library(),
+        start_units=["gridready-sim-sysfs.service"],
+    )
+    _exe(common, "/usr/bin/gridready-sim-sysfs", _wrapper("gridready-sim-sysfs", "sysfs"))
+    _exe(common, "/usr/local/bin/dmesg", _wrapper("dmesg", "dmesg"))  # shadows util-linux dmesg in PATH
+    common.postinst_extra = "[ -f /etc/gridready-sim/profile.json ] && /usr/bin/gridready-sim-sysfs >/dev/null || true"
+    common.units["gridready-sim-sysfs.service"] = _unit(
+        "Write the simulated sysfs tree", "/usr/bin/gridready-sim-sysfs", kind="oneshot", after="local-fs.target"
+    )
+    dep_common = f"gridready-sim-common (>= {SIM})"
+
+    utils = Pkg(f"nvidia-compute-utils-{BRANCH}", DRIVER, "NVIDIA compute utilities (nvidia-smi)", [dep_common],
+                arch=ARCH)  # fmt: skip
+    _exe(utils, "/usr/bin/nvidia-smi", _wrapper("nvidia-smi", "nvidia_smi"))
+
+    persist = Pkg("nvidia-persistenced", DRIVER, "daemon to maintain persistent software state in the NVIDIA driver",
+                  [dep_common], arch=ARCH)  # fmt: skip
+    _exe(persist, "/usr/bin/nvidia-persistenced", _wrapper("nvidia-persistenced", "daemons", prog=True))
+    persist.units["nvidia-persistenced.service"] = _unit(
+        "NVIDIA Persistence Daemon",
+        "/usr/bin/nvidia-persistenced --user nvidia-persistenced --verbose",
+        after="syslog.target",
+    )
+
+    driver = Pkg(f"nvidia-driver-{BRANCH}-open", DRIVER, "NVIDIA driver (open kernel) metapackage",
+                 [f"nvidia-compute-utils-{BRANCH} (= {DRIVER})", f"nvidia-persistenced (= {DRIVER})", dep_common],
+                 arch=ARCH, conflicts=[f"nvidia-driver-{BRANCH}"])  # fmt: skip
+    driver.files["/usr/share/gridready-sim/driver-version"] = f"{V['driver']}\n".encode()
+    dep_driver = f"nvidia-driver-{BRANCH}-open (= {DRIVER})"
+    metas = [
+        Pkg(f"nvidia-open-{BRANCH}", DRIVER, "NVIDIA open driver metapackage (CUDA repository name)", [dep_driver]),
+        Pkg(f"cuda-drivers-{BRANCH}", DRIVER, "CUDA driver metapackage for branch " + BRANCH, [dep_driver]),
+    ]
+
+    fm = Pkg(f"nvidia-fabricmanager-{BRANCH}", DRIVER, "Fabric Manager for NVSwitch based systems", [dep_common],
+             arch=ARCH)  # fmt: skip
+    _exe(fm, "/usr/bin/nv-fabricmanager", _wrapper("nv-fabricmanager", "daemons", prog=True))
+    fm.files["/usr/share/nvidia/nvswitch/fabricmanager.cfg"] = (
+        b"# gridready-sim: SIMULATED fabric manager configuration\nLOG_LEVEL=4\n"
+        b"LOG_FILE_NAME=/var/log/fabricmanager.log\n"
+        b"DAEMONIZE=0\nFABRIC_MODE=0\n"
+    )
+    fm.units["nvidia-fabricmanager.service"] = _unit(
+        "NVIDIA fabric manager service", "/usr/bin/nv-fabricmanager -c /usr/share/nvidia/nvswitch/fabricmanager.cfg"
+    )
+    fm_meta = Pkg(f"cuda-drivers-fabricmanager-{BRANCH}", DRIVER, "Meta-package for FM and Driver",
+                  [f"nvidia-fabricmanager-{BRANCH} (= {DRIVER})", f"cuda-drivers-{BRANCH} (= {DRIVER})"])  # fmt: skip
+
+    dcgm = Pkg("datacenter-gpu-manager-4-core", DCGM, "NVIDIA Datacenter GPU Management Tools (DCGM 4, core)",
+               [dep_common], arch=ARCH, section="devel")  # fmt: skip
+    _exe(dcgm, "/usr/bin/dcgmi", _wrapper("dcgmi", "dcgmi"))
+    _exe(dcgm, "/usr/bin/nv-hostengine", _wrapper("nv-hostengine", "daemons", prog=True))
+    dcgm.units["nvidia-dcgm.service"] = _unit(
+        "NVIDIA DCGM service", "/usr/bin/nv-hostengine -n --service-account nvidia-dcgm"
+    )
+    dcgm_cuda = Pkg(f"datacenter-gpu-manager-4-cuda{CUDA_MAJOR}", DCGM, f"DCGM 4 CUDA {CUDA_MAJOR} diagnostics",
+                    [f"datacenter-gpu-manager-4-core (= {DCGM})"], arch=ARCH, section="devel")  # fmt: skip
+    dcgm_cuda.files[f"/usr/libexec/datacenter-gpu-manager-4/plugins/cuda{CUDA_MAJOR}/README.gridready-sim"] = (
+        b"gridready-sim: SIMULATED DCGM diagnostic plugins (dcgmi diag is simulated)\n"
+    )
+
+    lib = f"/usr/lib/{MULTIARCH}"
+    nccl = Pkg("libnccl2", NCCL, "NVIDIA Collective Communication Library (NCCL) Runtime", [dep_common], arch=ARCH,
+               section="libs")  # fmt: skip
+    nccl.files[f"{lib}/libnccl.so.{V['nccl']}"] = b"gridready-sim: SIMULATED libnccl (not a shared object)\n"
+    nccl.links[f"{lib}/libnccl.so.2"] = f"libnccl.so.{V['nccl']}"
+    major, minor, patch = (int(x) for x in V["nccl"].split("."))
+    nccl_dev = Pkg("libnccl-dev", NCCL, "NVIDIA Collective Communication Library (NCCL) Development Files",
+                   [f"libnccl2 (= {NCCL})"], arch=ARCH, section="libdevel")  # fmt: skip
+    nccl_dev.files["/usr/include/nccl.h"] = (
+        "/* gridready-sim: SIMULATED NCCL header (version macros only) */\n#ifndef NCCL_H_\n#define NCCL_H_\n"
+        f'#define NCCL_MAJOR {major}\n#define NCCL_MINOR {minor}\n#define NCCL_PATCH {patch}\n#define NCCL_SUFFIX ""\n'
+        f"#define NCCL_VERSION_CODE {major * 10000 + minor * 100 + patch}\n"
+        "#define NCCL_VERSION(X,Y,Z) (((X) <= 2 && (Y) <= 8) ? (X) * 1000 + (Y) * 100 + (Z) : \\\n"
+        "  (X) * 10000 + (Y) * 100 + (Z))\n"
+        "#endif\n"
+    ).encode()
+    nccl_dev.links[f"{lib}/libnccl.so"] = "libnccl.so.2"
+
+    ctk_base = Pkg("nvidia-container-toolkit-base", CTK, "NVIDIA Container Toolkit Base (nvidia-ctk)", [dep_common],
+                   arch=ARCH, section="utils")  # fmt: skip
+    _exe(ctk_base, "/usr/bin/nvidia-ctk", _wrapper("nvidia-ctk", "daemons", prog=True))
+    ctk = Pkg("nvidia-container-toolkit", CTK, "NVIDIA Container toolkit",
+              [f"nvidia-container-toolkit-base (= {CTK})"], arch=ARCH, section="utils")  # fmt: skip
+
+    rdma = Pkg("gridready-sim-rdma", SIM, "gridready sandbox: simulated ibstat, ibv_devinfo, ib_write_bw, mpirun "
+               "and the fabric agent", [dep_common], start_units=["gridready-sim-fabric.service"])  # fmt: skip
+    for tool in ("ibstat", "ibv_devinfo", "ib_write_bw"):
+        _exe(rdma, f"/usr/local/bin/{tool}", _wrapper(tool, "ib", prog=True))  # /usr/local/bin wins in PATH
+    _exe(rdma, "/usr/local/bin/mpirun", _wrapper("mpirun", "fabric", "mpirun_main"))
+    _exe(rdma, "/usr/bin/gridready-sim-fabric", _wrapper("gridready-sim-fabric", "fabric", "agent_main"))
+    rdma.units["gridready-sim-fabric.service"] = _unit(
+        "gridready simulated fabric agent (port 18515 on the host's 10.77.0.x address)",
+        "/usr/bin/gridready-sim-fabric",
+        after="network-online.target",
+        extra="RestartPreventExitStatus=2\n",
+    )
+
+    return [common, utils, persist, driver, *metas, fm, fm_meta, dcgm, dcgm_cuda, nccl, nccl_dev, ctk_base, ctk, rdma]
+
+
+# ---- building ----------------------------------------------------------------------------------------------------
+
+
+def _maint_scripts(p: Pkg) -> dict[str, str]:
+    """postinst/prerm/postrm: daemon-reload when systemd runs; start only the simulator's own units. Idempotent."""
+    if not p.units:
+        return {}
+    running = "if [ -d /run/systemd/system ]; then"
+    post = ["#!/bin/sh", "set -e", f"{running} systemctl daemon-reload >/dev/null 2>&1 || true; fi"]
+    for u in p.start_units:
+        post += [
+            'if [ "$1" = "configure" ]; then',
+            f"  systemctl enable {u} >/dev/null 2>&1 || true",
+            f"  {running} systemctl restart {u} >/dev/null 2>&1 || true; fi",
+            "fi",
+        ]
+    if p.postinst_extra:
+        post += ['if [ "$1" = "configure" ]; then', f"  {p.postinst_extra}", "fi"]
+    units = " ".join(p.units)
+    prerm = ["#!/bin/sh", "set -e", 'if [ "$1" = "remove" ] && [ -d /run/systemd/system ]; then',
+             f"  systemctl stop {units} >/dev/null 2>&1 || true", "fi"]  # fmt: skip
+    postrm = ["#!/bin/sh", "set -e", 'if [ "$1" = "purge" ] || [ "$1" = "remove" ]; then',
+              f"  for u in {units}; do systemctl disable \"$u\" >/dev/null 2>&1 || true; done",
+              f"  {running} systemctl daemon-reload >/dev/null 2>&1 || true; fi", "fi"]  # fmt: skip
+    return {"postinst": "\n".join(post) + "\n", "prerm": "\n".join(prerm) + "\n", "postrm": "\n".join(postrm) + "\n"}
+
+
+def _all_files(p: Pkg) -> dict[str, bytes]:
+    files = dict(p.files)
+    for name, text in p.units.items():
+        files[f"/lib/systemd/system/{name}"] = text.encode()
+    doc = f"/usr/share/doc/{p.name}/README.gridready-sim"
+    files[doc] = f"{p.name} {p.version}: SIMULATED by gridready's sandbox (gridready/sandbox/packages.py).\n".encode()
+    return files
+
+
+def control(p: Pkg, installed_kib: int) -> str:
+    lines = [
+        f"Package: {p.name}",
+        f"Version: {p.version}",
+        f"Architecture: {p.arch}",
+        f"Maintainer: {MAINTAINER}",
+        f"Installed-Size: {installed_kib}",
+    ]
+    if p.depends:
+        lines.append("Depends: " + ", ".join(p.depends))
+    if p.conflicts:
+        lines.append("Conflicts: " + ", ".join(p.conflicts))
+    lines += [f"Section: {p.section}", "Priority: optional", f"Description: {p.summary} (SIMULATED)"]
+    return "\n".join(lines) + "\n" + SIM_NOTE + "\n"
+
+
+def deb_name(p: Pkg) -> str:
+    return f"{p.name}_{p.version.split(':')[-1]}_{p.arch}.deb"
+
+
+def _stamp(root: Path) -> None:
+    for path in [*sorted(root.rglob("*"), reverse=True), root]:
+        os.utime(path, (EPOCH, EPOCH), follow_symlinks=False)
+
+
+def build_deb(p: Pkg, out_dir: Path) -> tuple[Path, str]:
+    """Build one .deb with dpkg-deb; returns (path, control text as built)."""
+    files = _all_files(p)
+    size = sum(len(b) for b in files.values())
+    text = control(p, max(1, (size + 1023) // 1024))
+    with tempfile.TemporaryDirectory(prefix="gridready-deb-") as tmp:
+        root = Path(tmp) / "root"
+        (root / "DEBIAN").mkdir(parents=True)
+        (root / "DEBIAN/control").write_text(text)
+        for name, script in _maint_scripts(p).items():
+            (root / "DEBIAN" / name).write_text(script)
+            (root / "DEBIAN" / name).chmod(0o755)
+        for path, data in files.items():
+            dest = root / path.lstrip("/")
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_bytes(data)
+            dest.chmod(p.modes.get(path, 0o644))
+        for path, target in p.links.items():
+            dest = root / path.lstrip("/")
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.symlink_to(target)
+        for d in [root, *root.rglob("*")]:
+            if d.is_dir() and not d.is_symlink():
+                d.chmod(0o755)
+        _stamp(root)
+        deb = out_dir / deb_name(p)
+        env = {**os.environ, "SOURCE_DATE_EPOCH": str(EPOCH)}
+        subprocess.run(
+            ["dpkg-deb", "--root-owner-group", "-Zxz", "--build", str(root), str(deb)],
+            check=True, capture_output=True, env=env,
+        )  # fmt: skip
+    return deb, text
+
+
+def nccl_tests_tarball(out_dir: Path) -> Path:
+    """A simulated nccl-tests source tree: `make MPI=1 ...` writes the simulated binaries into ./build."""
+    ver = V["nccl_tests"]
+    top = f"nccl-tests-{ver}"
+    names = " ".join(f"{n}_perf" for n in NCCL_TESTS)
+    makefile = f"""# gridready-sim: SIMULATED nccl-tests {ver} (real upstream version number; contents simulated)
+# Variables as upstream: CUDA_HOME, NCCL_HOME, MPI, MPI_HOME, BUILDDIR. No compiler is needed.
+BUILDDIR ?= build
+NCCL_HOME ?= /usr
+MPI ?= 0
+BINS := {names}
+
+.PHONY: all build clean
+all: build
+build:
+\t@test -f $(NCCL_HOME)/include/nccl.h || {{ echo "no $(NCCL_HOME)/include/nccl.h: install libnccl-dev"; exit 2; }}
+\t@test "$(MPI)" = "0" || command -v mpirun >/dev/null || echo "warning: MPI=1, no mpirun in PATH"
+\t@mkdir -p $(BUILDDIR)
+\t@for b in $(BINS); do sed "s/@PROG@/$$b/" src/wrapper.in > $(BUILDDIR)/$$b && chmod 755 $(BUILDDIR)/$$b; done
+\t@echo "gridready-sim: built simulated $(BINS) in $(BUILDDIR) (MPI=$(MPI))"
+clean:
+\trm -rf $(BUILDDIR)
+"""
+    wrapper = (
+        "#!/usr/bin/python3\n# gridready-sim: SIMULATED nccl-tests binary @PROG@ (needs gridready-sim-common)\n"
+        f"import sys\n\nsys.path.insert(0, {LIB!r})\nfrom gridready_sim.nccl_tests import main\n\n"
+        'sys.exit(main(sys.argv[1:], prog="@PROG@"))\n'
+    )
+    readme = f"nccl-tests {ver} (SIMULATED by gridready's sandbox). `make MPI=1 MPI_HOME=... NCCL_HOME=...`\n"
+    members = {"Makefile": makefile, "src/wrapper.in": wrapper, "README.gridready-sim": readme, "LICENSE.txt": "BSD\n"}
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.GNU_FORMAT) as tar:
+        for d in (top, f"{top}/src"):
+            info = tarfile.TarInfo(d)
+            info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, EPOCH
+            tar.addfile(info)
+        for name, text in sorted(members.items()):
+            data = text.encode()
+            info = tarfile.TarInfo(f"{top}/{name}")
+            info.size, info.mode, info.mtime, info.uname, info.gname = len(data), 0o644, EPOCH, "root", "root"
+            tar.addfile(info, io.BytesIO(data))
+    path = out_dir / f"{top}.tar.gz"
+    with path.open("wb") as f, gzip.GzipFile(filename="", mode="wb", fileobj=f, mtime=0) as gz:
+        gz.write(buf.getvalue())
+    return path
+
+
+def _digests(data: bytes) -> dict[str, str]:
+    return {"MD5sum": hashlib.md5(data).hexdigest(), "SHA1": hashlib.sha1(data).hexdigest(),
+            "SHA256": hashlib.sha256(data).hexdigest()}  # fmt: skip
+
+
+def write_index(out_dir: Path, built: list[tuple[Path, str]]) -> None:
+    """Packages, Packages.gz and Release of a flat repository, from the control files we wrote."""
+    stanzas = []
+    for deb, text in sorted(built, key=lambda b: b[0].name):
+        data = deb.read_bytes()
+        head, _, desc = text.partition("Description:")
+        fields = head + f"Filename: ./{deb.name}\nSize: {len(data)}\n"
+        fields += "".join(f"{k}: {v}\n" for k, v in _digests(data).items())
+        stanzas.append(fields + "Description:" + desc.rstrip("\n"))
+    packages = ("\n\n".join(stanzas) + "\n").encode()
+    (out_dir / "Packages").write_bytes(packages)
+    (out_dir / "Packages.gz").write_bytes(gzip.compress(packages, mtime=0))
+    release = [
+        "Origin: gridready-sandbox",
+        "Label: gridready sandbox (SIMULATED NVIDIA packages)",
+        "Suite: sandbox",
+        "Codename: sandbox",
+        f"Architectures: {ARCH} all",
+        "Date: Thu, 01 Jan 2026 00:00:00 UTC",
+        "Description: SIMULATED NVIDIA driver/DCGM/NCCL stack for the gridready sandbox fleet",
+    ]
+    for algo in ("MD5Sum", "SHA1", "SHA256"):
+        release.append(f"{algo}:")
+        for name in ("Packages", "Packages.gz"):
+            data = (out_dir / name).read_bytes()
+            digest = {"MD5Sum": hashlib.md5, "SHA1": hashlib.sha1, "SHA256": hashlib.sha256}[algo](data).hexdigest()
+            release.append(f" {digest} {len(data):>16} {name}")
+    (out_dir / "Release").write_text("\n".join(release) + "\n")
+
+
+def sources_hash() -> str:
+    """Hash of everything a build depends on (package specs, simulator files, catalog facts)."""
+    h = hashlib.sha256(f"builder-{BUILDER_VERSION}/{ARCH}".encode())
+    for p in packages():
+        spec = (p.name, p.version, p.depends, p.units, p.links, p.modes, p.start_units, p.arch, p.postinst_extra)
+        h.update(repr(spec).encode())
+        for path, data in sorted(p.files.items()):
+            h.update(path.encode() + b"\0" + hashlib.sha256(data).digest())
+    h.update(Path(__file__).read_bytes())
+    return h.hexdigest()
+
+
+def _cache_root() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gridready-sim-repo"
+
+
+def build_repo(out_dir: Path) -> Path:
+    """Build (or copy from the cache) the flat repository into out_dir; returns out_dir."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    key = sources_hash()
+    cache = _cache_root() / key[:24]
+    if not (cache / ".complete").exists():
+        tmp = cache.with_name(cache.name + f".tmp-{os.getpid()}")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        built = [build_deb(p, tmp) for p in packages()]
+        write_index(tmp, built)
+        tarball = nccl_tests_tarball(tmp)
+        manifest = {
+            "gridready_simulated": True,
+            "sources_hash": key,
+            "versions": V,
+            "arch": ARCH,
+            "apt_line": "deb [signed-by=<keyring>] http://10.77.0.1:8088/nvidia ./",
+            "packages": [
+                {
+                    "name": p.name,
+                    "version": p.version,
+                    "filename": deb.name,
+                    "sha256": hashlib.sha256(deb.read_bytes()).hexdigest(),
+                    "units": sorted(p.units),
+                }
+                for p, (deb, _) in zip(packages(), built, strict=True)
+            ],
+            "nccl_tests": {
+                "version": V["nccl_tests"],
+                "filename": tarball.name,
+                "sha256": hashlib.sha256(tarball.read_bytes()).hexdigest(),
+                "build": "make MPI=1 MPI_HOME=/usr NCCL_HOME=/usr CUDA_HOME=/usr/local/cuda",
+            },
+        }
+        (tmp / "gridready-sim-manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+        (tmp / ".complete").write_text(key + "\n")
+        shutil.rmtree(cache, ignore_errors=True)
+        tmp.rename(cache)
+    for f in cache.iterdir():
+        if f.name != ".complete":
+            shutil.copy2(f, out_dir / f.name)
+    return out_dir

@@ -1,0 +1,158 @@
+"""Simulated NVIDIA daemons for the real systemd units: nvidia-persistenced, nv-hostengine, nv-fabricmanager.
+
+Each runs in the foreground until SIGTERM and logs that it is simulated. nv-hostengine listens on
+127.0.0.1:5555 (dcgmi checks it); nv-fabricmanager exits 1 on a host without NVSwitch, as the real one does.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+
+from . import simcore
+
+
+def _log(name: str, msg: str) -> None:
+    sys.stderr.write(f"{name}: {msg}\n")
+    sys.stderr.flush()
+
+
+def _wait_forever(name: str, stop: threading.Event) -> int:
+    def on_term(signum: int, _frame: object) -> None:
+        _log(name, f"received signal {signum}, exiting")
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGINT, on_term)
+    while not stop.wait(3600):
+        pass
+    return 0
+
+
+def _pidfile(path: str) -> None:
+    try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(f"{os.getpid()}\n")
+    except OSError:
+        pass
+
+
+def persistenced(argv: list[str]) -> int:
+    if "--version" in argv:
+        print(f"nvidia-persistenced:  version {simcore.versions()['driver']}")
+        return 0
+    host = simcore.load()
+    _pidfile("/run/nvidia-persistenced/nvidia-persistenced.pid")
+    _log("nvidia-persistenced", f"Started (gridready-sim, {len(host.gpus)} simulated GPUs, persistence mode on)")
+    return _wait_forever("nvidia-persistenced", threading.Event())
+
+
+def hostengine(argv: list[str]) -> int:
+    v = simcore.versions()
+    if "--version" in argv or "-v" in argv:
+        print(f"Version : {v['dcgm']}\nBuild ID : gridready-sim")
+        return 0
+    simcore.load()
+    stop = threading.Event()
+    srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind(("127.0.0.1", simcore.HOSTENGINE_PORT))
+    srv.listen(16)
+    srv.settimeout(1.0)
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = srv.accept()
+                conn.close()
+            except OSError:
+                continue
+
+    threading.Thread(target=accept, daemon=True).start()
+    _pidfile("/run/nvhostengine.pid")
+    _log("nv-hostengine", f"DCGM {v['dcgm']} (gridready-sim) listening on 127.0.0.1:{simcore.HOSTENGINE_PORT}")
+    rc = _wait_forever("nv-hostengine", stop)
+    srv.close()
+    return rc
+
+
+def fabricmanager(argv: list[str]) -> int:
+    v = simcore.versions()
+    if "--version" in argv or "-v" in argv:
+        print(f"Fabric Manager version is : {v['driver']}")
+        return 0
+    host = simcore.load()
+    if not host.sku["nvswitch"]:
+        _log("nv-fabricmanager", "NVSwitch devices not found (gridready-sim); fabric manager is for NVSwitch systems")
+        return 1
+    log = Path("/var/log/fabricmanager.log")
+    stamp = time.strftime("[%b %d %Y %H:%M:%S]")
+    try:
+        with log.open("a") as f:
+            f.write(
+                f"{stamp} [INFO] [tid {os.getpid()}] Fabric Manager version {v['driver']} is running "
+                f"(gridready-sim, {len(host.gpus)} simulated GPUs)\n"
+            )
+    except OSError:
+        pass
+    _log("nv-fabricmanager", f"Fabric Manager {v['driver']} started (gridready-sim); NVLink training completed")
+    return _wait_forever("nv-fabricmanager", threading.Event())
+
+
+def ctk(argv: list[str]) -> int:
+    """nvidia-ctk: --version, runtime configure, cdi generate (what the container toolkit role calls)."""
+    v = simcore.versions()
+    if not argv or "--version" in argv or argv[0] == "-v":
+        print(f"NVIDIA Container Toolkit CLI version {v['container_toolkit']}\ncommit: gridready-sim")
+        return 0
+    if argv[:2] == ["runtime", "configure"]:
+        runtime = simcore.option(argv, "--runtime") or "docker"
+        default = {"docker": "/etc/docker/daemon.json", "containerd": "/etc/containerd/config.toml"}
+        path = Path(simcore.option(argv, "--config") or default.get(runtime, f"/etc/{runtime}/config"))
+        block = f"# nvidia runtime configured by nvidia-ctk (gridready-sim) for {runtime}\n"
+        text = path.read_text() if path.exists() else ""
+        if block not in text:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text + block)
+        print(
+            f"INFO[0000] Wrote updated config to {path}\n"
+            f"INFO[0000] It is recommended that {runtime} daemon be restarted."
+        )
+        return 0
+    if argv[:2] == ["cdi", "generate"]:
+        out = simcore.option(argv, "--output")
+        host = simcore.load()
+        spec = "cdiVersion: 0.5.0\nkind: nvidia.com/gpu\n# gridready-sim: simulated\ndevices:\n" + "".join(
+            f'- name: "{g.index}"\n  containerEdits:\n    deviceNodes:\n    - path: /dev/nvidia{g.index}\n'
+            for g in host.gpus
+        )
+        if out:
+            Path(out).parent.mkdir(parents=True, exist_ok=True)
+            Path(out).write_text(spec)
+        else:
+            sys.stdout.write(spec)
+        return 0
+    sys.stderr.write(f"nvidia-ctk: unsupported in gridready-sim: {' '.join(argv)}\n")
+    return 2
+
+
+TOOLS = {
+    "nvidia-persistenced": persistenced,
+    "nv-hostengine": hostengine,
+    "nv-fabricmanager": fabricmanager,
+    "nvidia-ctk": ctk,
+}
+
+
+def main(argv: list[str] | None = None, prog: str | None = None) -> int:
+    name = os.path.basename(prog or sys.argv[0])
+    return TOOLS[name](list(sys.argv[1:] if argv is None else argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,67 @@
+"""The probe's own parsers (gridready/probe, the certification owner's) read the simulated outputs as they read
+the real fixtures: same keys, the faults visible where the gates look. Skipped where a parser is not there."""
+
+from __future__ import annotations
+
+import pytest
+
+from gridready.sandbox.sim import simcore, sysfs
+
+from .conftest import FIXTURES, call
+
+nvsmi = pytest.importorskip("gridready.probe.nvsmi")
+nccl = pytest.importorskip("gridready.probe.nccl_tests")
+dcgm = pytest.importorskip("gridready.probe.dcgm")
+hca = pytest.importorskip("gridready.probe.hca")
+klog = pytest.importorskip("gridready.probe.kernel_log")
+psys = pytest.importorskip("gridready.probe.sysfs")
+
+FX = FIXTURES / "h200x2"
+QUERY = (FX / "README.md").read_text().split("--query-gpu=")[1].split(" --format")[0]
+
+
+def test_query_csv_parses_like_the_fixture(use_profile):
+    use_profile({"kind": "pcie_downtrained", "gpu": 3})
+    sim = nvsmi.parse_query_csv(call("nvidia_smi", [f"--query-gpu={QUERY}", "--format=csv"])[1])
+    real = nvsmi.parse_query_csv((FX / "nvidia-smi-query-gpu.csv").read_text())
+    assert len(sim) == 8 and set(sim[0]) == set(real[0])
+    assert [r["pcie.link.width.current"] for r in sim] == [16, 16, 16, 8, 16, 16, 16, 16]
+
+
+def test_q_tree_parses_like_the_fixture(healthy):
+    sim = nvsmi.parse_q(call("nvidia_smi", ["-q"])[1])
+    real = nvsmi.parse_q((FX / "nvidia-smi-q.txt").read_text())
+    assert set(real) <= set(sim)
+
+
+def test_nccl_text_parses_like_the_fixture(use_profile, monkeypatch):
+    use_profile(gpus=2)
+    monkeypatch.setenv("NCCL_NVLS_ENABLE", "0")
+    sim = nccl.parse_text(call("nccl_tests", ["-b", "8", "-e", "8G", "-f", "2", "-g", "2"], prog="all_reduce_perf")[1])
+    real = nccl.parse_text((FX / "all_reduce_perf.txt").read_text())
+    assert set(sim) == set(real) and len(sim["rows"]) == len(real["rows"]) and sim["out_of_bounds"] == 0
+    assert abs(sim["rows"][-1]["oop"]["busbw"] - real["rows"][-1]["oop"]["busbw"]) < 0.03 * 345
+
+
+def test_dcgm_json_parses_as_4x(use_profile):
+    use_profile({"kind": "dcgm_level3_failure", "gpu": 2})
+    doc = dcgm.parse_json(call("dcgmi", ["diag", "-r", "3", "-j"])[1])
+    assert doc["schema"] == "4.x" and {t["name"] for t in doc["tests"] if t["summary"] == "fail"} == {"targeted_stress"}
+
+
+def test_ibstat_ib_write_bw_kernel_log(use_profile):
+    use_profile({"kind": "hca_half_rate", "hca": "mlx5_1"}, {"kind": "xid", "gpu": 0, "code": 79})
+    cas = hca.parse_ibstat(call("ib", [], prog="ibstat")[1])["cas"]
+    assert len(cas) == 8 and not hca.parse_ibstat(call("ib", [], prog="ibstat")[1])["errors"]
+    xids = klog.parse(call("dmesg", [])[1])["xid"]
+    assert [x["xid"] for x in xids] == [79]
+
+
+def test_sysfs_endpoints(use_profile, tmp_path, monkeypatch):
+    use_profile({"kind": "pcie_downtrained", "gpu": 3})
+    root = sysfs.write_tree(simcore.load(), tmp_path / "sysfs")
+    monkeypatch.setenv("GRIDREADY_SYSFS_ROOT", str(root))
+    monkeypatch.setenv("GRIDREADY_PROC_ROOT", str(root / "proc"))
+    eps = psys.pci_endpoints()
+    assert len(eps) >= 16
+    assert "nvidia_peermem" in (psys.modules() or [])
