@@ -1,0 +1,161 @@
+"""Engine mode: checkpoint conversion and `trtllm-build` flags implied by the tier, and the engine cache key.
+
+Flags (serving-anchors.md 2.5; trtllm-build of the pinned 1.2 line): TP/PP are fixed at conversion; paged KV
+cache, fused context attention and removed input padding are the in-flight batching prerequisites; paged
+context FMHA is required for KV-cache reuse and chunked context; FP8 quantizes weights and KV cache at
+conversion and adds FP8 context FMHA on Hopper; LoRA adds the plugin and the adapters' directories.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass
+
+from gridready.serving.engine_cache import MARKER, EngineKey
+from gridready.serving.triton_plan import ENGINES_DIR, TritonPlan
+
+CHECKPOINT_SUBDIR = "checkpoint"  # conversion output inside the build's scratch dir, not cached
+ENGINE_SUBDIR = "engine"  # what the cache keeps: <entry>/engine/{config.json, rank*.engine}
+
+
+def conversion_args(plan: TritonPlan) -> list[str]:
+    """The flags of convert_checkpoint.py (bf16/fp16) or quantize.py (fp8) that change the engine."""
+    args = ["--dtype", plan.dtype, "--tp_size", str(plan.tp), "--pp_size", str(plan.pp)]
+    if plan.fp8:
+        args += ["--qformat", "fp8"]
+    if plan.fp8_kv:
+        args += ["--kv_cache_dtype", "fp8"]
+    return args
+
+
+def build_flags(plan: TritonPlan) -> list[str]:
+    """trtllm-build flags that change the engine (paths, workers and timing caches excluded)."""
+    tier = plan.tier
+    flags = [
+        "--gemm_plugin", "auto",
+        "--gpt_attention_plugin", "auto",
+        "--context_fmha", "enable",
+        "--remove_input_padding", "enable",
+        "--kv_cache_type", "paged",
+        "--max_batch_size", str(plan.max_batch_size),
+        "--max_input_len", str(plan.max_input_len),
+        "--max_seq_len", str(plan.max_seq_len),
+        "--max_num_tokens", str(plan.max_num_tokens),
+        "--max_beam_width", "1",
+        "--multiple_profiles", "enable",
+    ]
+    if plan.kv_reuse or plan.chunked_context:
+        flags += ["--use_paged_context_fmha", "enable"]
+    if plan.fp8:
+        flags += ["--use_fp8_context_fmha", "enable"]
+    if tier.lora_adapters:
+        flags += ["--lora_plugin", "auto", "--max_lora_rank", str(tier.max_lora_rank)]
+        flags += ["--lora_target_modules", "attn_q", "attn_k", "attn_v", "attn_dense"]
+        flags += ["--lora_dir", *[a.path for a in tier.lora_adapters]]
+    return flags
+
+
+def engine_key(plan: TritonPlan) -> EngineKey:
+    r = plan.release
+    return EngineKey(
+        model=plan.model_id,
+        model_revision=plan.revision,
+        tensorrt_llm=r.tensorrt_llm,
+        tensorrt=r.tensorrt,
+        cuda=r.cuda or "per-image",  # unknown CUDA is pinned through `image` (the digest) instead
+        image=r.image_ref,
+        gpu_model=plan.sku.name,
+        tp=plan.tp,
+        pp=plan.pp,
+        build_flags=tuple(conversion_args(plan) + build_flags(plan)),
+    )
+
+
+# Runs inside the serving image: reuse a complete entry or build, then write the same completion marker as
+# gridready.serving.engine_cache.mark_complete. Prints one line `GRIDREADY_ENGINE <built|cached> <digest>`.
+_CHECK = """import json, os, sys
+entry, want = sys.argv[1], json.loads(sys.argv[2])
+try:
+    m = json.load(open(os.path.join(entry, "{marker}")))
+    ok = m["digest"] == want["digest"] and m["key"] == want["key"] and m["files"] and all(
+        os.path.getsize(os.path.join(entry, f)) == n for f, n in m["files"].items())
+except Exception:
+    ok = False
+sys.exit(0 if ok else 1)
+"""
+_MARK = """import json, os, sys, time
+d, want = sys.argv[1], json.loads(sys.argv[2])
+files = {{os.path.relpath(os.path.join(r, f), d): os.path.getsize(os.path.join(r, f))
+         for r, _, fs in os.walk(d) for f in fs if f != "{marker}"}}
+try:
+    if sys.argv[3:] == ["SIMULATED"]:
+        raise ImportError("SIMULATED build: no TensorRT-LLM image")
+    import tensorrt, tensorrt_llm, torch
+    found = {{"tensorrt_llm": tensorrt_llm.__version__, "tensorrt": tensorrt.__version__,
+             "cuda": torch.version.cuda or ""}}
+except Exception as err:
+    found = {{"error": str(err)}}
+marker = dict(schema=1, digest=want["digest"], key=want["key"], files=files, versions_found=found,
+              completed_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+json.dump(marker, open(os.path.join(d, "{marker}"), "w"), indent=2, sort_keys=True)
+"""
+
+
+@dataclass(frozen=True)
+class BuildScript:
+    """The build as one bash script, run in the serving image with the engine cache mounted at ENGINES_DIR."""
+
+    key: EngineKey
+    entry: str  # the cache entry inside the container
+    text: str
+
+
+def _simulated_build(plan: TritonPlan, tmp: str) -> list[str]:
+    """Sandbox stand-in for convert + trtllm-build: labelled files, one per rank (no GPU, no image)."""
+    cfg = json.dumps({"SIMULATED": True, "mapping": {"world_size": plan.world_size, "tp_size": plan.tp,
+                                                    "pp_size": plan.pp}})
+    engine = f"{tmp}/{ENGINE_SUBDIR}"
+    lines = [f"mkdir -p {shlex.quote(engine)}", f"echo {shlex.quote(cfg)} > {shlex.quote(engine + '/config.json')}"]
+    for rank in range(plan.world_size):
+        lines.append(f"echo 'SIMULATED TensorRT engine, rank {rank}' > {shlex.quote(f'{engine}/rank{rank}.engine')}")
+    return lines
+
+
+def build_script(plan: TritonPlan, *, cache_dir: str = ENGINES_DIR) -> BuildScript:
+    """`cache_dir`: where the cache is mounted (ENGINES_DIR in the image; a host path when simulated)."""
+    key = engine_key(plan)
+    entry = f"{cache_dir}/{key.dirname}"
+    tmp = f"{cache_dir}/.{key.dirname}.partial"
+    r = plan.release
+    script = (r.quantize_script if plan.fp8 else r.convert_script) or ""
+    conv = ["python3", script, "--model_dir", plan.weights_dir, "--output_dir", f"{tmp}/{CHECKPOINT_SUBDIR}"]
+    conv += conversion_args(plan)
+    build = ["trtllm-build", "--checkpoint_dir", f"{tmp}/{CHECKPOINT_SUBDIR}", "--output_dir", f"{tmp}/{ENGINE_SUBDIR}"]
+    build += build_flags(plan)
+    build += ["--workers", str(plan.settings.build_workers or plan.world_size)]
+    build += ["--input_timing_cache", f"{ENGINES_DIR}/timing.cache"]
+    build += ["--output_timing_cache", f"{ENGINES_DIR}/timing.cache"]
+    want = shlex.quote(json.dumps({"digest": key.digest, "key": key.as_dict()}, sort_keys=True))
+    q = shlex.join
+    text = "\n".join(
+        [
+            "#!/bin/bash",
+            f"# gridready engine build, tier {plan.name}, image {r.image_ref}",
+            "set -euo pipefail",
+            f"if python3 - {shlex.quote(entry)} {want} <<'PY'",
+            _CHECK.format(marker=MARKER).rstrip(),
+            "PY",
+            f"then echo 'GRIDREADY_ENGINE cached {key.digest}'; exit 0; fi",
+            f"rm -rf {shlex.quote(tmp)} && mkdir -p {shlex.quote(tmp)}",
+            *(_simulated_build(plan, tmp) if plan.simulated else [q(conv), q(build)]),
+            f"rm -rf {shlex.quote(tmp + '/' + CHECKPOINT_SUBDIR)}",
+            f"python3 - {shlex.quote(tmp)} {want}{' SIMULATED' if plan.simulated else ''} <<'PY'",
+            _MARK.format(marker=MARKER).rstrip(),
+            "PY",
+            f"rm -rf {shlex.quote(entry)} && mv {shlex.quote(tmp)} {shlex.quote(entry)}",
+            f"echo 'GRIDREADY_ENGINE built {key.digest}'",
+            "",
+        ]
+    )
+    return BuildScript(key, entry, text)

@@ -1,0 +1,124 @@
+"""What the serving container runs: one bash script per tier (prepare the repository, then exec the server).
+
+MPI layout (serving-anchors.md 2.5, launch_triton_server.py of the pinned line): engine mode runs one process
+per rank, world size = TP x PP; rank 0 serves HTTP/gRPC/metrics (or the OpenAI frontend), ranks > 0 load only
+tensorrt_llm with explicit model control and no listeners. LLM-API mode spawns its own workers on one node
+and needs `trtllm-llmapi-launch` under MPI across nodes.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+
+from gridready.serving.triton_plan import TritonPlan
+
+REPO_IN = "/models/repo.in"  # the generated repository, mounted read-only
+REPO_DIR = "/models/repo"  # the working copy the server loads (python models' 1/ filled from the image)
+PYTHON_MODELS = {"engine": ("preprocessing", "postprocessing", "tensorrt_llm_bls"), "llmapi": ("tensorrt_llm",)}
+EXTRA_LLM_API = "extra-llm-api.yaml"  # trtllm-serve: LLM arguments beyond its flags
+_LWS_HOSTS = "__GRIDREADY_MPI_HOSTS__"  # replaced by "$GRIDREADY_MPI_HOSTS" in the script
+# LeaderWorkerSet: the leader is <lws>-<group>.<lws>.<ns> (LWS_LEADER_ADDRESS), worker i is <lws>-<group>-<i>.<...>
+_LWS_PRELUDE = """\
+L="${{LWS_LEADER_ADDRESS:?not in a LeaderWorkerSet}}"; first="${{L%%.*}}"; rest="${{L#*.}}"
+GRIDREADY_MPI_HOSTS="$L:{slots}"
+for i in $(seq 1 $((${{LWS_GROUP_SIZE:?}} - 1))); do
+  GRIDREADY_MPI_HOSTS="$GRIDREADY_MPI_HOSTS,$first-$i.$rest:{slots}"
+done
+"""
+
+
+def served_model(plan: TritonPlan) -> str:
+    """The Triton model clients (and readiness) address."""
+    if plan.mode == "engine":
+        return "tensorrt_llm_bls" if plan.settings.bls else "ensemble"
+    return "tensorrt_llm"
+
+
+def _tritonserver(plan: TritonPlan, rank: int) -> list[str]:
+    s = plan.settings
+    cmd = ["tritonserver", f"--model-repository={REPO_DIR}", "--disable-auto-complete-config"]
+    cmd.append(f"--backend-config=python,shm-region-prefix-name=prefix{rank}_")
+    if rank == 0:
+        cmd += [f"--http-port={s.http_port}", f"--grpc-port={s.grpc_port}", f"--metrics-port={s.metrics_port}"]
+        cmd += ["--allow-metrics=true", "--allow-gpu-metrics=true"]
+    else:
+        cmd += ["--model-control-mode=explicit", "--load-model=tensorrt_llm"]
+        cmd += ["--allow-http=false", "--allow-grpc=false", "--allow-metrics=false"]
+    return cmd
+
+
+def _openai(plan: TritonPlan) -> list[str]:
+    s = plan.settings
+    return [
+        "python3", plan.release.openai_frontend, "--model-repository", REPO_DIR, "--tokenizer", plan.weights_dir,
+        "--host", "0.0.0.0", "--openai-port", str(plan.openai_port), "--enable-kserve-frontends",
+        "--kserve-http-port", str(s.http_port), "--kserve-grpc-port", str(s.grpc_port),
+    ]
+
+
+def _mpirun(plan: TritonPlan, hosts: Sequence[str]) -> list[str]:
+    cmd = ["mpirun", "--allow-run-as-root"]
+    if plan.nodes > 1:
+        listed = _LWS_HOSTS if list(hosts) == [_LWS_HOSTS] else ",".join(
+            f"{h}:{plan.gpus_on_node}" for h in hosts[: plan.nodes]
+        )
+        cmd += ["--host", listed]
+    return cmd
+
+
+def server_command(plan: TritonPlan, hosts: Sequence[str] = ()) -> list[str]:
+    """argv of the server (no shell); `hosts` = the tier's node addresses, leader first (multi-node only)."""
+    s = plan.settings
+    if plan.nodes > 1 and len(hosts) < plan.nodes and list(hosts) != [_LWS_HOSTS]:
+        raise ValueError(f"tier {plan.name}: {plan.nodes} nodes needed for TP x PP = {plan.world_size}, got {hosts}")
+    if s.frontend == "trtllm-serve":
+        cmd = [
+            "trtllm-serve", plan.weights_dir, "--backend", "pytorch", "--host", "0.0.0.0",
+            "--port", str(plan.openai_port), "--tp_size", str(plan.tp), "--pp_size", str(plan.pp),
+            "--max_batch_size", str(plan.max_batch_size), "--max_num_tokens", str(plan.max_num_tokens),
+            "--max_seq_len", str(plan.max_seq_len), "--kv_cache_free_gpu_memory_fraction", f"{plan.kv_fraction:g}",
+            "--extra_llm_api_options", f"{REPO_DIR}/{EXTRA_LLM_API}",
+        ]
+        if plan.nodes == 1:
+            return cmd
+        return [*_mpirun(plan, hosts), "-n", str(plan.world_size), "trtllm-llmapi-launch", *cmd]
+    front = _openai(plan) if s.openai_frontend else _tritonserver(plan, 0)
+    if plan.mode == "llmapi":
+        if plan.nodes == 1:
+            return front
+        return [*_mpirun(plan, hosts), "-n", str(plan.world_size), "trtllm-llmapi-launch", *front]
+    if plan.world_size == 1:
+        return front
+    cmd = [*_mpirun(plan, hosts), "-n", "1", *front]
+    for rank in range(1, plan.world_size):
+        cmd += [":", "-n", "1", *_tritonserver(plan, rank)]
+    return cmd
+
+
+def launch_script(plan: TritonPlan, hosts: Sequence[str] = (), *, lws: bool = False) -> str:
+    """bash script run as the container's command: copy the repository, add the image's python models, exec.
+
+    Multi-node: `hosts` are the nodes' addresses (leader first), or `lws=True` to read them from the
+    LeaderWorkerSet environment at start."""
+    tmpl = plan.release.templates_dir
+    lines = [
+        "#!/bin/bash",
+        f"# gridready: Triton/TensorRT-LLM tier {plan.name} ({plan.mode}, TP {plan.tp} x PP {plan.pp})",
+        "set -euo pipefail",
+        f"rm -rf {REPO_DIR} && cp -rL {REPO_IN} {REPO_DIR}",
+        f"rm -rf {REPO_DIR}/..?*  # a ConfigMap volume's ..data bookkeeping",
+    ]
+    if plan.settings.frontend == "triton":
+        for model in PYTHON_MODELS[plan.mode]:
+            if model == "tensorrt_llm_bls" and not plan.settings.bls:
+                continue
+            src = f"{tmpl}/{model}/1"
+            # model.py (and helpers) of the pinned image; gridready's model.yaml/config.pbtxt are kept (-n)
+            lines.append(f"mkdir -p {REPO_DIR}/{model}/1 && cp -rn {src}/. {REPO_DIR}/{model}/1/")
+    if lws and plan.nodes > 1:
+        lines.append(_LWS_PRELUDE.format(slots=plan.gpus_on_node).rstrip())
+        hosts = [_LWS_HOSTS]
+    exec_line = "exec " + shlex.join(server_command(plan, hosts))
+    lines.append(exec_line.replace(_LWS_HOSTS, '"$GRIDREADY_MPI_HOSTS"'))
+    return "\n".join(lines) + "\n"

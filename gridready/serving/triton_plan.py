@@ -1,0 +1,191 @@
+"""Resolve a Triton tier into a plan: parallelism, world size, limits, image, paths and ports.
+
+Everything derived lives here and only here: MPI world size = TP x PP, nodes = world / GPUs per node,
+max batch size and KV fraction defaults from the tier, the release line from the pins.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+from gridready.catalog import Sku
+from gridready.errors import InvalidInput
+from gridready.serving.spec import Tier
+from gridready.serving.triton_spec import TritonSettings
+from gridready.serving.triton_versions import ReleaseLine, release_line
+
+# Paths inside the serving container (the role and the Kubernetes component mount host/PVC paths here).
+REPO_DIR = "/models/repo"
+ENGINES_DIR = "/engines"
+WEIGHTS_DIR = "/models/hf"
+HOPPER = ("H100", "H200")
+
+
+@dataclass(frozen=True)
+class TritonPlan:
+    tier: Tier
+    settings: TritonSettings
+    release: ReleaseLine
+    sku: Sku
+    tp: int
+    pp: int
+    gpus_per_node: int
+    simulated: bool
+
+    @property
+    def name(self) -> str:
+        return self.tier.name
+
+    @property
+    def mode(self) -> Literal["llmapi", "engine"]:
+        return self.settings.mode
+
+    @property
+    def world_size(self) -> int:
+        return self.tp * self.pp
+
+    @property
+    def nodes(self) -> int:
+        return math.ceil(self.world_size / self.gpus_per_node)
+
+    @property
+    def gpus_on_node(self) -> int:
+        """GPUs each node of the tier uses."""
+        return min(self.world_size, self.gpus_per_node)
+
+    @property
+    def max_batch_size(self) -> int:
+        return self.settings.max_batch_size or self.tier.max_num_seqs
+
+    @property
+    def max_seq_len(self) -> int:
+        return self.tier.max_model_len
+
+    @property
+    def max_input_len(self) -> int:
+        return self.settings.max_input_len or self.tier.max_model_len
+
+    @property
+    def max_num_tokens(self) -> int:
+        return self.tier.max_num_batched_tokens or 8192
+
+    @property
+    def kv_fraction(self) -> float:
+        return self.settings.kv_cache_free_gpu_mem_fraction
+
+    @property
+    def dtype(self) -> str:
+        return "bfloat16" if self.tier.dtype == "auto" else self.tier.dtype
+
+    @property
+    def fp8(self) -> bool:
+        """FP8 weights (and KV cache) from tier.quantization fp8 / modelopt."""
+        return self.tier.quantization in ("fp8", "modelopt")
+
+    @property
+    def fp8_kv(self) -> bool:
+        return self.fp8 or self.tier.kv_cache_dtype.startswith("fp8")
+
+    @property
+    def kv_reuse(self) -> bool:
+        return self.tier.enable_prefix_caching
+
+    @property
+    def chunked_context(self) -> bool:
+        return self.tier.enable_chunked_prefill
+
+    @property
+    def model_id(self) -> str:
+        return self.tier.model.hf_id or self.tier.model.local_path or ""
+
+    @property
+    def revision(self) -> str:
+        return self.tier.model.revision or "local"
+
+    @property
+    def weights_dir(self) -> str:
+        """Weights and tokenizer inside the container: local_path as is, else <WEIGHTS_DIR>/<hf_id>/<revision>."""
+        if self.tier.model.local_path:
+            return self.tier.model.local_path
+        return f"{WEIGHTS_DIR}/{self.tier.model.hf_id}/{self.tier.model.revision}"
+
+    @property
+    def openai_port(self) -> int:
+        return self.tier.port
+
+    @property
+    def ports(self) -> dict[str, int]:
+        s = self.settings
+        out = {"http": s.http_port, "grpc": s.grpc_port, "metrics": s.metrics_port}
+        if s.frontend == "trtllm-serve":
+            return {"openai": self.openai_port}
+        if s.openai_frontend:
+            out["openai"] = self.openai_port
+        return out
+
+
+def _problem(tier: Tier, key: str, msg: str) -> str:
+    return f"serving.tiers[{tier.name}].{key}: {msg}"
+
+
+def resolve_parallel(tier: Tier, gpus_per_node: int) -> tuple[int, int]:
+    """TP and PP: the tier's numbers, or for "derive" one full node per pipeline stage (TP = GPUs per node)."""
+    tp = gpus_per_node if tier.tensor_parallel == "derive" else tier.tensor_parallel
+    pp = 1 if tier.pipeline_parallel == "derive" else tier.pipeline_parallel
+    return tp, pp
+
+
+def make_plan(
+    tier: Tier,
+    settings: TritonSettings | None,
+    *,
+    sku: Sku,
+    gpus_per_node: int,
+    tp: int | None = None,
+    pp: int | None = None,
+    simulated: bool = False,
+    source: str = "cluster.yml",
+) -> TritonPlan:
+    """Validate and resolve; raises InvalidInput (exit 2) with one `<source>: <key>: <message>` line per problem."""
+    settings = settings or TritonSettings.model_validate({})
+    if tp is None or pp is None:
+        dtp, dpp = resolve_parallel(tier, gpus_per_node)
+        tp, pp = tp or dtp, pp or dpp
+    release = release_line(settings.mode, settings.versions)
+    plan = TritonPlan(tier, settings, release, sku, tp, pp, gpus_per_node, simulated)
+    problems: list[str] = []
+    if tier.engine != "triton-trtllm":
+        problems.append(_problem(tier, "engine", f"is {tier.engine!r}, not 'triton-trtllm'"))
+    world = plan.world_size
+    if world > gpus_per_node and world % gpus_per_node:
+        problems.append(
+            _problem(tier, "tensor_parallel", f"TP x PP = {world} must fill whole nodes of {gpus_per_node} GPUs")
+        )
+    if plan.max_input_len > plan.max_seq_len:
+        problems.append(
+            _problem(tier, "triton.max_input_len", f"{plan.max_input_len} exceeds max_model_len {plan.max_seq_len}")
+        )
+    if plan.fp8_kv and not sku.name.startswith(HOPPER):
+        problems.append(_problem(tier, "quantization", f"FP8 needs Hopper (H100/H200), node group has {sku.name}"))
+    if tier.quantization not in (None, "fp8", "modelopt"):
+        problems.append(_problem(tier, "quantization", f"{tier.quantization!r} is not supported by the Triton tier"))
+    if settings.mode == "engine" and not release.convert_script:
+        problems.append(_problem(tier, "triton.versions", "engine mode needs a convert_script in the pins"))
+    if not simulated and not release.image_digest:
+        problems.append(
+            _problem(
+                tier,
+                "triton.versions.image_digest",
+                f"{release.image} is not pinned by digest (gridready/data/triton_versions.yml "
+                f"lines.{settings.mode}.image_digest); refusing a real deployment",
+            )
+        )
+    if settings.openai_frontend and settings.frontend == "triton" and tier.port in (
+        settings.http_port, settings.grpc_port, settings.metrics_port,
+    ):
+        problems.append(_problem(tier, "port", f"{tier.port} collides with a Triton port"))
+    if problems:
+        raise InvalidInput([f"{source}: {p}" for p in problems])
+    return plan

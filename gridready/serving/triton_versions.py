@@ -1,0 +1,49 @@
+"""Pinned Triton / TensorRT-LLM release lines (gridready/data/triton_versions.yml) and per-tier overrides."""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict
+
+from gridready.serving.triton_spec import VersionOverride
+
+
+class ReleaseLine(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    description: str
+    triton: str
+    tensorrt_llm: str
+    tensorrt: str
+    cuda: str | None
+    image: str
+    image_digest: str | None
+    templates_dir: str
+    convert_script: str | None
+    quantize_script: str | None
+    openai_frontend: str
+
+    @property
+    def image_ref(self) -> str:
+        """`image@sha256:...` when pinned, else the tag (only acceptable when simulated)."""
+        base = self.image.rsplit(":", 1)[0] if ":" in self.image.rsplit("/", 1)[-1] else self.image
+        return f"{base}@{self.image_digest}" if self.image_digest else self.image
+
+
+@cache
+def _lines() -> dict[str, ReleaseLine]:
+    text = (Path(__file__).resolve().parent.parent / "data" / "triton_versions.yml").read_text()
+    raw = yaml.safe_load(text)["lines"]
+    return {mode: ReleaseLine(**vals) for mode, vals in raw.items()}
+
+
+def release_line(mode: Literal["llmapi", "engine"], override: VersionOverride | None = None) -> ReleaseLine:
+    line = _lines()[mode]
+    if override is None:
+        return line
+    changes = {k: v for k, v in override.model_dump().items() if v is not None}
+    return line.model_copy(update=changes)

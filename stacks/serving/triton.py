@@ -1,0 +1,334 @@
+"""A Triton/TensorRT-LLM tier on Kubernetes as one ComponentResource (`gridready:serving:TritonTier`).
+
+- a ConfigMap with the generated, validated model repository and the container scripts;
+- engine mode: a PVC for the engine cache and an engine-build Job in the serving image (named after the cache
+  key, so a new key is a new Job; the Job script reuses a complete entry) that the server waits for;
+- one node: a Deployment; several nodes (TP x PP > GPUs per node): a LeaderWorkerSet whose leader runs MPI
+  across the group (workers run sshd for mpirun; the image and key Secret must provide it);
+- a long startup probe on /v2/health/ready (model load), readiness and liveness, and a Service.
+
+gridready builds the config with `tier_config(plan, ...)`; stacks/serving/program.py calls `build_tier`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+from pydantic import BaseModel, ConfigDict, Field
+
+from gridready.serving import triton
+from gridready.serving.triton_launch import REPO_IN
+from gridready.serving.triton_plan import ENGINES_DIR, WEIGHTS_DIR, TritonPlan
+
+TIER_LABEL = "gridready.io/tier"
+GPU = "nvidia.com/gpu"
+SCRIPTS_DIR = "/gridready"
+MPI_SSH_PORT = 2222
+
+
+class TritonTierConfig(BaseModel):
+    """Everything one Triton tier needs on Kubernetes (JSON in the stack config's `triton_tiers`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    namespace: str
+    served_name: str
+    served_model: str
+    mode: str
+    frontend: str
+    image: str
+    nodes: int
+    gpus_on_node: int
+    world_size: int
+    ports: dict[str, int]
+    startup_timeout_s: int
+    repository: dict[str, str] = Field(description="relative path -> text of the generated model repository")
+    launch_script: str
+    build_script: str = ""
+    engine_key: str | None = None
+    engine_cache_size: str = "1Ti"
+    engine_cache_storage_class: str | None = None
+    engine_cache_access_mode: str = "ReadWriteMany"
+    weights_claim: str = Field("gridready-model-weights", description="PVC holding <hf_id>/<revision> directories")
+    gpu_product_label: str | None = None
+    rdma_resource: str | None = None
+    shm_size: str = "32Gi"
+    cpu: str = "32"
+    memory: str = "256Gi"
+    mpi_ssh_secret: str | None = Field(None, description="Secret with id_rsa/authorized_keys for mpirun (multi-node)")
+
+
+def tier_config(plan: TritonPlan, namespace: str, **options: Any) -> dict[str, Any]:
+    """The stack config entry of one tier, from its plan (options: the optional fields of TritonTierConfig)."""
+    repo = triton.render_repository(plan)
+    build = triton.build_script(plan).text if plan.mode == "engine" else ""
+    return TritonTierConfig(
+        name=plan.name,
+        namespace=namespace,
+        served_name=plan.tier.served_name,
+        served_model=repo.manifest["served_model"],
+        mode=plan.mode,
+        frontend=plan.settings.frontend,
+        image=plan.release.image_ref,
+        nodes=plan.nodes,
+        gpus_on_node=plan.gpus_on_node,
+        world_size=plan.world_size,
+        ports=plan.ports,
+        startup_timeout_s=plan.settings.startup_timeout_s,
+        repository=repo.files,
+        launch_script=triton.launch_script(plan, lws=plan.nodes > 1),
+        build_script=build,
+        engine_key=repo.manifest["engine_key"],
+        **options,
+    ).model_dump()
+
+
+def _key(path: str) -> str:
+    """ConfigMap keys cannot hold '/': ensemble/config.pbtxt -> ensemble__config.pbtxt."""
+    return path.replace("/", "__")
+
+
+def _probe(cfg: TritonTierConfig, path: str, port: str, period: int, failures: int) -> k8s.core.v1.ProbeArgs:
+    return k8s.core.v1.ProbeArgs(
+        http_get=k8s.core.v1.HTTPGetActionArgs(path=path, port=port),
+        period_seconds=period,
+        failure_threshold=failures,
+        timeout_seconds=5,
+    )
+
+
+class TritonTier(pulumi.ComponentResource):
+    def __init__(
+        self, name: str, config: TritonTierConfig, hf_secret: str | None = None,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        super().__init__("gridready:serving:TritonTier", name, None, opts)
+        self.config = cfg = config
+        child = pulumi.ResourceOptions(parent=self)
+        self.labels = {"app.kubernetes.io/name": "triton", "app.kubernetes.io/managed-by": "gridready",
+                       TIER_LABEL: cfg.name}
+        data = {_key(p): t for p, t in cfg.repository.items()}
+        data["launch.sh"] = cfg.launch_script
+        if cfg.build_script:
+            data["build-engine.sh"] = cfg.build_script
+        self.checksum = hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+        self.config_map = k8s.core.v1.ConfigMap(
+            f"{name}-repo", metadata=self._meta(f"{cfg.name}-triton"), data=data, opts=child,
+        )
+        deps: list[pulumi.Resource] = [self.config_map]
+        self.engine_cache: k8s.core.v1.PersistentVolumeClaim | None = None
+        self.build_job: k8s.batch.v1.Job | None = None
+        if cfg.mode == "engine":
+            self.engine_cache = k8s.core.v1.PersistentVolumeClaim(
+                f"{name}-engines",
+                metadata=self._meta(f"{cfg.name}-engines"),
+                spec=k8s.core.v1.PersistentVolumeClaimSpecArgs(
+                    access_modes=[cfg.engine_cache_access_mode],
+                    storage_class_name=cfg.engine_cache_storage_class,
+                    resources=k8s.core.v1.VolumeResourceRequirementsArgs(requests={"storage": cfg.engine_cache_size}),
+                ),
+                opts=child,
+            )
+            self.build_job = self._build_job(name, hf_secret, [*deps, self.engine_cache])
+            deps.append(self.build_job)
+        after = pulumi.ResourceOptions(parent=self, depends_on=deps)
+        if cfg.nodes == 1:
+            self.workload: pulumi.CustomResource = k8s.apps.v1.Deployment(
+                f"{name}-server",
+                metadata=self._meta(cfg.name),
+                spec=k8s.apps.v1.DeploymentSpecArgs(
+                    replicas=1,
+                    strategy=k8s.apps.v1.DeploymentStrategyArgs(type="Recreate"),  # GPUs are not there twice
+                    selector=k8s.meta.v1.LabelSelectorArgs(match_labels=self.labels),
+                    template=self._pod(hf_secret, leader=True),
+                ),
+                opts=after,
+            )
+            selector = self.labels
+        else:
+            self.workload = k8s.apiextensions.CustomResource(
+                f"{name}-server",
+                api_version="leaderworkerset.x-k8s.io/v1",
+                kind="LeaderWorkerSet",
+                metadata=self._meta(cfg.name),
+                spec={
+                    "replicas": 1,
+                    "startupPolicy": "LeaderReady",
+                    "leaderWorkerTemplate": {
+                        "size": cfg.nodes,
+                        "restartPolicy": "RecreateGroupOnPodRestart",
+                        "leaderTemplate": self._pod(hf_secret, leader=True),
+                        "workerTemplate": self._pod(hf_secret, leader=False),
+                    },
+                },
+                opts=after,
+            )
+            selector = {"leaderworkerset.sigs.k8s.io/name": cfg.name, "role": "leader"}
+        self.service = k8s.core.v1.Service(
+            f"{name}-svc",
+            metadata=self._meta(cfg.name),
+            spec=k8s.core.v1.ServiceSpecArgs(
+                type="ClusterIP",
+                selector=selector,
+                ports=[k8s.core.v1.ServicePortArgs(name=n, port=p, target_port=n) for n, p in cfg.ports.items()],
+            ),
+            opts=child,
+        )
+        port = cfg.ports.get("openai", cfg.ports.get("http"))
+        self.endpoint = pulumi.Output.concat("http://", cfg.name, ".", cfg.namespace, ".svc:", str(port))
+        self.register_outputs({"endpoint": self.endpoint, "served_name": cfg.served_name})
+
+    def _meta(self, name: str) -> k8s.meta.v1.ObjectMetaArgs:
+        return k8s.meta.v1.ObjectMetaArgs(name=name, namespace=self.config.namespace, labels=self.labels)
+
+    def _volumes(self, *, build: bool) -> tuple[list[Any], list[Any]]:
+        cfg = self.config
+        items = [k8s.core.v1.KeyToPathArgs(key=_key(p), path=p) for p in cfg.repository]
+        scripts = [k8s.core.v1.KeyToPathArgs(key="launch.sh", path="launch.sh")]
+        if cfg.build_script:
+            scripts.append(k8s.core.v1.KeyToPathArgs(key="build-engine.sh", path="build-engine.sh"))
+        cm = f"{cfg.name}-triton"
+        vols = [
+            k8s.core.v1.VolumeArgs(name="repo", config_map=k8s.core.v1.ConfigMapVolumeSourceArgs(name=cm, items=items)),
+            k8s.core.v1.VolumeArgs(
+                name="scripts", config_map=k8s.core.v1.ConfigMapVolumeSourceArgs(name=cm, items=scripts)
+            ),
+            k8s.core.v1.VolumeArgs(
+                name="weights",
+                persistent_volume_claim=k8s.core.v1.PersistentVolumeClaimVolumeSourceArgs(
+                    claim_name=cfg.weights_claim, read_only=True
+                ),
+            ),
+            k8s.core.v1.VolumeArgs(
+                name="shm", empty_dir=k8s.core.v1.EmptyDirVolumeSourceArgs(medium="Memory", size_limit=cfg.shm_size)
+            ),
+        ]
+        mounts = [
+            k8s.core.v1.VolumeMountArgs(name="repo", mount_path=REPO_IN, read_only=True),
+            k8s.core.v1.VolumeMountArgs(name="scripts", mount_path=SCRIPTS_DIR, read_only=True),
+            k8s.core.v1.VolumeMountArgs(name="weights", mount_path=WEIGHTS_DIR, read_only=True),
+            k8s.core.v1.VolumeMountArgs(name="shm", mount_path="/dev/shm"),
+        ]
+        if cfg.mode == "engine":
+            vols.append(k8s.core.v1.VolumeArgs(
+                name="engines",
+                persistent_volume_claim=k8s.core.v1.PersistentVolumeClaimVolumeSourceArgs(
+                    claim_name=f"{cfg.name}-engines", read_only=not build
+                ),
+            ))
+            mounts.append(k8s.core.v1.VolumeMountArgs(name="engines", mount_path=ENGINES_DIR, read_only=not build))
+        if cfg.nodes > 1 and cfg.mpi_ssh_secret and not build:
+            vols.append(k8s.core.v1.VolumeArgs(
+                name="mpi-ssh", secret=k8s.core.v1.SecretVolumeSourceArgs(secret_name=cfg.mpi_ssh_secret,
+                                                                           default_mode=0o600),
+            ))
+            mounts.append(k8s.core.v1.VolumeMountArgs(name="mpi-ssh", mount_path="/root/.ssh", read_only=True))
+        return vols, mounts
+
+    def _resources(self) -> k8s.core.v1.ResourceRequirementsArgs:
+        cfg = self.config
+        limits = {GPU: str(cfg.gpus_on_node), "cpu": cfg.cpu, "memory": cfg.memory}
+        if cfg.rdma_resource and cfg.nodes > 1:
+            limits[cfg.rdma_resource] = "1"
+        return k8s.core.v1.ResourceRequirementsArgs(limits=limits, requests=limits)
+
+    def _env(self, hf_secret: str | None) -> list[Any]:
+        env = [k8s.core.v1.EnvVarArgs(name="OMPI_MCA_plm_rsh_args",
+                                      value=f"-p {MPI_SSH_PORT} -o StrictHostKeyChecking=no")]
+        if hf_secret:
+            env.append(k8s.core.v1.EnvVarArgs(
+                name="HF_TOKEN",
+                value_from=k8s.core.v1.EnvVarSourceArgs(secret_key_ref=k8s.core.v1.SecretKeySelectorArgs(
+                    name=hf_secret, key="HF_TOKEN", optional=True)),
+            ))
+        return env
+
+    def _pod_spec(self, containers: list[Any], volumes: list[Any], restart: str = "Always") -> Any:
+        cfg = self.config
+        return k8s.core.v1.PodSpecArgs(
+            containers=containers,
+            volumes=volumes,
+            restart_policy=restart,
+            enable_service_links=False,
+            node_selector={"nvidia.com/gpu.product": cfg.gpu_product_label} if cfg.gpu_product_label else None,
+        )
+
+    def _pod(self, hf_secret: str | None, *, leader: bool) -> k8s.core.v1.PodTemplateSpecArgs:
+        cfg = self.config
+        volumes, mounts = self._volumes(build=False)
+        ports = [k8s.core.v1.ContainerPortArgs(name=n, container_port=p) for n, p in cfg.ports.items()]
+        if cfg.frontend == "trtllm-serve":
+            ready, live, port = "/health", "/health", "openai"
+        else:
+            ready, live, port = "/v2/health/ready", "/v2/health/live", "http"
+        startup_failures = max(math.ceil(cfg.startup_timeout_s / 15), 1)
+        if leader:
+            command = ["bash", f"{SCRIPTS_DIR}/launch.sh"]
+            probes: dict[str, Any] = {
+                "startup_probe": _probe(cfg, ready, port, 15, startup_failures),
+                "readiness_probe": _probe(cfg, ready, port, 10, 3),
+                "liveness_probe": _probe(cfg, live, port, 30, 10),
+            }
+        else:  # an MPI worker: mpirun on the leader starts the ranks here over ssh
+            command = ["bash", "-c", f"mkdir -p /run/sshd && exec /usr/sbin/sshd -D -e -p {MPI_SSH_PORT}"]
+            ports = [k8s.core.v1.ContainerPortArgs(name="mpi-ssh", container_port=MPI_SSH_PORT)]
+            probes = {"readiness_probe": k8s.core.v1.ProbeArgs(
+                tcp_socket=k8s.core.v1.TCPSocketActionArgs(port=MPI_SSH_PORT), period_seconds=10)}
+        container = k8s.core.v1.ContainerArgs(
+            name="triton" if leader else "mpi-worker",
+            image=cfg.image,
+            command=command,
+            ports=ports,
+            env=self._env(hf_secret),
+            resources=self._resources(),
+            volume_mounts=mounts,
+            security_context=k8s.core.v1.SecurityContextArgs(
+                capabilities=k8s.core.v1.CapabilitiesArgs(add=["IPC_LOCK"])
+            ),
+            **probes,
+        )
+        return k8s.core.v1.PodTemplateSpecArgs(
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                labels=self.labels, annotations={"gridready.io/config-checksum": self.checksum}
+            ),
+            spec=self._pod_spec([container], volumes),
+        )
+
+    def _build_job(self, name: str, hf_secret: str | None, deps: list[pulumi.Resource]) -> k8s.batch.v1.Job:
+        cfg = self.config
+        volumes, mounts = self._volumes(build=True)
+        container = k8s.core.v1.ContainerArgs(
+            name="engine-build",
+            image=cfg.image,  # the image that serves: engines are tied to its TensorRT version
+            command=["bash", f"{SCRIPTS_DIR}/build-engine.sh"],
+            env=self._env(hf_secret),
+            resources=self._resources(),
+            volume_mounts=mounts,
+        )
+        job_name = f"{cfg.name}-engine-{(cfg.engine_key or '')[:10]}"
+        return k8s.batch.v1.Job(
+            f"{name}-engine-build",
+            metadata=self._meta(job_name),
+            spec=k8s.batch.v1.JobSpecArgs(
+                backoff_limit=1,
+                template=k8s.core.v1.PodTemplateSpecArgs(
+                    metadata=k8s.meta.v1.ObjectMetaArgs(labels=self.labels),
+                    spec=self._pod_spec([container], volumes, restart="Never"),
+                ),
+            ),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=deps),
+        )
+
+
+def build_tier(
+    tier: dict[str, Any], *, namespace: str, hf_secret: str | None = None, opts: pulumi.ResourceOptions | None = None
+) -> TritonTier:
+    """What stacks/serving/program.py calls for each entry of `triton_tiers` (see tier_config)."""
+    cfg = TritonTierConfig.model_validate({**tier, "namespace": tier.get("namespace") or namespace})
+    return TritonTier(cfg.name, cfg, hf_secret, opts)

@@ -1,0 +1,1 @@
+"""Role tests on the sandbox fleet (testinfra over ssh)."""

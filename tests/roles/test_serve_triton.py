@@ -1,0 +1,99 @@
+"""Role gridready_triton_trtllm on a sandbox host: unit, ports, engine cache and readiness (SIMULATED engine).
+
+One healthy host; the tier is rendered by gridready.serving.triton exactly as the serve stage does, then the
+role runs twice (the second run must change nothing and reuse the engine).
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gridready import catalog
+from gridready.serving import triton
+from gridready.serving.spec import Tier
+from gridready.serving.triton_spec import TritonSettings
+
+pytestmark = pytest.mark.sandbox
+TIER = "trt-8b"
+UNIT = f"gridready-triton-{TIER}.service"
+PLAYBOOK = """\
+- name: Triton tier under test
+  hosts: node1
+  gather_facts: false
+  roles:
+    - role: gridready_triton_trtllm
+"""
+
+
+def _extravars(tmp: Path) -> dict[str, Any]:
+    tier = Tier(name=TIER, engine="triton-trtllm", served_name="llama-3.1-8b", tensor_parallel=1,
+                pipeline_parallel=1, port=9000,
+                model={"hf_id": "meta-llama/Llama-3.1-8B-Instruct", "revision": "0e9e39f2"})
+    plan = triton.make_plan(tier, TritonSettings(mode="engine"), sku=catalog.lookup("h200"), gpus_per_node=8,
+                            simulated=True)
+    repo = triton.write_repository(plan, tmp / "repo")
+    return triton.hosts_extravars(plan, repo, ["node1"])
+
+
+def _recap(out: str) -> dict[str, int]:
+    line = next(x for x in out.splitlines() if x.startswith("node1") and "ok=" in x)
+    return {k: int(v) for k, v in (p.split("=") for p in line.split(":", 1)[1].split())}
+
+
+def _get(url: str) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as resp:
+            return resp.status, resp.read()
+    except urllib.error.HTTPError as err:
+        return err.code, b""
+
+
+@pytest.fixture(scope="module")
+def triton_host(make_fleet, tmp_path_factory):
+    fleet = make_fleet(1, healthy=True)
+    tmp = tmp_path_factory.mktemp("triton-role")
+    (tmp / "vars.json").write_text(json.dumps(_extravars(tmp)))
+    (tmp / "play.yml").write_text(PLAYBOOK)
+    runs = [fleet.ansible_playbook(tmp / "play.yml", "-v", "-e", f"@{tmp / 'vars.json'}") for _ in range(2)]
+    runs.append(fleet.ansible_playbook(tmp / "play.yml", "--check", "-e", f"@{tmp / 'vars.json'}"))
+    return fleet, runs
+
+
+def test_second_run_changes_nothing_and_reuses_the_engine(triton_host) -> None:
+    _, (first, second, check) = triton_host
+    assert _recap(first.stdout)["failed"] == 0
+    assert _recap(second.stdout)["changed"] == 0, second.stdout[-3000:]
+    assert _recap(check.stdout)["changed"] == 0, check.stdout[-3000:]  # --check after a run reports nothing
+    events = [{"event": "runner_on_ok", "event_data": {"host": "node1", "res": {"stdout": out.stdout}}}
+              for out in (first, second)]
+    assert [r["status"] for r in triton.engine_records_from_events(events)] == ["built", "cached"]
+
+
+def test_unit_files_and_ports(triton_host) -> None:
+    fleet, _ = triton_host
+    host = fleet.host("node1")
+    unit = host.service(UNIT)
+    assert unit.is_running and unit.is_enabled
+    assert "SIMULATED" in host.file(f"/etc/systemd/system/{UNIT}").content_string
+    assert host.file(f"/var/lib/gridready/triton/{TIER}/repo/ensemble/config.pbtxt").is_file
+    assert host.file(f"/var/lib/gridready/triton/{TIER}/launch.sh").mode == 0o755
+    for port in (8000, 8002, 9000):
+        assert host.socket(f"tcp://0.0.0.0:{port}").is_listening, port
+    markers = host.run("ls /var/lib/gridready/engines/*/gridready-engine.json")
+    assert markers.rc == 0 and markers.stdout.count("gridready-engine.json") == 1
+
+
+def test_readiness_against_the_simulated_endpoints(triton_host) -> None:
+    fleet, _ = triton_host
+    base = f"http://{fleet.addresses['node1']}"
+    assert _get(f"{base}:8000/v2/health/ready")[0] == 200
+    assert _get(f"{base}:8000/v2/models/ensemble/ready")[0] == 200
+    status, body = _get(f"{base}:8002/metrics")
+    assert status == 200 and b"nv_" in body
+    status, body = _get(f"{base}:9000/v1/models")
+    assert status == 200 and b"llama-3.1-8b" in body

@@ -1,0 +1,1 @@
+"""Triton / TensorRT-LLM tier: repositories, wiring, engine cache, Kubernetes component."""

@@ -1,0 +1,100 @@
+"""Engine cache: build on first serve, reuse on an identical second, rebuild when the key changes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from gridready.serving import engine_cache, triton
+from gridready.serving.triton_build import build_script, engine_key
+
+from .conftest import plan
+
+
+def _serve(p, cache: Path, calls: list[str]) -> dict:
+    def build(tmp: Path) -> dict[str, str]:
+        calls.append(p.name)
+        (tmp / "engine").mkdir()
+        (tmp / "engine" / "rank0.engine").write_text("SIMULATED")
+        return {"tensorrt_llm": p.release.tensorrt_llm}
+
+    rec = triton.ensure_engine(p, cache, build)
+    return triton.summary_entry(p, triton.render_repository(p), [rec])
+
+
+def test_build_then_cached_then_rebuild_on_version_or_tp_change(tmp_path: Path) -> None:
+    cache, calls = tmp_path / "engines", []
+    first = _serve(plan("70b", 8, 1, mode="engine"), cache, calls)
+    second = _serve(plan("70b", 8, 1, mode="engine"), cache, calls)
+    newer = _serve(plan("70b", 8, 1, mode="engine", versions={"tensorrt_llm": "1.2.2"}), cache, calls)
+    wider = _serve(plan("70b", 8, 2, mode="engine"), cache, calls)
+    statuses = [e["engines"][0]["status"] for e in (first, second, newer, wider)]
+    assert statuses == ["built", "cached", "built", "built"]
+    assert len(calls) == 3
+    assert first["engines"][0]["key"] == second["engines"][0]["key"] != newer["engines"][0]["key"]
+    assert second["engines"][0]["reason"] == "complete entry for this key"
+    assert json.dumps(first)  # the summary entry is JSON as is
+
+
+def test_key_covers_every_part() -> None:
+    base = engine_key(plan("70b", 8, 1, mode="engine"))
+    variants = [
+        plan("70b", 8, 1, mode="engine", versions={"tensorrt": "10.15.0"}),
+        plan("70b", 8, 1, mode="engine", versions={"cuda": "13.1"}),
+        plan("70b", 8, 1, mode="engine", versions={"image_digest": "sha256:" + "0" * 64}),
+        plan("70b", 8, 1, mode="engine", tier_over={"model": {"hf_id": "meta-llama/Llama-3.3-70B-Instruct",
+                                                              "revision": "ffff"}}),
+        plan("70b", 8, 1, mode="engine", tier_over={"max_model_len": 4096}),
+        plan("70b", 4, 1, mode="engine"),
+    ]
+    digests = {engine_key(v).digest for v in variants}
+    assert base.digest not in digests and len(digests) == len(variants)
+
+
+def test_incomplete_or_damaged_entries_are_rebuilt(tmp_path: Path) -> None:
+    p, cache = plan("8b", mode="engine"), tmp_path / "engines"
+    assert triton.ensure_engine(p, cache).status == "built"  # simulated builder
+    entry = engine_cache.entry_path(cache, engine_key(p))
+    (entry / "engine" / "rank0.engine").write_text("truncated")
+    decision = engine_cache.decide(cache, engine_key(p))
+    assert decision.action == "build" and "engine file missing or changed" in decision.reason
+    assert triton.ensure_engine(p, cache).status == "built"
+    (entry / engine_cache.MARKER).unlink()
+    assert engine_cache.decide(cache, engine_key(p)).reason == "incomplete entry (no completion marker)"
+
+
+def test_failed_build_leaves_nothing_that_looks_complete(tmp_path: Path) -> None:
+    p, cache = plan("8b", mode="engine"), tmp_path / "engines"
+
+    def boom(tmp: Path) -> None:
+        (tmp / "half.engine").write_text("x")
+        raise RuntimeError("trtllm-build failed")
+
+    with pytest.raises(RuntimeError, match="trtllm-build failed"):
+        triton.ensure_engine(p, cache, boom)
+    assert engine_cache.decide(cache, engine_key(p)).action == "build"
+    assert [x.name for x in cache.iterdir() if not x.name.endswith(".lock")] == []
+
+
+def test_llmapi_mode_has_no_engine(tmp_path: Path) -> None:
+    assert triton.ensure_engine(plan("8b"), tmp_path) is None
+
+
+def test_build_script_and_python_agree_on_the_marker(tmp_path: Path) -> None:
+    """The script the role/Job runs writes the marker engine_cache reads, and reuses it the second time."""
+    p, cache = plan("8b", 8, 1, mode="engine"), tmp_path / "engines"
+    cache.mkdir()
+    script = tmp_path / "build.sh"
+    script.write_text(build_script(p, cache_dir=str(cache)).text)
+    out1 = subprocess.run(["bash", str(script)], capture_output=True, text=True, check=True).stdout
+    out2 = subprocess.run(["bash", str(script)], capture_output=True, text=True, check=True).stdout
+    key = engine_key(p)
+    assert out1.strip() == f"GRIDREADY_ENGINE built {key.digest}"
+    assert out2.strip() == f"GRIDREADY_ENGINE cached {key.digest}"
+    assert engine_cache.decide(cache, key).action == "cached"
+    assert len(list((cache / key.dirname / "engine").glob("rank*.engine"))) == 8
+    events = [{"event": "runner_on_ok", "event_data": {"host": "gpu01", "res": {"stdout": o}}} for o in (out1, out2)]
+    assert [e["status"] for e in triton.engine_records_from_events(events)] == ["built", "cached"]
