@@ -1,0 +1,140 @@
+"""decision.md, decision.json and the plots of a decision record."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gridready.bench.decision import Decision
+from gridready.bench.outputs import write_json, write_text_atomic
+from gridready.bench.verify import TierReport
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+
+def _pyplot() -> Any:
+    """matplotlib on the Agg backend, imported only when a plot is drawn (it is slow to import)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+PCTS = (("p50", "-"), ("p90", "--"), ("p99", ":"))
+
+
+def _log_axis(ax: Axes, reports: list[TierReport]) -> None:
+    """Log2 x axis labelled with the actual load levels."""
+    ax.set_xscale("log", base=2)
+    ticks = sorted({lv.level.value for r in reports for lv in r.levels})
+    ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
+    ax.minorticks_off()
+
+
+def _x(reports: list[TierReport]) -> str:
+    kinds = {lv.level.kind for r in reports for lv in r.levels}
+    return "request rate (req/s)" if kinds == {"rate"} else "concurrency (requests in flight)"
+
+
+def plot_latency(path: Path, reports: list[TierReport], simulated: bool) -> Path:
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.5))
+    for ax, metric, title in zip(axes, ("ttft", "tpot", "e2e"), ("TTFT", "TPOT", "End-to-end latency"),
+                                 strict=True):
+        for i, r in enumerate(reports):
+            color = f"C{i}"
+            xs = [lv.level.value for lv in r.levels]
+            for q, style in PCTS:
+                ys = [getattr(getattr(lv, metric), q) for lv in r.levels]
+                ax.plot(xs, [float("nan") if y is None else y for y in ys], style, marker="o", color=color,
+                        label=f"{r.tier} {q}")
+            limit = {"ttft": r.slo.ttft_ms_p99, "tpot": r.slo.tpot_ms_p99, "e2e": r.slo.e2e_ms_p99}[metric]
+            if limit:
+                ax.axhline(limit, color=color, alpha=0.4, linewidth=1)
+        ax.set_title(title + (" (SLO p99: thin line)" if metric == "ttft" else ""))
+        ax.set_xlabel(_x(reports))
+        ax.set_ylabel("ms")
+        _log_axis(ax, reports)
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=7)
+    fig.suptitle("Latency percentiles per tier" + (" — SIMULATED engine" if simulated else ""))
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_throughput(path: Path, reports: list[TierReport], simulated: bool) -> Path:
+    plt = _pyplot()
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.5))
+    for i, r in enumerate(reports):
+        xs = [lv.level.value for lv in r.levels]
+        ax1.plot(xs, [lv.output_throughput for lv in r.levels], "-o", color=f"C{i}", label=f"{r.tier} output")
+        ax2.plot(xs, [lv.request_throughput for lv in r.levels], "-o", color=f"C{i}", label=f"{r.tier} completed")
+        ax2.plot(xs, [lv.goodput_rps for lv in r.levels], "--s", color=f"C{i}", label=f"{r.tier} at SLO (goodput)")
+    ax1.set_ylabel("output tokens / s")
+    ax2.set_ylabel("requests / s")
+    for ax in (ax1, ax2):
+        ax.set_xlabel(_x(reports))
+        _log_axis(ax, reports)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle("Throughput vs load per tier" + (" — SIMULATED engine" if simulated else ""))
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _v(x: float | None, fmt: str = "{:.1f}") -> str:
+    return "-" if x is None else fmt.format(x)
+
+
+def markdown(d: Decision, plots: list[str]) -> str:
+    t = d.tiers
+    head = "| | " + " | ".join(f"**{r.tier}** ({r.engine}, {r.gpus} GPU)" for r in t) + " |"
+    sep = "|---|" + "---|" * len(t)
+    rows = [
+        ("SLO gate", [("pass" if r.gate_passed else f"FAIL: {', '.join(r.failed_slos)}") + f" at {r.gate_level}"
+                      for r in t]),
+        ("goodput at gate level", [_v(r.goodput_at_gate and r.goodput_at_gate * 100, "{:.1f} %") for r in t]),
+        ("capacity at SLO (req/s)", [f"{r.capacity_rps_at_slo:.2f} at {r.capacity_level or '-'}" for r in t]),
+        ("output tok/s at that level", [f"{r.output_tok_s_at_slo:.1f}" for r in t]),
+        ("peak output tok/s", [f"{r.max_output_tok_s:.1f} at {r.max_output_level or '-'}" for r in t]),
+        ("TTFT p99 at gate (ms)", [_v(r.ttft_p99_ms) for r in t]),
+        ("TPOT p99 at gate (ms)", [_v(r.tpot_p99_ms) for r in t]),
+        ("E2E p99 at gate (ms)", [_v(r.e2e_p99_ms) for r in t]),
+        ("GPU-hour price (USD)", [_v(r.gpu_hour_price_usd, "{:.2f}") for r in t]),
+        ("USD per 1M output tokens", [_v(r.cost_per_mtok_usd, "{:.3f}") for r in t]),
+    ]
+    lines = [f"# Engine decision: {d.model}", ""]
+    if d.simulated:
+        lines += ["> **SIMULATED**: these tiers ran gridready's simulated engine, not vLLM/TensorRT-LLM on GPUs.", ""]
+    lines += [f"**Winner: {d.winner}** (objective: {d.objective}; decided by: {d.decided_by or 'tie'})", "",
+              d.reason + ".", "", "## Numbers side by side", "", head, sep]
+    lines += [f"| {name} | " + " | ".join(vals) + " |" for name, vals in rows]
+    lines += ["", "Who would win under each objective alone: "
+              + ", ".join(f"{k}: {v or 'none'}" for k, v in d.by_objective.items()) + ".", "",
+              "## What would change the decision", ""]
+    lines += [f"- {w}" for w in d.what_would_change] or ["- nothing measured points to a different choice"]
+    wl = d.workload
+    lines += ["", "## Workload", "",
+              f"Same on every tier: levels {wl.get('request_rate') or wl.get('concurrency')} "
+              f"({'Poisson req/s' if wl.get('request_rate') else 'fixed concurrency'}), input {wl['input_len']} / "
+              f"output {wl['output_len']} tokens, at most {wl['num_prompts']} requests or {wl['duration_s']} s per "
+              f"level, dataset {wl.get('dataset') or 'synthetic'}.", "", "## Plots", ""]
+    lines += [f"![{p}]({p})" for p in plots]
+    return "\n".join(lines) + "\n"
+
+
+def write_decision(out_dir: Path, decision: Decision, reports: list[TierReport]) -> dict[str, Path]:
+    """Write decision.json, decision.md, latency_percentiles.png, throughput_vs_concurrency.png in out_dir."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    lat = plot_latency(out_dir / "latency_percentiles.png", reports, decision.simulated)
+    thr = plot_throughput(out_dir / "throughput_vs_concurrency.png", reports, decision.simulated)
+    paths = {"json": write_json(out_dir / "decision.json", decision),
+             "md": write_text_atomic(out_dir / "decision.md", markdown(decision, [lat.name, thr.name])),
+             "latency_plot": lat, "throughput_plot": thr}
+    return paths

@@ -1,0 +1,126 @@
+"""Command line of the simulated engine (what the sandbox's vllm-<tier> / triton units run)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+from dataclasses import fields
+from pathlib import Path
+
+from . import app, hardware
+from .core import Engine
+from .profile import Profile
+from .raylink import RayLink
+
+log = logging.getLogger("gridready.sim")
+
+PROFILE_FLAGS = {  # flag -> Profile field
+    "--ttft-ms": "ttft_ms", "--prefill-us-per-token": "prefill_us_per_token", "--itl-ms": "itl_ms",
+    "--batch-slowdown": "batch_slowdown", "--max-num-seqs": "max_num_seqs", "--max-model-len": "max_model_len",
+    "--jitter": "jitter", "--seed": "seed", "--load-seconds": "load_s", "--default-max-tokens": "default_max_tokens",
+}
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="python3 -m gridready.sandbox.engine", allow_abbrev=False,
+        description="gridready's SIMULATED LLM engine: OpenAI (vLLM) or Triton HTTP endpoints with "
+                    "profile-driven token timing. Unknown flags (vLLM's) are accepted and ignored.")
+    ap.add_argument("--model", dest="model_opt", help="model name or path (also accepted as the first argument)")
+    ap.add_argument("--mode", choices=("openai", "triton"), default="openai")
+    ap.add_argument("--served-model-name", nargs="+", help="names clients use (default: the model)")
+    ap.add_argument("--host", default="0.0.0.0")
+    ap.add_argument("--port", type=int, default=8000, help="HTTP port (0 = any free port)")
+    ap.add_argument("--metrics-port", type=int, default=None, help="triton mode: metrics port (default 8002)")
+    ap.add_argument("--openai-port", type=int, default=None, help="triton mode: also serve /v1 on this port")
+    ap.add_argument("--port-file", type=Path, help="write the bound ports as one JSON line here")
+    ap.add_argument("--profile", type=Path, help="JSON file of timing keys (flags below override it)")
+    defaults = Profile()
+    for flag, name in PROFILE_FLAGS.items():
+        kind = type(getattr(defaults, name))
+        ap.add_argument(flag, type=kind, default=None, help=f"profile {name} (default {getattr(defaults, name)})")
+    ap.add_argument("--hardware-profile", default="auto",
+                    help="scale timing by the simulated host hardware: a profile.json, 'auto' "
+                         "($GRIDREADY_SIM_PROFILE or /etc/gridready-sim/profile.json if present) or 'none'")
+    ap.add_argument("--ray-address", help="join this Ray cluster (host:port or 'auto'); standalone if not given")
+    ap.add_argument("--ray-python", help="interpreter with Ray (default: this one, /opt/ray/venv, /opt/rayvenv)")
+    ap.add_argument("--ray-timeout", type=float, default=60.0, help="seconds to wait for the Ray join")
+    ap.add_argument("--ray-required", action="store_true", help="exit 1 if the Ray join fails (no fallback)")
+    ap.add_argument("--log-level", default="INFO")
+    return ap
+
+
+def build_profile(args: argparse.Namespace) -> Profile:
+    overrides = {name: getattr(args, name_flag(flag)) for flag, name in PROFILE_FLAGS.items()}
+    if args.profile:
+        return Profile.from_file(args.profile, **overrides)
+    known = {f.name for f in fields(Profile)}
+    return Profile(**{k: v for k, v in overrides.items() if v is not None and k in known})
+
+
+def name_flag(flag: str) -> str:
+    return flag.lstrip("-").replace("-", "_")
+
+
+async def run(args: argparse.Namespace, ignored: list[str]) -> int:
+    model = args.model_opt or ("ensemble" if args.mode == "triton" else "gridready-sim-model")
+    names = args.served_model_name or [model]
+    profile, hw = hardware.apply(build_profile(args), hardware.resolve_path(args.hardware_profile))
+    engine = Engine(profile, names, args.mode)
+    engine.info = {"model": model, "ignored_args": ignored, **hw}
+    started = await app.start(engine, args.host, args.port, args.metrics_port, args.openai_port)
+    line = app.ports_json(started["ports"])
+    print(line, flush=True)
+    if args.port_file:
+        tmp = args.port_file.with_suffix(".tmp")
+        tmp.write_text(line + "\n")
+        tmp.replace(args.port_file)
+    log.info("SIMULATED %s engine serving %s on %s:%s", args.mode, names, args.host, started["ports"])
+    if hw.get("sku"):
+        log.info("timing scaled for SIMULATED %s: ITL x%.2f, throttle x%.1f %s", hw["sku"], hw["decode_factor"],
+                 hw["throttle_factor"], hw["throttle_faults"])
+
+    link = RayLink()
+    if args.ray_address:
+        name = f"gridready-sim-{names[0].replace('/', '-')}-{started['ports']['http']}"
+        ok = await link.join(args.ray_address, name, {"models": names, "mode": args.mode, "simulated": True},
+                             args.ray_python, args.ray_timeout)
+        log.info("ray: %s", link.status)
+        if not ok and args.ray_required:
+            log.error("ray join required and failed: %s", link.status.get("reason"))
+            return 1
+    engine.info["ray"] = link.status
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    log.info("stopping")
+    for srv in started["servers"]:
+        srv.close()
+    await link.close()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "serve":  # `... engine serve <model>` reads like `vllm serve <model>`
+        argv.pop(0)
+    if argv and not argv[0].startswith("-"):  # a leading positional is the model
+        argv = ["--model", argv[0], *argv[1:]]
+    args, ignored = parser().parse_known_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
+                        format="%(asctime)s gridready-sim %(levelname)s %(message)s")
+    if ignored:
+        log.info("ignoring flags the simulator does not model: %s", " ".join(ignored))
+    try:
+        return asyncio.run(run(args, ignored))
+    except OSError as err:  # port in use and the like
+        log.error("%s", err)
+        return 1

@@ -1,0 +1,81 @@
+"""Decision record: the same workload on a vLLM tier and a Triton tier serving one model -> decision.md/.json +
+plots; the winner follows the spec's objective, with what would change it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from gridready.bench import DecisionSpec, Endpoint, Workload, decide, verify_tier, write_decision
+from gridready.bench.protocols import Api
+from gridready.serving.spec import Slo, Tier
+from tests.unit.bench.conftest import start_engine
+
+WL = Workload(concurrency=[1, 4], num_prompts=8, duration_s=5, input_len=16, output_len=8, warmup=0)
+SLO = Slo(ttft_ms_p99=500, tpot_ms_p99=100)
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("decision")
+    fast = start_engine(tmp, "--model", "m", "--ttft-ms", "20", "--itl-ms", "8", "--batch-slowdown", "0.02")
+    slow = start_engine(tmp, "--mode", "triton", "--served-model-name", "m", "--ttft-ms", "30", "--itl-ms", "16",
+                        "--batch-slowdown", "0.02")
+    try:
+        a = verify_tier(Endpoint(url=fast.url, model="m"),
+                        Tier(name="fast-a", engine="vllm", model={"local_path": "/m"}, served_name="m", slo=SLO,
+                             tensor_parallel=2), WL)
+        b = verify_tier(Endpoint(url=slow.url, model="m", api=Api.TRITON_GENERATE),
+                        Tier(name="trt-b", engine="triton-trtllm", model={"local_path": "/m"}, served_name="m",
+                             slo=SLO, tensor_parallel=1), WL)
+    finally:
+        for e in (fast, slow):
+            e.proc.terminate()
+            try:
+                e.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                e.proc.kill()
+    assert a.ok and b.ok, (a.gate.message, b.gate.message)
+    return [a, b]
+
+
+def test_goodput_objective_picks_the_faster_tier_and_writes_the_record(reports, tmp_path):
+    d = decide(reports, DecisionSpec(objective="goodput", gpu_hour_price_usd=4.0))
+    assert d.winner == "fast-a" and d.decided_by == "goodput" and d.simulated
+    a, b = d.tiers
+    assert a.gpus == 2 and b.gpus == 1
+    assert a.capacity_rps_at_slo > b.capacity_rps_at_slo > 0
+    assert a.cost_per_mtok_usd == pytest.approx(4.0 * 2 / (a.output_tok_s_at_slo * 3600) * 1e6)
+    assert any("trt-b would need" in w for w in d.what_would_change)
+    assert any("simulated engine" in w for w in d.what_would_change)
+
+    paths = write_decision(tmp_path, d, reports)
+    for key in ("latency_plot", "throughput_plot"):
+        assert paths[key].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and paths[key].stat().st_size > 10_000
+    md = paths["md"].read_text()
+    assert "**Winner: fast-a**" in md and "SIMULATED" in md and "| **fast-a** (vllm, 2 GPU)" in md
+    assert "![latency_percentiles.png](latency_percentiles.png)" in md and "What would change" in md
+    data = json.loads(paths["json"].read_text())
+    assert data["winner"] == "fast-a" and data["tiers"][1]["tier"] == "trt-b"
+
+
+def test_cost_objective_can_pick_the_cheaper_tier(reports):
+    spec = DecisionSpec(objective="cost", gpu_hour_price_usd=4.0, tier_gpu_hour_price_usd={"trt-b": 0.5})
+    d = decide(reports, spec)
+    assert d.winner == "trt-b" and d.decided_by == "cost"
+    assert d.by_objective["goodput"] == "fast-a"
+    assert any("With objective 'goodput'" in w and "fast-a would win" in w for w in d.what_would_change)
+    assert any("fast-a would win on cost if its cost per 1M tokens fell by" in w for w in d.what_would_change)
+
+
+def test_decide_refuses_mismatched_inputs_and_names_the_model(reports):
+    with pytest.raises(ValueError, match="at least two"):
+        decide(reports[:1])
+    other = reports[1].model_copy(update={"model": "ensemble"})  # same model source, another served name
+    assert decide([reports[0], other]).model == "ensemble / m"
+    assert decide([reports[0], other], model="meta-llama/Llama-3.1-8B").model == "meta-llama/Llama-3.1-8B"
+    changed = reports[1].model_copy(update={"workload": WL.model_copy(update={"output_len": 9})})
+    with pytest.raises(ValueError, match="different workloads"):
+        decide([reports[0], changed])
