@@ -1,0 +1,455 @@
+"""The multi-node fabric phase the certify stage runs after single-node judging.
+
+    result = run_fabric_phase(inv, ctx, certified_nodes, runner)
+
+1. HCA data per node: the probe's `hca` dict when given, else `gridready/probe/hca.py collect` run on each node
+   through the runner (the file is stdlib only and travels as `python3 -c`), in parallel.
+2. HCA gates per node (gridready.certify.hca); a node failing one is named with its port and kept out of the
+   pairwise runs (settings.exclude_hca_failures).
+3. Error counters snapshotted on every node, then pairwise isolation (gridready.certify.isolation) with mpirun +
+   nccl-tests over each pair, then each collective over the whole known-good set, then counters again: the
+   `hca_counters` gate covers the fabric traffic.
+4. Per-node gates, busbw curves per pair and for the set, plots and raw outputs under `<out_dir>/fabric/`.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import threading
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, Field
+
+from gridready.artifacts import write_atomic, write_json_atomic
+from gridready.certify import hca as hca_gates
+from gridready.certify import isolation, multinode
+from gridready.certify.fabric_spec import FabricSettings
+from gridready.certify.outliers import flag_outliers, hca_bw_per_node
+from gridready.certify.result import Expected, GateResult, GateStatus
+
+S = GateStatus
+PROBE_SRC = Path(__file__).resolve().parent.parent / "probe" / "hca.py"
+
+
+# ---------------------------------------------------------------- runners
+
+@dataclass
+class CommandResult:
+    rc: int | None
+    stdout: str
+    stderr: str = ""
+    wall_s: float = 0.0
+
+
+class FabricRunner(Protocol):
+    """Runs one command on one inventory host and returns its output (never raises for a failed command)."""
+
+    def run(self, host: str, argv: Sequence[str], timeout: float) -> CommandResult: ...
+
+
+class SshRunner:
+    """OpenSSH to each host: `ssh -F <ssh_config> <host>` when given (the sandbox), else the host's
+    `ansible_host` with user, port, key and common args from its vars (hosts.yml `all.vars` beneath)."""
+
+    def __init__(self, hosts: Mapping[str, Mapping[str, Any]], options: Sequence[str] = (),
+                 ssh_config: Path | None = None) -> None:
+        self.hosts = hosts
+        self.ssh_config = ssh_config
+        self.options = list(options) or [
+            "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
+            "-o", "LogLevel=ERROR", "-o", "ConnectTimeout=10",
+        ]
+
+    @classmethod
+    def from_inventory(cls, inv: Any, ssh_config: Path | None = None) -> SshRunner:
+        return cls(inventory_vars(inv), ssh_config=ssh_config)
+
+    def ssh_argv(self, host: str) -> list[str]:
+        if self.ssh_config is not None:
+            return ["ssh", "-F", str(self.ssh_config), "-o", "BatchMode=yes", host]
+        hv = self.hosts.get(host, {})
+        argv = ["ssh", *self.options, *shlex.split(str(hv.get("ansible_ssh_common_args") or ""))]
+        if hv.get("ansible_port"):
+            argv += ["-p", str(hv["ansible_port"])]
+        if hv.get("ansible_ssh_private_key_file"):
+            argv += ["-i", str(hv["ansible_ssh_private_key_file"])]
+        target = str(hv.get("ansible_host", host))
+        user = hv.get("ansible_user")
+        return [*argv, f"{user}@{target}" if user else target]
+
+    def run(self, host: str, argv: Sequence[str], timeout: float) -> CommandResult:
+        t0 = time.monotonic()
+        try:
+            p = subprocess.run([*self.ssh_argv(host), shlex.join(argv)], capture_output=True, text=True,
+                               timeout=timeout, check=False)
+        except subprocess.TimeoutExpired as exc:
+            out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+            return CommandResult(None, out, f"timed out after {timeout}s", time.monotonic() - t0)
+        return CommandResult(p.returncode, p.stdout, p.stderr, time.monotonic() - t0)
+
+
+def _yaml_vars(path: Path) -> dict[str, Any]:
+    """A plain group_vars file (vault-encrypted ones are skipped: nothing here needs secrets)."""
+    try:
+        import yaml
+
+        text = path.read_text()
+        if text.lstrip().startswith("$ANSIBLE_VAULT"):
+            return {}
+        data = yaml.safe_load(text)
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def inventory_vars(inv: Any) -> dict[str, dict[str, Any]]:
+    """Host vars as Ansible layers them (roughly): group_vars/all, hosts.yml all.vars, group_vars/<group>, host."""
+    root = getattr(inv, "path", None)
+    hosts_file = getattr(inv, "hosts_file", None)
+
+    def group_files(group: str) -> dict[str, Any]:
+        if root is None:
+            return {}
+        gv = Path(root) / "group_vars"
+        out: dict[str, Any] = {}
+        for f in [gv / f"{group}.yml", gv / f"{group}.yaml", *sorted((gv / group).glob("*.y*ml"))]:
+            if f.is_file():
+                out.update(_yaml_vars(f))
+        return out
+
+    common = group_files("all")
+    if hosts_file is not None:
+        common.update(((_yaml_vars(Path(hosts_file)).get("all") or {}).get("vars")) or {})
+    out = {}
+    for host, hv in inv.hosts.items():
+        merged = dict(common)
+        for group, members in (getattr(inv, "groups", None) or {}).items():
+            if group != "all" and host in members:
+                merged.update(group_files(group))
+        out[host] = {**merged, **hv}
+    return out
+
+
+# ---------------------------------------------------------------- results
+
+class CollectiveRecord(BaseModel):
+    """One nccl-tests run (a pair or the whole set) with its busbw curve (bytes -> GB/s)."""
+
+    hosts: list[str]
+    collective: str = "all_reduce"
+    phase: str = "set"  # pair | retest | cross | set
+    round: int = 0
+    status: GateStatus
+    busbw_gbps: float | None = None
+    pct_of_nic: float | None = None
+    floor_gbps: float
+    transport: str = "unknown"
+    reason: str
+    curve: dict[int, float] = Field(default_factory=dict)
+    wall_s: float = 0.0
+    command: str = ""
+    evidence: str | None = None
+
+
+class FabricResult(BaseModel):
+    status: Literal["pass", "fail", "error", "skipped"]
+    reason: str
+    nodes: list[str]
+    certified: list[str] = Field(description="nodes with no blocking fabric gate")
+    quarantined: dict[str, str] = Field(default_factory=dict, description="node -> one-line reason")
+    unresolved: list[str] = Field(default_factory=list, description="failed once, no known-good partner left")
+    node_results: dict[str, list[GateResult]] = Field(default_factory=dict)
+    pair_runs: list[CollectiveRecord] = Field(default_factory=list)
+    set_runs: list[CollectiveRecord] = Field(default_factory=list)
+    pairwise_run_count: int = 0
+    isolation_rounds: int = 0
+    isolation_wall_s: float = 0.0
+    fabric_wide_failure: bool = False
+    nic_gbytes: float | None = None
+    floor_gbps: float | None = None
+    floor_source: str | None = None
+    plots: list[str] = Field(default_factory=list)
+    timings_s: dict[str, float] = Field(default_factory=dict, description="hca, isolation, set, total")
+
+    def gates(self) -> list[GateResult]:
+        return [g for gs in self.node_results.values() for g in gs]
+
+
+# ---------------------------------------------------------------- helpers
+
+def _group(inv: Any, host: str) -> Any:
+    name = inv.node_group_of(host)
+    group = inv.spec.group(name) if name else None
+    if group is None:
+        raise ValueError(f"{host}: not in any node group of cluster.yml")
+    return group
+
+
+def settings_of(inv: Any) -> FabricSettings:
+    """The spec's fabric settings (CertificationSpec.fabric once it exists), else the defaults."""
+    found = getattr(inv.spec.certification, "fabric", None)
+    return found if isinstance(found, FabricSettings) else FabricSettings()
+
+
+SYSFS_VARS = ("gridready_sysfs_root", "gridready_rdma_sysfs_root", "gridready_preflight_sysfs_root")
+
+
+def _probe_cmd(hostvars: Mapping[str, Mapping[str, Any]], host: str, *args: str) -> list[str]:
+    hv = hostvars.get(host, {})
+    root = next((hv[k] for k in SYSFS_VARS if hv.get(k) and "{{" not in str(hv[k])), None)
+    env = ["env", f"GRIDREADY_SYSFS_ROOT={root}"] if root else []
+    return [*env, "python3", "-c", PROBE_SRC.read_text(), *args]
+
+
+def _json_of(res: CommandResult) -> dict[str, Any] | None:
+    for line in reversed(res.stdout.strip().splitlines()):
+        if line.startswith("{"):
+            try:
+                return json.loads(line)
+            except json.JSONDecodeError:
+                return None
+    return None
+
+
+def _parallel(fn: Any, items: Iterable[str]) -> dict[str, Any]:
+    items = list(items)
+    with ThreadPoolExecutor(max_workers=max(1, min(8, len(items)))) as pool:
+        return dict(zip(items, pool.map(fn, items), strict=True))
+
+
+def _node_gate(gate: str, node: str, status: GateStatus, reason: str, **kw: Any) -> GateResult:
+    return GateResult(gate=gate, node=node, status=status, reason=reason, **kw)
+
+
+# ---------------------------------------------------------------- the phase
+
+def run_fabric_phase(
+    inv: Any,
+    ctx: Any,
+    certified_nodes: Sequence[str],
+    runner: FabricRunner | None = None,
+    *,
+    probe_hca: Mapping[str, Mapping[str, Any] | None] | None = None,
+    settings: FabricSettings | None = None,
+    out_dir: Path | None = None,
+) -> FabricResult:
+    """Fabric gates over the nodes that passed single-node certification (see the module docstring)."""
+    settings = settings or settings_of(inv)
+    hostvars = inventory_vars(inv)
+    runner = runner or SshRunner(hostvars)
+    cert = inv.spec.certification
+    nodes = list(dict.fromkeys(certified_nodes))
+    if out_dir is None and ctx is not None:
+        out_dir = ctx.stage_dir("certify")
+    fdir = out_dir / "fabric" if out_dir else None
+    results: dict[str, list[GateResult]] = {n: [] for n in nodes}
+    if not settings.enabled or not nodes:
+        why = "fabric phase disabled by the spec" if not settings.enabled else "no certified nodes"
+        return FabricResult(status="skipped", reason=why, nodes=nodes, certified=nodes, node_results=results)
+    groups = {n: _group(inv, n) for n in nodes}
+    addresses = {n: str(hostvars.get(n, {}).get("ansible_host", n)) for n in nodes}
+    timeout = float(settings.timeout_s)
+    t0 = time.monotonic()
+    timings: dict[str, float] = {}
+
+    # 1-2. HCA data (the probe's, else collected here; GDR bandwidth added where the probe skipped it)
+    given: dict[str, Any] = dict(probe_hca or {})
+    qos = ["--qos"] if settings.roce.pfc_priorities is not None else []
+
+    def collect(host: str) -> dict[str, Any] | None:
+        data = given.get(host)
+        if not data:
+            args = ["collect", *(["--gdr"] if settings.gdr_bw else []), *qos]
+            return _json_of(runner.run(host, _probe_cmd(hostvars, host, *args), timeout))
+        if settings.gdr_bw and "ib_write_bw" not in data:
+            hcas = [n.name for n in groups[host].nics if n.kind != "ethernet"]
+            gdr = _json_of(runner.run(host, _probe_cmd(hostvars, host, "gdr", *hcas), timeout))
+            if gdr is not None:
+                data = {**data, "ib_write_bw": gdr.get("ib_write_bw", {})}
+        return dict(data)
+
+    hca_data: dict[str, Any] = _parallel(collect, nodes)
+    hca_floor = cert.floors.hca_write_bw_gbits
+    for n in nodes:
+        results[n] += hca_gates.judge_hcas(n, groups[n], hca_data.get(n), settings, hca_floor)
+    hca_failed = {
+        n: "; ".join(g.reason for g in results[n] if g.blocks_certification)
+        for n in nodes if any(g.blocks_certification and g.gate != "hca_counters" for g in results[n])
+    }
+    eligible = [n for n in nodes if not (settings.exclude_hca_failures and n in hca_failed)]
+    ib_hcas = {n: hca_gates.passing_hcas(results[n], n) for n in nodes}
+
+    def snapshot(host: str) -> dict[str, Any] | None:
+        return _json_of(runner.run(host, _probe_cmd(hostvars, host, "snapshot"), 60))
+
+    before = _parallel(snapshot, eligible) if eligible else {}
+    timings["hca"] = round(time.monotonic() - t0, 3)
+
+    nic = min((groups[n].nic_bandwidth_gbytes for n in eligible), default=0.0) or None
+    floor, fsource = multinode.multinode_floor(
+        settings.algo, nic or 0.0, settings, cert.floors.multinode_busbw_gbps, cert.nccl.multinode_fraction_of_nic
+    )
+    lock = threading.Lock()
+    seq = [0]
+
+    def launch(hosts: list[str], phase: str, collective: str, min_bytes: int) -> CollectiveRecord:
+        common = [h for h in ib_hcas[hosts[0]] if all(h in ib_hcas[x] for x in hosts[1:])]
+        roce = next((x for x in groups[hosts[0]].nics if x.kind == "roce" and x.gid_index is not None), None)
+        env = multinode.nccl_env(common, settings.socket_ifname or groups[hosts[0]].mgmt_interface, settings,
+                                 roce.gid_index if roce else None)
+        slots = {h: groups[h].gpus_per_node for h in hosts}
+        if settings.launcher == "torchrun":
+            plans = multinode.torchrun_plan(hosts, groups[hosts[0]].gpus_per_node, env, settings,
+                                            addresses=addresses)
+            plan = plans[0]
+            with ThreadPoolExecutor(max_workers=len(plans)) as pool:
+                outs = list(pool.map(lambda p: runner.run(p.launcher, p.argv, timeout + 60), plans))
+            res = outs[0]
+            rc = next((o.rc for o in outs if o.rc not in (0, None)), res.rc)
+            text = res.stdout + ("\n" + res.stderr if res.stderr else "")
+            parsed = multinode.parse_torch_sweep(text, hosts)
+            expect_ranks = None
+        else:
+            plan = multinode.mpirun_plan(hosts, slots, env, settings, addresses=addresses, collective=collective,
+                                         min_bytes=min_bytes)
+            res = runner.run(plan.launcher, plan.argv, timeout + 60)
+            rc = res.rc
+            text = res.stdout + ("\n" + res.stderr if res.stderr else "")
+            parsed = multinode.parse_nccl_tests(text)
+            expect_ranks = sum(slots.values())
+        nic_h = min(groups[h].nic_bandwidth_gbytes for h in hosts)
+        v = multinode.judge_run(parsed, floor_gbps=floor, nic_gbytes=nic_h, min_bytes=min_bytes,
+                                expect_ranks=expect_ranks, expect_hosts=len(hosts),
+                                require_gdr=settings.require_gdr, rc=rc)
+        evidence = None
+        if fdir:
+            with lock:
+                seq[0] += 1
+                name = f"{seq[0]:03d}-{phase}-{collective}-{'-'.join(hosts) if len(hosts) <= 2 else 'set'}.txt"
+            path = write_atomic(fdir / name, f"# {plan.command}\n# rc={res.rc} wall={res.wall_s:.1f}s\n{text}")
+            evidence = str(path)
+        return CollectiveRecord(
+            hosts=hosts, collective=collective, phase=phase, status=v.status, busbw_gbps=v.peak_gbps,
+            pct_of_nic=v.pct_of_nic, floor_gbps=floor, transport=v.transport, reason=v.reason,
+            curve=parsed.curve, wall_s=round(res.wall_s, 3), command=plan.command, evidence=evidence,
+        )
+
+    # 3. pairwise isolation, then the whole known-good set
+    pair_records: list[CollectiveRecord] = []
+    iso = None
+    good = list(eligible)
+    if settings.isolation and len(eligible) >= 2:
+        def run_pair(a: str, b: str) -> isolation.PairOutcome:
+            rec = launch([a, b], "pair", "all_reduce", settings.pair_min_bytes)
+            ok = rec.status in (S.PASS, S.WARN)
+            return isolation.PairOutcome(ok=ok, busbw_gbps=rec.busbw_gbps, reason=rec.reason,
+                                         error=rec.status is S.ERROR, detail=rec)
+
+        iso = isolation.isolate(eligible, run_pair, parallel=settings.parallel_pairs)
+        for r in iso.runs:
+            rec = r.outcome.detail if isinstance(r.outcome.detail, CollectiveRecord) else None
+            if rec is not None:
+                pair_records.append(rec.model_copy(update={"phase": r.phase, "round": r.round}))
+        good = iso.good
+    timings["isolation"] = round(time.monotonic() - t0 - timings["hca"], 3)
+    set_records = [
+        launch(good, "set", c, settings.min_bytes) for c in settings.collectives
+    ] if len(good) >= 2 else []
+
+    timings["set"] = round(time.monotonic() - t0 - timings["hca"] - timings["isolation"], 3)
+    after = _parallel(snapshot, eligible) if eligible else {}
+    for n in eligible:
+        b, a = (before.get(n) or {}).get("counters") or {}, (after.get(n) or {}).get("counters") or {}
+        for i, g in enumerate(results[n]):
+            if g.gate == "hca_counters" and g.hca and g.hca in b and g.hca in a:  # else keep the probe's window
+                results[n][i] = hca_gates.counter_gate(n, g.hca, before[n], after[n], settings)
+
+    # 4. per-node gates
+    quarantined: dict[str, str] = {n: f"HCA: {why}" for n, why in hca_failed.items()}
+    unresolved: list[str] = []
+    if iso is not None:
+        for n in eligible:
+            runs = [
+                {"partner": r.b if r.a == n else r.a, "phase": r.phase, "ok": r.outcome.ok,
+                 "busbw_gbps": r.outcome.busbw_gbps}
+                for r in iso.partners(n)
+            ]
+            partners = ", ".join(f"{x['partner']} {x['busbw_gbps'] or 'n/a'} GB/s" for x in runs if not x["ok"])
+            if n in iso.bad:
+                why = f"failed pairwise all-reduce with {len(set(iso.failed_with[n]))} partners ({partners})"
+                quarantined[n] = f"fabric: {why}"
+                results[n].append(_node_gate("fabric_isolation", n, S.FAIL, why, measured=runs,
+                                             expected=Expected(floor=floor, source=fsource), unit="GB/s"))
+            elif n in iso.unresolved:
+                unresolved.append(n)
+                results[n].append(_node_gate(
+                    "fabric_isolation", n, S.ERROR, f"failed with {partners}; no known-good partner left to "
+                    + ("confirm (the whole fabric failed)" if iso.fabric_wide else "confirm"), measured=runs))
+            else:
+                results[n].append(_node_gate(
+                    "fabric_isolation", n, S.PASS, f"passed pairwise all-reduce ({len(runs)} runs)", measured=runs,
+                    expected=Expected(floor=floor, source=fsource), unit="GB/s"))
+    for rec in set_records:
+        for n in rec.hosts:
+            results[n].append(multinode.verdict_gate(
+                f"nccl_multinode_{rec.collective}", n,
+                multinode.Verdict(rec.status, f"{len(rec.hosts)} nodes: {rec.reason}", rec.busbw_gbps, None,
+                                  rec.pct_of_nic, rec.transport), floor, fsource, rec.evidence))
+    if len(good) < 2 and len(nodes) == 1:
+        results[nodes[0]].append(_node_gate("nccl_multinode_all_reduce", nodes[0], S.SKIPPED, "one certified node:"
+                                            " nothing to test across nodes", required=False))
+    _fleet_outliers(results, pair_records, hca_data, inv, cert)
+
+    blocked = {n for n in nodes if any(g.blocks_certification for g in results[n])}
+    certified = [n for n in nodes if n not in blocked]
+    if any(r.status is S.ERROR for r in set_records) and not quarantined:
+        status: Literal["pass", "fail", "error", "skipped"] = "error"
+    elif blocked:
+        status = "fail"
+    elif len(nodes) < 2:
+        status = "skipped"
+    else:
+        status = "pass"
+    summary = (f"{len(certified)}/{len(nodes)} nodes pass the fabric gates; quarantined: "
+               f"{', '.join(sorted(quarantined)) or 'none'}; pairwise runs: {len(pair_records)}")
+    result = FabricResult(
+        status=status, reason=summary, nodes=nodes, certified=certified, quarantined=quarantined,
+        unresolved=unresolved, node_results=results, pair_runs=pair_records, set_runs=set_records,
+        pairwise_run_count=len(pair_records), isolation_rounds=iso.rounds if iso else 0,
+        isolation_wall_s=iso.wall_s if iso else 0.0, fabric_wide_failure=bool(iso and iso.fabric_wide),
+        nic_gbytes=nic, floor_gbps=floor, floor_source=fsource, timings_s=timings,
+    )
+    if fdir:
+        try:
+            from gridready.report.fabric_plots import plot_fabric
+
+            result.plots = [str(p) for p in plot_fabric(result, fdir)]
+        except Exception as exc:  # a plot must never fail certification; say why in the result
+            result.reason += f" (plots not drawn: {exc})"
+        result.timings_s["total"] = round(time.monotonic() - t0, 3)
+        write_json_atomic(fdir / "fabric.json", result)
+    return result
+
+
+def _fleet_outliers(results: dict[str, list[GateResult]], pairs: list[CollectiveRecord],
+                    probe_hca: Mapping[str, Any], inv: Any, cert: Any) -> None:
+    """Fleet-relative flags for the node's best pair busbw and its slowest HCA's ib_write_bw."""
+    best: dict[str, float | None] = {}
+    for rec in pairs:
+        for n in rec.hosts:
+            if rec.busbw_gbps is not None:
+                best[n] = max(best.get(n) or 0.0, rec.busbw_gbps)
+    group_of = {n: inv.node_group_of(n) or "?" for n in results}
+    figures = {"pair_busbw_gbps": best, "hca_write_bw_gbits": hca_bw_per_node(
+        {n: d for n, d in probe_hca.items() if d and n in results})}
+    for fig, values in figures.items():
+        for g in flag_outliers(fig, values, group_of, threshold=cert.outlier_mad_threshold,
+                               action=cert.outlier_action):
+            results[g.node].append(g)

@@ -1,0 +1,180 @@
+"""Finding the bad node: two-pass pairwise isolation over a `run_pair(a, b)` callable (pure, fabric-agnostic).
+
+Pass 1 pairs the fleet (n/2 disjoint runs, one round). A node whose pair fails is only a *suspect* (its partner may
+be the bad one). Pass 2 retests every suspect against a known-good node (one from a passing pair) that it has not
+failed with; it is quarantined only after failing with two different partners, and cleared when it passes.
+Odd fleets: the node left over in pass 1 is tested against known-good partners. Without any known-good node
+(every pair failed) suspects are cross-paired with partners they have not met, to find a known-good node; a
+failed cross run is not evidence against either side (neither partner is known-good). At most `max_cross_rounds`
+such rounds run; if none passes the fabric itself is suspect and the nodes stay unresolved (not quarantined).
+Run count: n/2 + about 2 per suspect (each suspect needs one retest, a bad one two), so O(N) (GCP CHS two-pass,
+ANCH sections 0 and 4).
+Rounds hold disjoint pairs, so a round can run in parallel (`parallel=True`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class PairOutcome:
+    """What one pair run says; `detail` carries the caller's record (parsed run, curve, evidence path)."""
+
+    ok: bool
+    busbw_gbps: float | None = None
+    reason: str = ""
+    error: bool = False  # the run itself failed (no result): counts as a failure of the pair
+    detail: Any = None
+
+
+RunPair = Callable[[str, str], "PairOutcome | float | bool"]
+
+
+@dataclass
+class PairRecord:
+    a: str
+    b: str
+    round: int
+    phase: str  # "pair" (pass 1), "retest" (suspect vs known-good), "cross" (suspect vs suspect)
+    outcome: PairOutcome
+    wall_s: float = 0.0
+
+
+@dataclass
+class IsolationResult:
+    nodes: list[str]
+    good: list[str]  # passed a pair run (or cleared on retest)
+    bad: list[str]  # failed with two different partners: quarantine
+    unresolved: list[str]  # failed once and no further known-good partner was available
+    runs: list[PairRecord] = field(default_factory=list)
+    failed_with: dict[str, list[str]] = field(default_factory=dict)
+    wall_s: float = 0.0
+
+    @property
+    def run_count(self) -> int:
+        return len(self.runs)
+
+    @property
+    def rounds(self) -> int:
+        return max((r.round for r in self.runs), default=0)
+
+    @property
+    def fabric_wide(self) -> bool:
+        """No pair passed at all: more likely the fabric (switch, SM, config) than the nodes."""
+        return len(self.nodes) > 1 and not any(r.outcome.ok for r in self.runs)
+
+    def partners(self, node: str) -> list[PairRecord]:
+        return [r for r in self.runs if node in (r.a, r.b)]
+
+
+def _normalise(value: PairOutcome | float | bool | None, floor: float | None) -> PairOutcome:
+    if isinstance(value, PairOutcome):
+        return value
+    if isinstance(value, bool):
+        return PairOutcome(ok=value, reason="pass" if value else "fail")
+    if value is None:
+        return PairOutcome(ok=False, error=True, reason="no result")
+    if floor is None:
+        raise ValueError("run_pair returned a bandwidth: pass floor= to judge it")
+    ok = float(value) >= floor
+    return PairOutcome(ok=ok, busbw_gbps=float(value), reason=f"{value:g} GB/s vs floor {floor:g}")
+
+
+def _call(run_pair: RunPair, a: str, b: str, floor: float | None) -> tuple[PairOutcome, float]:
+    t0 = time.monotonic()
+    try:
+        out = _normalise(run_pair(a, b), floor)
+    except Exception as exc:  # a launcher crash is a failed pair, recorded with its message
+        out = PairOutcome(ok=False, error=True, reason=f"{type(exc).__name__}: {exc}")
+    return out, time.monotonic() - t0
+
+
+def isolate(
+    nodes: Sequence[str],
+    run_pair: RunPair,
+    *,
+    floor: float | None = None,
+    parallel: bool = False,
+    max_workers: int | None = None,
+    max_cross_rounds: int = 2,
+) -> IsolationResult:
+    """Run the two-pass isolation over `nodes` (kept in the given order for a reproducible pairing)."""
+    order = list(dict.fromkeys(nodes))
+    res = IsolationResult(nodes=order, good=[], bad=[], unresolved=[])
+    failed: dict[str, list[str]] = {n: [] for n in order}  # evidence: pass-1 partner and known-good partners
+    met: dict[str, set[str]] = {n: set() for n in order}  # everyone a node has run with
+    good: set[str] = set()
+    cross_rounds = 0
+    t_start = time.monotonic()
+    rnd = 0
+
+    def run_round(pairs: list[tuple[str, str]], phase: str) -> list[tuple[str, str, PairOutcome]]:
+        nonlocal rnd
+        rnd += 1
+        if parallel and len(pairs) > 1:
+            with ThreadPoolExecutor(max_workers=max_workers or len(pairs)) as pool:
+                outs = list(pool.map(lambda p: _call(run_pair, p[0], p[1], floor), pairs))
+        else:
+            outs = [_call(run_pair, a, b, floor) for a, b in pairs]
+        done = []
+        for (a, b), (out, wall) in zip(pairs, outs, strict=True):
+            met[a].add(b)
+            met[b].add(a)
+            res.runs.append(PairRecord(a, b, rnd, phase, out, round(wall, 3)))
+            done.append((a, b, out))
+        return done
+
+    # pass 1: a pairing of the fleet
+    first = [(order[i], order[i + 1]) for i in range(0, len(order) - 1, 2)]
+    pending: list[str] = [order[-1]] if len(order) % 2 else []
+    for a, b, out in run_round(first, "pair") if first else []:
+        if out.ok:
+            good |= {a, b}
+        else:
+            failed[a].append(b)
+            failed[b].append(a)
+            pending += [a, b]
+    pending = [n for n in order if n in pending]
+
+    # pass 2..: retest suspects until each is cleared, quarantined or out of partners
+    while pending:
+        if good:
+            pairs, used = [], set()
+            for s in pending:
+                g = next((g for g in sorted(good, key=order.index) if g not in used and g not in met[s]), None)
+                if g is not None:
+                    pairs.append((s, g))
+                    used.add(g)
+            phase = "retest"
+        elif cross_rounds < max_cross_rounds:
+            cross_rounds += 1
+            pairs, used = [], set()
+            for s in pending:
+                if s in used:
+                    continue
+                t = next((t for t in pending if t != s and t not in used and t not in met[s]), None)
+                if t is not None:
+                    pairs.append((s, t))
+                    used |= {s, t}
+            phase = "cross"
+        else:
+            pairs = []
+        if not pairs:
+            res.unresolved = list(pending)
+            break
+        for a, b, out in run_round(pairs, phase):
+            if out.ok:
+                good |= {a, b}
+            elif phase == "retest":
+                failed[a].append(b)
+        pending = [n for n in pending if n not in good and len(set(failed[n])) < 2]
+    res.bad = [n for n in order if n not in good and len(set(failed[n])) >= 2]
+    res.good = [n for n in order if n in good]
+    res.failed_with = {n: f for n, f in failed.items() if f}
+    res.wall_s = round(time.monotonic() - t_start, 3)
+    return res

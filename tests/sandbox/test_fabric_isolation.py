@@ -1,0 +1,61 @@
+"""Fabric certification on a 6-host sandbox fleet: a half-rate HCA is named, quarantined, the rest certified.
+
+One fleet serves every scenario (profiles are rewritten between them); the fabric phase runs over SSH with the
+simulated mpirun/nccl-tests/ibstat/ib_write_bw and the per-host fabric agents (busbw bounded by the worst host).
+Both paths are covered: the HCA gate prefilter (default) and pairwise isolation alone (prefilter off).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gridready.certify.fabric_phase import SshRunner, run_fabric_phase
+from gridready.certify.fabric_spec import FabricSettings
+from gridready.certify.quarantine import k8s_node_patches, slurm_drain_commands
+from gridready.inventory import load
+
+from .fabric_simtools import ensure_sim_tools, set_faults
+
+pytestmark = [pytest.mark.sandbox, pytest.mark.slow]
+HOSTS = [f"node{i}" for i in range(1, 7)]
+HALF = [{"kind": "hca_half_rate", "hca": "mlx5_1"}]
+
+
+@pytest.fixture(scope="module")
+def six(make_fleet):
+    f = make_fleet(6, healthy=True)
+    ensure_sim_tools(f)
+    return f
+
+
+def _phase(fleet, tmp: Path, **settings):
+    inv = load(fleet.inventory)  # group_vars/all: gridready_rdma_sysfs_root = the simulated sysfs tree
+    return run_fabric_phase(inv, None, HOSTS, SshRunner.from_inventory(inv), out_dir=tmp,
+                            settings=FabricSettings(**settings))
+
+
+@pytest.mark.parametrize(("faulted", "prefilter"), [
+    ([], True),
+    (["node4"], True),
+    (["node4"], False),
+    (["node2", "node5"], False),
+])
+def test_names_exactly_the_faulted_hosts(six, tmp_path, faulted, prefilter):
+    set_faults(six, dict.fromkeys(faulted, HALF))
+    r = _phase(six, tmp_path, exclude_hca_failures=prefilter)
+    assert sorted(r.quarantined) == faulted, r.reason
+    assert sorted(r.certified) == sorted(set(HOSTS) - set(faulted))
+    assert r.set_runs and r.set_runs[0].status == "pass" and r.set_runs[0].transport == "NET/IB/GDRDMA"
+    assert sorted(r.set_runs[0].hosts) == sorted(r.certified)
+    if faulted and prefilter:
+        assert "mlx5_1 port 1 rate 200" in r.quarantined["node4"]
+    if not prefilter:
+        assert r.pairwise_run_count <= 3 + 2 * 2 * len(faulted)
+        for h in faulted:
+            assert "failed pairwise all-reduce with 2 partners" in r.quarantined[h]
+    taints = {p["node"]: p["taints"] for p in k8s_node_patches(r.certified, r.quarantined)}
+    assert all(bool(taints[h]) == (h in faulted) for h in HOSTS)
+    assert len(slurm_drain_commands(r.quarantined)) == len(faulted)
+    assert (tmp_path / "fabric" / "fabric.json").is_file()
