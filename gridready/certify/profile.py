@@ -5,7 +5,9 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, PositiveInt
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt, PositiveInt, model_validator
+
+from gridready.certify.fabric_spec import FabricSettings
 
 
 class Profile(StrEnum):
@@ -47,6 +49,37 @@ class NcclSettings(BaseModel):
     )
 
 
+class HostSettings(BaseModel):
+    """Host settings asserted and recorded, never changed (ANCH 3.10): the performance setting for bare metal."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    iommu: Literal["off_or_passthrough", "any"] = Field(
+        "off_or_passthrough", description="IOMMU off or passthrough (iommu=pt); 'any' records it only"
+    )
+    acs: Literal["disabled", "any"] = Field(
+        "disabled", description="ACS redirect off on bridges above GPUs/NICs (where lspci can read it)"
+    )
+    peermem: Literal["loaded", "any"] = Field("loaded", description="nvidia_peermem loaded (GPUDirect RDMA)")
+    persistence_mode: bool = Field(True, description="persistence mode enabled on every GPU")
+
+
+class Limits(BaseModel):
+    """Error-counter limits (ANCH 3.4-3.8); the defaults follow the stricter anchors."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    sram_ce_aggregate: NonNegativeInt = Field(10_000, description="SRAM correctable, aggregate (AZ 10000)")
+    sram_ue_aggregate: NonNegativeInt = Field(0, description="SRAM uncorrectable aggregate above this fails (AZ 0)")
+    dram_ce_volatile: NonNegativeInt = Field(20_000_000, description="DRAM correctable since boot (AZ 20M)")
+    remap_uncorrectable: NonNegativeInt = Field(512, description="rows remapped for UE (AZ/SI 512)")
+    pcie_replays: NonNegativeInt = Field(80, description="PCIe replays since reset (DCGM pcie plugin 80)")
+    nvlink_crc_replay: NonNegativeInt = Field(
+        1000, description="NVLink CRC + replay counts since reset above this fail; any non-zero warns"
+    )
+    max_gpu_temp_c: float | None = Field(None, description="override of the catalog's GPU temperature ceiling")
+
+
 class CertificationSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -69,6 +102,19 @@ class CertificationSpec(BaseModel):
     xid_allow: list[int] = Field(
         default_factory=lambda: [13, 31, 43, 45], description="application Xids that do not fail the node"
     )
+    sxid_allow: list[int] = Field(default_factory=list, description="NVSwitch SXids that do not fail the node")
+    host: HostSettings = Field(default_factory=HostSettings)
+    limits: Limits = Field(default_factory=Limits)
+    fabric: FabricSettings = Field(default_factory=FabricSettings, description="multi-node phase (issue 6)")
+    probe_timeout_s: PositiveInt = Field(
+        1800, description="wall-clock limit for the whole probe on one node (the role kills it after this)"
+    )
+
+    @model_validator(mode="after")
+    def _quick_is_quick(self) -> CertificationSpec:
+        if self.profile is Profile.QUICK and (self.dcgm_level or 1) > 1:
+            raise ValueError("profile quick runs DCGM level 1 at most; use profile standard for level 2-3")
+        return self
 
     def effective_dcgm_level(self) -> int:
         if self.dcgm_level is not None:

@@ -1,0 +1,58 @@
+"""IOMMU, ACS and nvidia-peermem: asserted per the spec (ANCH 3.10) and recorded, never changed.
+
+ACS is read from `lspci -vvv` where it is installed and readable; only bridges above a GPU or NIC count (ACS on
+unrelated switch ports is harmless). Where it cannot be read the gate warns: the setting is recorded as unknown.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gridready.certify.expectations import Expectations
+from gridready.certify.result import Expected, GateResult, GateStatus
+
+P, F, E, W = GateStatus.PASS, GateStatus.FAIL, GateStatus.ERROR, GateStatus.WARN
+
+
+def iommu(doc: dict[str, Any], exp: Expectations) -> list[GateResult]:
+    host = doc.get("system") or {}
+    mode = host.get("iommu_mode")
+    m = {"mode": mode, "groups": host.get("iommu_groups"), "cmdline": host.get("cmdline")}
+    want = exp.spec.host.iommu
+    kw: dict[str, Any] = {"measured": m, "expected": Expected(equals=want, source="spec"), "evidence": "system.cmdline"}
+    if mode is None:
+        return [exp.result("iommu", E, "IOMMU state not read (no /proc/cmdline or iommu_groups)", **kw)]
+    if want == "off_or_passthrough" and mode == "translated":
+        return [exp.result("iommu", F, f"IOMMU translating DMA ({m['groups']} groups, no iommu=pt on the kernel "
+                           "command line): peer-to-peer and GPUDirect traffic slows down", **kw)]
+    return [exp.result("iommu", P, f"IOMMU {mode} ({m['groups']} groups)", **kw)]
+
+
+def acs(doc: dict[str, Any], exp: Expectations) -> list[GateResult]:
+    lspci = (doc.get("system") or {}).get("lspci")
+    want = exp.spec.host.acs
+    if not lspci:
+        return [exp.result("acs", W, "ACS not readable on this node (lspci absent or unreadable); recorded as "
+                           "unknown", measured=None, expected=Expected(equals=want, source="spec"),
+                           evidence="tools.lspci")]
+    relevant = [b for b in lspci["bridges"] if b.get("endpoints_below") and b.get("acs_ctl")]
+    on = [b for b in relevant if b["acs_ctl"].get("ReqRedir") or b["acs_ctl"].get("CmpltRedir")]
+    m = {"bridges_checked": len(relevant), "redirect_enabled": [b["bdf"] for b in on]}
+    kw: dict[str, Any] = {"measured": m, "expected": Expected(equals=want, source="spec"), "evidence": "raw.lspci_vvv"}
+    if on and want == "disabled":
+        return [exp.result("acs", F, "ACS redirect enabled on bridges above GPUs/NICs: " + ", ".join(
+            f"{b['bdf']} (above {', '.join(b['endpoints_below'][:3])})" for b in on[:6]), **kw)]
+    return [exp.result("acs", P, f"ACS redirect off on the {len(relevant)} bridges above GPUs/NICs", **kw)]
+
+
+def peermem(doc: dict[str, Any], exp: Expectations) -> list[GateResult]:
+    host = doc.get("system") or {}
+    loaded = host.get("peermem_loaded")
+    want = exp.spec.host.peermem if exp.gpudirect_rdma else "any"
+    kw: dict[str, Any] = {"measured": loaded, "expected": Expected(equals=want, source="spec"),
+                          "evidence": "system.modules"}
+    if loaded is None:
+        return [exp.result("peermem", E, "loaded modules not readable (/proc/modules)", **kw)]
+    if not loaded and want == "loaded":
+        return [exp.result("peermem", F, "nvidia_peermem is not loaded: no GPUDirect RDMA", **kw)]
+    return [exp.result("peermem", P, "nvidia_peermem " + ("loaded" if loaded else "not loaded (not required)"), **kw)]

@@ -1,0 +1,55 @@
+"""Read views over a probe document (gridready.probe/1): one merged record per GPU, whatever the source.
+
+nvidia-smi `--query-gpu` gives the index and bus id; `-q` the counters; NVML the links; the torch benchmarks the
+PCIe link sampled under load. Missing pieces stay None so that the gates can fail closed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _bus(bus: str | None) -> str | None:
+    """00000000:19:00.0 / 0000:19:00.0 / 19:00.0 -> 0000:19:00.0 (lower case)."""
+    if not bus:
+        return None
+    b = bus.strip().lower()
+    parts = b.split(":")
+    if len(parts) == 3:
+        return f"{parts[0][-4:]}:{parts[1]}:{parts[2]}"
+    if len(parts) == 2:
+        return f"0000:{b}"
+    return b
+
+
+def gpus(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """[{index, bus_id, name, device_id, query, q, nvml, torch, sysfs}] ordered by index."""
+    smi = doc.get("nvidia_smi") or {}
+    query = smi.get("query") or []
+    q_gpus = (smi.get("q") or {}).get("gpus") or []
+    nvml_gpus = (doc.get("nvml") or {}).get("gpus") or []
+    torch_gpus = (doc.get("torch") or {}).get("gpus") or []
+    eps = {e["bdf"]: e for e in (doc.get("system") or {}).get("pcie_endpoints") or [] if e.get("kind") == "gpu"}
+    by_bus_q = {_bus(g.get("bus_id")): g for g in q_gpus}
+    by_bus_nvml = {_bus(g.get("bus_id")): g for g in nvml_gpus}
+    rows: list[dict[str, Any]] = []
+    if query:
+        base = [(int(r["index"]), _bus(str(r.get("pci.bus_id") or "")), r) for r in query
+                if isinstance(r.get("index"), int)]
+    elif q_gpus:
+        base = [(i, _bus(g.get("bus_id")), {}) for i, g in enumerate(q_gpus)]
+    else:
+        base = [(int(g["index"]), _bus(g.get("bus_id")), {}) for g in nvml_gpus]
+    for idx, bus, qrow in sorted(base, key=lambda t: t[0]):
+        q = by_bus_q.get(bus) or (q_gpus[idx] if not query and idx < len(q_gpus) else {})
+        nv = by_bus_nvml.get(bus) or {}
+        tg: dict[str, Any] = next((t for t in torch_gpus if t.get("index") == idx), {})
+        dev = qrow.get("pci.device_id") or q.get("device_id") or nv.get("device_id")
+        rows.append({"index": idx, "bus_id": bus, "name": qrow.get("name") or q.get("name") or nv.get("name"),
+                     "device_id": str(dev) if dev else None, "query": qrow, "q": q, "nvml": nv, "torch": tg,
+                     "sysfs": eps.get(bus or "")})
+    return rows
+
+
+def gpu_label(g: dict[str, Any]) -> str:
+    return f"GPU {g['index']} ({g['bus_id']})" if g.get("bus_id") else f"GPU {g['index']}"

@@ -1,0 +1,86 @@
+"""ECC (DRAM and SRAM, volatile and aggregate), row remapping, retired pages (ANCH 3.6). Limits from the spec."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gridready.certify.expectations import Expectations
+from gridready.certify.measurements import gpu_label, gpus
+from gridready.certify.result import Expected, GateResult, GateStatus
+
+P, F, E = GateStatus.PASS, GateStatus.FAIL, GateStatus.ERROR
+
+
+def _rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    return [g for g in gpus(doc)] or [
+        {"index": i, "bus_id": q.get("bus_id") if q.get("bus_id") != "unknown" else None, "q": q}
+        for i, q in enumerate(((doc.get("nvidia_smi") or {}).get("q") or {}).get("gpus") or [])]
+
+
+def ecc(doc: dict[str, Any], exp: Expectations) -> list[GateResult]:
+    lim = exp.spec.limits
+    rows = _rows(doc)
+    if not rows:
+        return [exp.result("ecc", E, "no nvidia-smi -q output: ECC counters unknown", evidence="raw.nvidia_smi_q")]
+    out = []
+    for g in rows:
+        c = g["q"].get("ecc") or {}
+        label = gpu_label(g)
+        kw: dict[str, Any] = {"gpu": g["index"], "measured": c, "evidence": "raw.nvidia_smi_q",
+                              "expected": Expected(ceiling=lim.sram_ue_aggregate, source="spec limits")}
+        mode = g["q"].get("ecc_mode")
+        if not c or all(v is None for v in c.values()):
+            out.append(exp.result("ecc", E, f"{label}: ECC counters not reported", **kw))
+            continue
+        bad = []
+        if mode is not None and mode != "Enabled":
+            bad.append(f"ECC mode {mode}")
+        if (c.get("volatile_dram_ue") or 0) > 0:
+            bad.append(f"{c['volatile_dram_ue']} uncorrectable DRAM errors since boot")
+        if (c.get("volatile_sram_ue") or 0) > 0:
+            bad.append(f"{c['volatile_sram_ue']} uncorrectable SRAM errors since boot")
+        if (c.get("aggregate_sram_ue") or 0) > lim.sram_ue_aggregate:
+            bad.append(f"aggregate SRAM uncorrectable {c['aggregate_sram_ue']} > {lim.sram_ue_aggregate}")
+        if c.get("sram_threshold_exceeded"):
+            bad.append("SRAM threshold exceeded")
+        if (c.get("aggregate_sram_ce") or 0) > lim.sram_ce_aggregate:
+            bad.append(f"aggregate SRAM correctable {c['aggregate_sram_ce']} > {lim.sram_ce_aggregate}")
+        if (c.get("volatile_dram_ce") or 0) > lim.dram_ce_volatile:
+            bad.append(f"DRAM correctable {c['volatile_dram_ce']} > {lim.dram_ce_volatile}")
+        if bad:
+            out.append(exp.result("ecc", F, f"{label}: " + "; ".join(bad), **kw))
+        else:
+            out.append(exp.result("ecc", P, f"{label}: no uncorrectable ECC errors, correctable within limits", **kw))
+    return out
+
+
+def row_remap(doc: dict[str, Any], exp: Expectations) -> list[GateResult]:
+    """Pending or failed row remapping fails (AZ NHC2007); UE remaps above the limit fail; pre-Ampere parts report
+    retired pages instead (a pending page blacklist fails)."""
+    lim = exp.spec.limits.remap_uncorrectable
+    rows = _rows(doc)
+    if not rows:
+        return [exp.result("row_remap", E, "no nvidia-smi -q output: row remapping unknown",
+                           evidence="raw.nvidia_smi_q")]
+    out = []
+    for g in rows:
+        r, rp = g["q"].get("remap") or {}, g["q"].get("retired_pages") or {}
+        label = gpu_label(g)
+        kw: dict[str, Any] = {"gpu": g["index"], "measured": {"remap": r, "retired_pages": rp},
+                              "expected": Expected(ceiling=lim, source="spec limits"), "evidence": "raw.nvidia_smi_q"}
+        if r.get("pending") is None and rp.get("pending") is None:
+            out.append(exp.result("row_remap", E, f"{label}: neither remapped rows nor retired pages reported", **kw))
+        elif r.get("pending"):
+            out.append(exp.result("row_remap", F, f"{label}: row remapping pending (reset the GPU, then re-certify)",
+                                  **kw))
+        elif r.get("failure"):
+            out.append(exp.result("row_remap", F, f"{label}: row remapping failure occurred (RMA)", **kw))
+        elif (r.get("uncorrectable") or 0) > lim:
+            out.append(exp.result("row_remap", F, f"{label}: {r['uncorrectable']} rows remapped for uncorrectable "
+                                  f"errors > {lim}", **kw))
+        elif rp.get("pending"):
+            out.append(exp.result("row_remap", F, f"{label}: retired page blacklist pending (SBE "
+                                  f"{rp.get('single_bit')}, DBE {rp.get('double_bit')})", **kw))
+        else:
+            out.append(exp.result("row_remap", P, f"{label}: no pending or failed remapping", **kw))
+    return out

@@ -1,0 +1,92 @@
+"""NVLink: the catalog's link count active per GPU (NOT always 18: H100 NVL/PCIe have 12, ANCH 3.4), each at the
+catalog's speed, and no recovery errors; CRC/replay counts above the limit fail, any non-zero count warns."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gridready.certify.expectations import Expectations
+from gridready.certify.measurements import gpu_label, gpus
+from gridready.certify.result import Expected, GateResult, GateStatus
+
+P, F, E, W = GateStatus.PASS, GateStatus.FAIL, GateStatus.ERROR, GateStatus.WARN
+
+
+def _errors(doc: dict[str, Any], g: dict[str, Any]) -> dict[str, int] | None:
+    """Sum of counters over links: nvidia-smi nvlink -e first, NVML second (its CRC_DATA counter is not reliable
+    on Hopper: the real H200 read 8 there while nvidia-smi printed 0 CRC errors)."""
+    per = ((doc.get("nvidia_smi") or {}).get("nvlink_errors") or {}).get(str(g["index"]))
+    tot = {"replay": 0, "recovery": 0, "crc": 0}
+    if per:
+        for counters in per.values():
+            for k, v in counters.items():
+                if not isinstance(v, (int, float)):
+                    continue
+                key = "replay" if "replay" in k.lower() else "recovery" if "recovery" in k.lower() else (
+                    "crc" if "crc" in k.lower() else None)
+                if key:
+                    tot[key] += int(v)
+        return tot
+    links = (g["nvml"].get("nvlink") or {}).get("links") or {}
+    if not links:
+        return None
+    for link in links.values():
+        e = link.get("errors") or {}
+        tot["replay"] += int(e.get("replay") or 0)
+        tot["recovery"] += int(e.get("recovery") or 0)
+        tot["crc"] += int(e.get("crc_flit") or 0)
+    return tot
+
+
+def nvlink(doc: dict[str, Any], exp: Expectations) -> list[GateResult]:
+    want = exp.sku.nvlink_links
+    if want == 0:
+        return [exp.result("nvlink", P, f"{exp.sku.name} has no NVLink")]
+    status = ((doc.get("nvidia_smi") or {}).get("nvlink_status") or {}).get("gpus") or {}
+    rows = gpus(doc) or [{"index": int(i), "bus_id": None, "nvml": {}} for i in sorted(status, key=int)]
+    if not rows:
+        return [exp.result("nvlink", E, "no GPUs to read NVLink state from")]
+    expected = Expected(equals={"active_links": want, "gbps_per_link": exp.sku.nvlink_link_gbps},
+                        source=f"catalog: {exp.sku.name}")
+    out = []
+    for g in rows:
+        label = gpu_label(g)
+        st = status.get(str(g["index"]))
+        nv_links = (g["nvml"].get("nvlink") or {}).get("links") or {}
+        if st is not None:
+            speeds = st["links"]
+            active = [s for s in speeds.values() if s]
+            slow = [f"link {n} {s} GB/s" for n, s in speeds.items() if s and s < exp.sku.nvlink_link_gbps * 0.98]
+            inactive = [n for n, s in speeds.items() if not s]
+        elif nv_links:
+            active = [n for n, v in nv_links.items() if v.get("active")]
+            slow, inactive = [], [n for n, v in nv_links.items() if not v.get("active")]
+        else:
+            out.append(exp.result("nvlink", E, f"{label}: NVLink state not readable (nvidia-smi nvlink -s / NVML)",
+                                  gpu=g["index"], expected=expected, evidence="raw.nvidia_smi_nvlink_s"))
+            continue
+        errs = _errors(doc, g)
+        m = {"active_links": len(active), "inactive": inactive, "slow": slow, "errors": errs}
+        kw: dict[str, Any] = {"gpu": g["index"], "measured": m, "expected": expected,
+                              "evidence": "raw.nvidia_smi_nvlink_s"}
+        lim = exp.spec.limits.nvlink_crc_replay
+        if st is not None and st.get("all_inactive"):
+            out.append(exp.result("nvlink", F, f"{label}: all NVLinks inactive", **kw))
+        elif len(active) < want:
+            out.append(exp.result("nvlink", F, f"{label}: {len(active)} of {want} NVLinks active"
+                                  + (f" (inactive: links {', '.join(inactive)})" if inactive else ""), **kw))
+        elif slow:
+            out.append(exp.result("nvlink", F, f"{label}: slow links " + ", ".join(slow), **kw))
+        elif errs is None:
+            out.append(exp.result("nvlink", E, f"{label}: NVLink error counters not readable", **kw))
+        elif errs["recovery"] > 0 or errs["crc"] + errs["replay"] > lim:
+            out.append(exp.result("nvlink", F, f"{label}: NVLink errors recovery={errs['recovery']} "
+                                  f"crc={errs['crc']} replay={errs['replay']} (limit {lim} CRC+replay, 0 recovery)",
+                                  **{**kw, "evidence": "raw.nvidia_smi_nvlink_e"}))
+        elif errs["crc"] + errs["replay"] > 0:
+            out.append(exp.result("nvlink", W, f"{label}: {len(active)} links up; crc={errs['crc']} "
+                                  f"replay={errs['replay']} since reset", **kw))
+        else:
+            out.append(exp.result("nvlink", P, f"{label}: {len(active)} of {want} links at "
+                                  f"{exp.sku.nvlink_link_gbps:g} GB/s, no errors", **kw))
+    return out

@@ -1,0 +1,49 @@
+"""`python3 -m gridready.probe --profile quick > probe.json` (stdlib only; torch/pynvml when importable)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from .profiles import PROFILES, GiB
+
+
+def parse_args(argv: list[str]) -> dict[str, object]:
+    p = argparse.ArgumentParser(prog="gridready.probe", description="Measure this GPU node; print one JSON document.")
+    p.add_argument("--profile", choices=sorted(PROFILES), default="quick")
+    p.add_argument("--dcgm-level", type=int, default=None, help="default from the profile")
+    p.add_argument("--algo", choices=["ring", "nvls", "tree"], default="ring")
+    p.add_argument("--nccl-min-bytes", type=int, default=1 * GiB, help="smallest size of the gated range")
+    p.add_argument("--nccl-max-bytes", type=int, default=8 * GiB)
+    p.add_argument("--best-of", type=int, default=2)
+    p.add_argument("--timeout", type=float, default=900.0, help="seconds per long step (dcgmi, sweeps)")
+    p.add_argument("--skip", default="", help="comma-separated collectors to skip, e.g. torch,dcgm")
+    p.add_argument("--nccl-tests-dir", default=None, help="directory of all_reduce_perf when not on PATH")
+    p.add_argument("--out", default="-", help="file to write (default stdout)")
+    a = p.parse_args(argv)
+    return {"profile": a.profile, "dcgm_level": a.dcgm_level, "algo": a.algo, "nccl_min_bytes": a.nccl_min_bytes,
+            "nccl_max_bytes": a.nccl_max_bytes, "best_of": a.best_of, "timeout": a.timeout,
+            "skip": [s for s in a.skip.split(",") if s], "nccl_tests_dir": a.nccl_tests_dir, "out": a.out}
+
+
+def main(argv: list[str] | None = None) -> int:
+    opts = parse_args(sys.argv[1:] if argv is None else argv)
+    os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")  # torch index == nvidia-smi/NVML index
+    from .collect import Probe
+
+    doc = Probe(opts).run()
+    text = json.dumps(doc, indent=1, default=str)
+    if opts["out"] == "-":
+        sys.stdout.write(text + "\n")
+    else:
+        tmp = f"{opts['out']}.tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text + "\n")
+        os.replace(tmp, str(opts["out"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,35 @@
+"""Sizes and repeats of each certification profile (the node-side mirror of CertificationSpec.profile)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+GiB = 1 << 30
+MiB = 1 << 20
+
+PROFILES: dict[str, dict[str, Any]] = {
+    # quick: < 2 min on 2 GPUs; DCGM at most level 1
+    "quick": {"dcgm_level": 1, "gemm_sizes": [8192, 16384], "fp8_sizes": [16384], "gemm_iters": 10,
+              "hbm_bytes": 2 * GiB, "copy_iters": 10, "h2d_bytes": 1 * GiB, "peer_bytes": 1 * GiB,
+              "ar_min_bytes": 1 * MiB, "ar_factor": 4, "ar_iters": 10, "ar_warmup": 3, "gemm_burn_s": 0},
+    "standard": {"dcgm_level": 3, "gemm_sizes": [8192, 16384], "fp8_sizes": [8192, 16384], "gemm_iters": 30,
+                 "hbm_bytes": 4 * GiB, "copy_iters": 20, "h2d_bytes": 2 * GiB, "peer_bytes": 2 * GiB,
+                 "ar_min_bytes": 1 * MiB, "ar_factor": 2, "ar_iters": 20, "ar_warmup": 5, "gemm_burn_s": 0},
+    "burn-in": {"dcgm_level": 4, "gemm_sizes": [8192, 16384], "fp8_sizes": [8192, 16384], "gemm_iters": 50,
+                "hbm_bytes": 8 * GiB, "copy_iters": 50, "h2d_bytes": 2 * GiB, "peer_bytes": 2 * GiB,
+                "ar_min_bytes": 1 * MiB, "ar_factor": 2, "ar_iters": 50, "ar_warmup": 5, "gemm_burn_s": 600},
+}
+
+
+def sweep_sizes(min_bytes: int, max_bytes: int, factor: int, floor_from: int) -> list[int]:
+    """Geometric sizes from min_bytes to max_bytes; every power of two >= floor_from is kept (the gated range)."""
+    sizes, s = set(), min_bytes
+    while s <= max_bytes:
+        sizes.add(s)
+        s *= factor
+    s = floor_from
+    while s <= max_bytes:
+        sizes.add(s)
+        s *= 2
+    sizes.add(max_bytes)
+    return sorted(sizes)

@@ -1,0 +1,37 @@
+"""Write every report format of one certify run into the stage directory (atomic writes)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from gridready.artifacts import write_atomic, write_json_atomic
+from gridready.certify.judge import FleetVerdict
+from gridready.certify.quarantine import write_outputs as write_quarantine
+from gridready.report.junit import junit_xml
+from gridready.report.markdown import render_html, render_md
+from gridready.report.metrics import write_prom
+from gridready.report.plots import busbw_plot, per_gpu_plot
+
+
+def write_all(fleet: FleetVerdict, out_dir: Path, *, command: str | None = None) -> dict[str, Path]:
+    """nodes/<node>/certification.json, report.json, junit.xml, report.md, report.html, plots (PNG),
+    metrics.prom, quarantine.yml (+ k8s-node-patches.json, slurm-drain.sh). Returns name -> path."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths: dict[str, Path] = {}
+    for node, v in fleet.nodes.items():
+        paths[f"certification:{node}"] = write_json_atomic(out_dir / "nodes" / node / "certification.json", v)
+    paths["report_json"] = write_json_atomic(out_dir / "report.json", fleet)
+    paths["junit"] = write_atomic(out_dir / "junit.xml", junit_xml(fleet))
+    plots = {"all-reduce busbw vs size": busbw_plot(fleet, out_dir / "busbw.png"),
+             "per-GPU compute and bandwidth": per_gpu_plot(fleet, out_dir / "per_gpu.png")}
+    paths.update({f"plot:{p.stem}": p for p in plots.values() if p})
+    paths["report_md"] = write_atomic(out_dir / "report.md", render_md(fleet, plots, command))
+    paths["report_html"] = write_atomic(out_dir / "report.html", render_html(fleet, plots, command))
+    paths["metrics"] = write_prom(fleet, out_dir / "metrics.prom")
+    paths.update(write_quarantine(out_dir, fleet.certified, fleet.quarantined, fleet.run_id))
+    return paths
+
+
+def load_fleet(path: Path) -> FleetVerdict:
+    return FleetVerdict.model_validate(json.loads(path.read_text()))

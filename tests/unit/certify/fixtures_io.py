@@ -1,0 +1,63 @@
+"""Fixture readers shared by the certification, probe and report tests (real outputs from ../shared/fixtures)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from gridready.certify.profile import CertificationSpec
+from gridready.probe.offline import doc_from_outputs
+from gridready.spec import NodeGroup
+
+FIX = Path(__file__).resolve().parents[2] / "fixtures"
+H200 = FIX / "h200x2"
+PUB = FIX / "public"
+
+
+def read(rel: str) -> str:
+    return (FIX / rel).read_text(errors="replace")
+
+
+def probe_quick() -> dict[str, Any]:
+    """The real probe document from the lent 2x H200 machine (quick profile)."""
+    return json.loads((H200 / "probe_quick.json").read_text())
+
+
+def h200_outputs() -> dict[str, str]:
+    """Every h200x2 capture as probe outputs; `nvidia-smi nvlink -e` from the real probe run on that machine."""
+    return {
+        "nvidia_smi_query": (H200 / "nvidia-smi-query-gpu.csv").read_text(),
+        "nvidia_smi_q": (H200 / "nvidia-smi-q.txt").read_text(),
+        "nvidia_smi_nvlink_s": (H200 / "nvidia-smi-nvlink.txt").read_text(),
+        "nvidia_smi_nvlink_e": probe_quick()["raw"]["nvidia_smi_nvlink_e"],
+        "sysfs_links": (H200 / "sysfs-pci-links.txt").read_text(),
+        "all_reduce_perf": (H200 / "all_reduce_perf.txt").read_text(),
+        "torch_probe": (H200 / "torch_probe.json").read_text(),
+        "kernel_log": "",  # README: dmesg showed no Xid
+    }
+
+
+def h200_doc(**edits: str) -> dict[str, Any]:
+    return doc_from_outputs({**h200_outputs(), **edits}, host="h200x2", modules=["nvidia"], cmdline="quiet")
+
+
+def group(sku: str = "H200-SXM-141GB", gpus: int = 2, gdr: bool = False) -> NodeGroup:
+    return NodeGroup(name="gpu_nodes", sku=sku, gpus_per_node=gpus, gpudirect_rdma=gdr)
+
+
+def spec(**kw: Any) -> CertificationSpec:
+    base: dict[str, Any] = {"profile": "quick", "not_applicable": ["dcgm"]}
+    base.update(kw)
+    return CertificationSpec(**base)
+
+
+def pub_path(tool: str, key: str) -> Path:
+    """The one public fixture of `tool` whose file name contains `key`."""
+    found = [p for p in (PUB / tool).iterdir() if key in p.name]
+    assert len(found) == 1, f"{tool}/{key}: {found}"
+    return found[0]
+
+
+def pub(tool: str, key: str) -> str:
+    return pub_path(tool, key).read_text(errors="replace")

@@ -1,0 +1,92 @@
+"""The whole probe against the sandbox's SIMULATED tools (gridready/sandbox/sim, docs/simulator.md) and its fake
+sysfs/procfs tree, then the gates: the healthy profile certifies; every injectable fault fails its gate, naming the
+GPU. No fleet and no root: the simulated tools run as scripts on PATH with GRIDREADY_SIM_PROFILE."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gridready.certify.judge import NodeVerdict, judge_node
+from gridready.certify.result import GateStatus
+from gridready.probe.collect import Probe
+from gridready.probe.profiles import GiB
+from gridready.sandbox.profile import Fault, HardwareProfile
+from gridready.sandbox.sim import simcore
+from gridready.sandbox.sim import sysfs as simsysfs
+from tests.unit.certify.fixtures_io import group, spec
+
+pytestmark = pytest.mark.slow  # ~9 s per probe run: each simulated tool call is a Python process
+
+TOOLS = {"nvidia-smi": ("nvidia_smi", None), "dcgmi": ("dcgmi", None), "dmesg": ("dmesg", None),
+         "all_reduce_perf": ("nccl_tests", "all_reduce_perf")}
+# no torch in the sandbox: the torch benchmarks are not applicable there (the lead's sandbox spec says so too)
+NO_TORCH = ["gemm_bf16", "gemm_fp8", "hbm_bandwidth", "h2d_bandwidth", "peer_bandwidth"]
+
+
+@pytest.fixture
+def simulate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """simulate(*faults) -> the node's verdict after a full probe run on that simulated profile."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    for tool, (module, prog) in TOOLS.items():
+        call = f"main(sys.argv[1:], prog={prog!r})" if prog else "main(sys.argv[1:])"
+        (bindir / tool).write_text(f"#!{sys.executable}\nimport sys\nfrom gridready.sandbox.sim.{module} import main\n"
+                                   f"sys.exit({call})\n")
+        (bindir / tool).chmod(0o755)
+
+    def run(*faults: dict[str, Any], level: int = 3) -> NodeVerdict:
+        prof = HardwareProfile.sample("sim-a", faults=[Fault(**f) for f in faults])
+        path = prof.write(tmp_path / "profile.json")
+        root = tmp_path / "sysfs"
+        monkeypatch.setenv("GRIDREADY_SIM_PROFILE", str(path))
+        simsysfs.write_tree(simcore.load(path), root)
+        monkeypatch.setenv("GRIDREADY_SYSFS_ROOT", str(root))
+        monkeypatch.setenv("GRIDREADY_PROC_ROOT", str(root / "proc"))
+        monkeypatch.setenv("PATH", str(bindir))
+        monkeypatch.setenv("NCCL_NVLS_ENABLE", "0")
+        opts = {"profile": "standard", "dcgm_level": level, "algo": "ring", "nccl_min_bytes": GiB,
+                "nccl_max_bytes": 8 * GiB, "best_of": 1, "timeout": 60.0, "skip": ["torch", "hca"], "out": "-"}
+        doc = Probe(opts).run()
+        return judge_node(spec(profile="standard", not_applicable=NO_TORCH), group(gpus=8, gdr=True), doc,
+                          node="sim-a", driver_branch="580")
+
+    return run
+
+
+def _worst(v: NodeVerdict, gate: str) -> GateStatus | None:
+    return v.worst(gate)
+
+
+def _reasons(v: NodeVerdict, gate: str) -> str:
+    return " | ".join(r.reason for r in v.gates if r.gate == gate and r.status is not GateStatus.PASS)
+
+
+def test_healthy_simulated_node_certifies(simulate: Any) -> None:
+    v = simulate()
+    assert v.certified, v.blocking
+    nccl = next(r for r in v.gates if r.gate == "nccl_allreduce")
+    assert nccl.measured["source"] == "nccl-tests" and nccl.measured["max_busbw_gbps"] > 330
+    assert _worst(v, "dcgm") is GateStatus.PASS and _worst(v, "peermem") is GateStatus.PASS
+
+
+@pytest.mark.parametrize(("fault", "gate", "needle"), [
+    ({"kind": "pcie_downtrained", "gpu": 3}, "pcie_link", "GPU 3"),
+    ({"kind": "nvlink_inactive", "gpu": 5, "count": 4}, "nvlink", "GPU 5"),
+    ({"kind": "xid", "gpu": 2, "code": 79}, "xid", "GPU 2"),
+    ({"kind": "ecc_uncorrectable", "gpu": 6}, "ecc", "GPU 6"),
+    ({"kind": "row_remap_pending", "gpu": 1}, "row_remap", "GPU 1"),
+    ({"kind": "hw_slowdown", "gpu": 4}, "throttle", "GPU 4"),
+    ({"kind": "power_brake", "gpu": 0}, "throttle", "HW Power Brake"),
+    ({"kind": "thermal_throttle", "gpu": 7}, "throttle", "GPU 7"),
+    ({"kind": "low_nccl_busbw", "factor": 0.6}, "nccl_allreduce", "below"),
+    ({"kind": "dcgm_level3_failure", "gpu": 2}, "dcgm", "GPU 2"),
+])
+def test_each_injectable_fault_fails_its_gate(simulate: Any, fault: dict[str, Any], gate: str, needle: str) -> None:
+    v = simulate(fault)
+    assert not v.certified
+    assert _worst(v, gate) is GateStatus.FAIL, _reasons(v, gate) or v.blocking
+    assert needle in _reasons(v, gate)

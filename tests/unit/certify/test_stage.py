@@ -1,0 +1,103 @@
+"""The certify stage with the playbook replaced by a fake that 'fetches' probe documents: judging, reports,
+summary.json, the failure policy's exit codes and the validity window (re-run skips valid nodes unless --force)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gridready import ansible
+from gridready.artifacts import RunContext
+from gridready.exitcodes import ExitCode
+from gridready.inventory import Inventory
+from gridready.spec import ClusterSpec
+from gridready.stages import certify as stage
+from tests.unit.certify.fixtures_io import probe_quick
+
+
+def _inv(tmp: Path, policy: str = "quarantine", minimum: int = 1) -> Inventory:
+    spec = ClusterSpec.model_validate({
+        "customer": "acme",
+        "node_groups": [{"name": "gpu_nodes", "sku": "H200-SXM-141GB", "gpus_per_node": 2, "gpudirect_rdma": False}],
+        "certification": {"profile": "quick", "not_applicable": ["dcgm"], "failure_policy": policy,
+                          "min_certified_nodes": minimum, "fabric": {"enabled": False}},
+    })
+    hosts = {"gpu-a": {}, "gpu-b": {}}
+    return Inventory(name="acme", path=tmp, spec=spec, hosts=hosts, groups={"gpu_nodes": list(hosts)})
+
+
+class FakeRunner:
+    """Stands in for ansible.run_playbook: writes each host's probe JSON where the role's fetch would."""
+
+    def __init__(self, docs: dict[str, dict[str, Any] | None]) -> None:
+        self.docs, self.calls = docs, []
+
+    def __call__(self, inv: Inventory, playbook: str, stage_dir: Path, **kw: Any) -> ansible.PlaybookResult:
+        self.calls.append({"playbook": playbook, **kw})
+        fetch = Path(kw["extravars"]["gridready_certify_fetch_dir"])
+        hosts = {}
+        for host, doc in self.docs.items():
+            if kw.get("limit") and f"!{host}" in kw["limit"]:
+                continue
+            if doc is not None:
+                (fetch / host).mkdir(parents=True, exist_ok=True)
+                (fetch / host / "probe.json").write_text(json.dumps(doc))
+            hosts[host] = ansible.HostStats(ok=5, changed=0, failures=0 if doc else 1, unreachable=0, skipped=0)
+        return ansible.PlaybookResult(playbook=playbook, status="successful", rc=0, hosts=hosts)
+
+
+def _bad() -> dict[str, Any]:
+    doc = copy.deepcopy(probe_quick())
+    doc["torch"]["gpus"][1]["fp8_gemm_tflops"] = {"16384": 500.0}
+    return doc
+
+
+def _ctx(tmp: Path, run_id: str, force: bool = False) -> RunContext:
+    return RunContext(customer="acme", run_id=run_id, root=tmp / "artifacts", force=force)
+
+
+def test_quarantine_policy_certifies_the_healthy_node(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = FakeRunner({"gpu-a": probe_quick(), "gpu-b": _bad()})
+    monkeypatch.setattr(ansible, "run_playbook", fake)
+    res = stage.run(_inv(tmp_path), _ctx(tmp_path, "20261130T030000Z-0001"))
+    assert res.exit_code == ExitCode.OK and res.status == "success"
+    assert res.data["certified"] == ["gpu-a"] and list(res.data["quarantined"]) == ["gpu-b"]
+    assert res.hosts["gpu-b"].status == "quarantined" and "GPU 1" in res.hosts["gpu-b"].detail["blocking"][0]
+    assert any(m.startswith("warning:") for m in res.messages)
+    ev = fake.calls[0]["extravars"]
+    assert ev["gridready_certify_profile"] == "quick" and ev["gridready_certify_skip"] == ["dcgm"]
+    d = tmp_path / "artifacts" / "acme" / "20261130T030000Z-0001" / "certify"
+    for name in ("summary.json", "report.json", "junit.xml", "report.md", "report.html", "metrics.prom",
+                 "quarantine.yml", "busbw.png", "per_gpu.png", "nodes/gpu-a/certification.json"):
+        assert (d / name).is_file(), name
+    assert json.loads((d / "summary.json").read_text())["data"]["certified"] == ["gpu-a"]
+
+
+def test_stop_policy_and_too_few_nodes_exit_5(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ansible, "run_playbook", FakeRunner({"gpu-a": probe_quick(), "gpu-b": _bad()}))
+    assert stage.run(_inv(tmp_path, "stop"), _ctx(tmp_path, "20261130T030000Z-0002")).exit_code == 5
+    assert stage.run(_inv(tmp_path, "quarantine", 2), _ctx(tmp_path, "20261130T030000Z-0003")).exit_code == 5
+
+
+def test_missing_probe_output_is_not_certified(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ansible, "run_playbook", FakeRunner({"gpu-a": probe_quick(), "gpu-b": None}))
+    res = stage.run(_inv(tmp_path), _ctx(tmp_path, "20261130T030000Z-0004"))
+    assert res.data["quarantined"]["gpu-b"].startswith("probe: no probe output")
+
+
+def test_rerun_skips_valid_nodes_unless_forced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = FakeRunner({"gpu-a": probe_quick(), "gpu-b": probe_quick()})
+    monkeypatch.setattr(ansible, "run_playbook", fake)
+    inv = _inv(tmp_path)
+    assert stage.run(inv, _ctx(tmp_path, "20261130T030000Z-0005")).data["certified"] == ["gpu-a", "gpu-b"]
+    again = stage.run(inv, _ctx(tmp_path, "20261130T030000Z-0006"))
+    assert again.data["reused"] == ["gpu-a", "gpu-b"] and again.exit_code == 0 and len(fake.calls) == 1
+    assert again.hosts["gpu-a"].detail["reused"] is True
+    third = stage.run(inv, _ctx(tmp_path, "20261130T030000Z-0007"))  # reuse chains to the original file
+    assert third.data["reused"] == ["gpu-a", "gpu-b"]
+    forced = stage.run(inv, _ctx(tmp_path, "20261130T030000Z-0008", force=True))
+    assert forced.data["reused"] == [] and len(fake.calls) == 2
