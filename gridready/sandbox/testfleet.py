@@ -1,0 +1,82 @@
+"""A running test fleet as an object (inventory, ssh_config, addresses, helpers); used by the pytest fixtures
+and the benchmark. `start_fleet(n, profiles)` generates an inventory and brings its fleet up.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gridready.sandbox import fleet as fleet_api
+from gridready.sandbox import geninv, paths
+
+VENV_BIN = Path(sys.executable).parent
+
+
+@dataclass
+class Fleet:
+    """A running test fleet: a generated inventory plus what tests need to reach its hosts."""
+
+    name: str
+    inventory: Path  # generated inventory dir (cluster.yml, hosts.yml, group_vars/, sandbox.yml)
+    ssh_config: Path  # for ssh -F and testinfra's ssh backend
+    addresses: dict[str, str] = field(default_factory=dict)  # host -> 10.77.0.x
+
+    @property
+    def hosts_file(self) -> Path:
+        return self.inventory / "hosts.yml"
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.addresses)
+
+    def testinfra_hosts(self) -> list[str]:
+        return [f"ssh://{h}" for h in self.addresses]
+
+    def host(self, name: str) -> Any:
+        """A testinfra Host over ssh with this fleet's ssh_config."""
+        import testinfra
+
+        return testinfra.get_host(f"ssh://{name}", ssh_config=str(self.ssh_config))
+
+    def ssh(self, host: str, command: str, *, check: bool = True, timeout: float = 120,
+            input: str | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["ssh", "-F", str(self.ssh_config), host, command], capture_output=True,
+                              text=True, check=check, timeout=timeout, input=input)
+
+    def ansible_env(self) -> dict[str, str]:
+        """Environment for ansible-playbook/ansible-runner: the repo's ansible.cfg, a fact cache of this fleet
+        (host names node1.. repeat across fleets, so a shared fact cache would mix them up)."""
+        return {**os.environ, "ANSIBLE_CONFIG": str(paths.repo_root() / "ansible.cfg"),
+                "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(paths.fleet_dir(self.name) / "facts"),
+                "ANSIBLE_ROLES_PATH": str(paths.repo_root() / "roles"), "ANSIBLE_NOCOLOR": "1"}
+
+    def ansible_playbook(self, playbook: str | Path, *args: str, check: bool = True,
+                         timeout: float = 1200) -> subprocess.CompletedProcess[str]:
+        cmd = [str(VENV_BIN / "ansible-playbook"), "-i", str(self.hosts_file), str(playbook), *args]
+        return subprocess.run(cmd, capture_output=True, text=True, env=self.ansible_env(), check=check,
+                              timeout=timeout, cwd=paths.repo_root())
+
+    def status(self) -> fleet_api.FleetStatus:
+        return fleet_api.status(self.inventory)
+
+    def down(self) -> None:
+        geninv.remove(self.name)
+
+
+def start_fleet(n: int = 3, profiles: dict[str, dict[str, Any]] | None = None, *, healthy: bool = False,
+                prefix: str = "t") -> Fleet:
+    """Generate an inventory and bring its fleet up (owned by this process); callers tear it down."""
+    name = geninv.new_name(prefix)
+    inv = geninv.make(name, n, profiles, healthy=healthy)
+    try:
+        st = fleet_api.up(inv, owner_pid=os.getpid())
+    except BaseException:
+        geninv.remove(name)
+        raise
+    return Fleet(name=name, inventory=inv, ssh_config=Path(st.ssh_config),
+                 addresses={h.name: h.address or "" for h in st.hosts})
