@@ -95,14 +95,14 @@ def schema(c: Context) -> None:
     cli.print_json(ClusterSpec.model_json_schema())
 
 
-@task(help={"hosts": "number of hosts (default: as in the inventory's sandbox.yml)"})
+@task(help={"hosts": "number of hosts (default 0: as in the inventory's sandbox.yml)"})
 @cli.guarded
-def sandbox_up(c: Context, hosts: int | None = None) -> None:
+def sandbox_up(c: Context, hosts: int = 0) -> None:
     """Start the simulated fleet of the current inventory (root; systemd-nspawn)."""
     from gridready.sandbox import fleet
 
     inv_path = cli.inventory(c.config.gridready.inventory).path
-    cli.console.info(fleet.format_status(fleet.up(inv_path, hosts)))
+    cli.console.info(fleet.format_status(fleet.up(inv_path, hosts or None)))
 
 
 @task

@@ -163,6 +163,8 @@ def run_playbook(
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
         "ANSIBLE_FORCE_COLOR": "0",
         "ANSIBLE_NOCOLOR": "1",
+        # facts are cached per inventory: every sandbox fleet has a node1
+        "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(REPO / ".cache" / "ansible-facts" / inv.name),
     }
     kept: list[dict[str, Any]] = []
     progress = _Progress(f"{name} ({inv.name})")

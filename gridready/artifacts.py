@@ -68,8 +68,13 @@ class RunContext:
         return path
 
 
-def latest_summary(root: Path, customer: str, stage: str) -> tuple[Path, dict[str, Any]] | None:
-    """The newest `<stage>/summary.json` of any run of this customer (run ids sort by time)."""
+def latest_summary(
+    root: Path, customer: str, stage: str, *, include_check: bool = False
+) -> tuple[Path, dict[str, Any]] | None:
+    """The newest `<stage>/summary.json` of any run of this customer (run ids sort by time).
+
+    Check-mode summaries record what would happen; later stages never take them as results unless asked.
+    """
     base = root / customer
     if not base.is_dir():
         return None
@@ -77,7 +82,10 @@ def latest_summary(root: Path, customer: str, stage: str) -> tuple[Path, dict[st
         summary = run / stage / "summary.json"
         if summary.is_file():
             try:
-                return summary, json.loads(summary.read_text())
+                data = json.loads(summary.read_text())
             except (OSError, json.JSONDecodeError):
                 continue
+            if data.get("check") and not include_check:
+                continue
+            return summary, data
     return None

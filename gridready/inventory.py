@@ -84,6 +84,14 @@ class Inventory:
         return seen
 
 
+def known_gates() -> set[str]:
+    """Every gate name a spec may waive or declare not applicable."""
+    from gridready.certify.fabric_spec import FABRIC_GATE_NAMES  # noqa: PLC0415 - the gate modules are heavy
+    from gridready.certify.judge import GATE_NAMES  # noqa: PLC0415
+
+    return {"probe", *GATE_NAMES, *FABRIC_GATE_NAMES}
+
+
 def resolve(name_or_path: str | os.PathLike[str]) -> Path:
     """An inventory directory from a path or a name under <root>/inventories/."""
     candidate = Path(name_or_path)
@@ -221,6 +229,11 @@ def _cross_check(file: str, spec: ClusterSpec, groups: dict[str, list[str]], hos
     if spec.serving.target == "kubernetes" and not spec.serving.kubeconfig:
         errors.append(f"{file}: serving.kubeconfig: required when serving.target is kubernetes")
     cert = spec.certification
+    known = known_gates()
+    for key in ("waive", "not_applicable"):
+        for i, gate in enumerate(getattr(cert, key)):
+            if gate not in known and not gate.startswith("outlier_"):
+                errors.append(f"{file}: certification.{key}[{i}]: unknown gate {gate!r}")
     if cert.min_certified_nodes > len(owner) and owner:
         errors.append(
             f"{file}: certification.min_certified_nodes: {cert.min_certified_nodes} is more than the "

@@ -109,6 +109,8 @@ CASES = [
      "inventories/acme/cluster.yml: certification.dcgm_level: Input should be less than or equal to 4"),
     ("min-nodes-above-fleet", _set("certification", {"min_certified_nodes": 5}), None, None,
      "inventories/acme/cluster.yml: certification.min_certified_nodes: 5 is more than the 2 GPU nodes"),
+    ("unknown-gate-waived", _set("certification", {"waive": ["pcie_link", "pcie_lnk"]}), None, None,
+     "inventories/acme/cluster.yml: certification.waive[1]: unknown gate 'pcie_lnk'"),
     ("kubernetes-without-kubeconfig", _set("serving.target", "kubernetes"), None, None,
      "inventories/acme/cluster.yml: serving.kubeconfig: required when serving.target is kubernetes"),
 ]
