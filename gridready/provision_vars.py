@@ -1,0 +1,48 @@
+"""Spec -> role variables: what the provision roles learn from cluster.yml for one node group.
+
+`gridready.stages.provision` passes `{group name: role_vars(spec, group)}` as the extra var `gridready_group_vars`;
+playbooks/provision.yml applies a host's entry (set_fact) before the roles run, so these values win over the
+inventory's group_vars for the keys listed here. Everything else (repository URLs, reboot policy, sysfs roots of
+the sandbox) stays inventory configuration. docs/provision.md lists every role variable.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gridready import matrix
+from gridready.spec import ClusterSpec, NodeGroup
+
+HGX_GPUS = 8  # NVSwitch baseboards (HGX 8-GPU) need fabric manager; 4-GPU HGX boards have no NVSwitch
+
+
+def role_vars(spec: ClusterSpec, node_group: NodeGroup) -> dict[str, Any]:
+    """The gridready_<role>_* variables the spec decides for `node_group` (JSON-serialisable)."""
+    pins = spec.software
+    sku = node_group.catalog_sku
+    rdma_nics = [n for n in node_group.nics if n.kind in ("infiniband", "roce")]
+    out: dict[str, Any] = {
+        "gridready_preflight_supported_os": [matrix.OS_KEYS[node_group.os]],
+        "gridready_preflight_gpu_device_id": sku.device_id,
+        "gridready_preflight_gpu_count": node_group.gpus_per_node,
+        "gridready_nvidia_driver_branch": pins.driver_branch,
+        "gridready_fabricmanager_nvswitch": sku.nvswitch and node_group.gpus_per_node == HGX_GPUS,
+        "gridready_fabricmanager_branch": pins.driver_branch,
+        "gridready_dcgm_major": pins.dcgm_major,
+        "gridready_dcgm_cuda_major": pins.cuda.split(".")[0],
+        "gridready_nccl_version": pins.nccl,
+        "gridready_nccl_cuda": pins.cuda,
+        "gridready_nccl_tests_version": pins.nccl_tests,
+        "gridready_rdma_enabled": bool(rdma_nics),
+        "gridready_rdma_stack": pins.rdma_stack,
+        "gridready_rdma_peermem": bool(rdma_nics) and node_group.gpudirect_rdma,
+        "gridready_host_tuning_iommu_passthrough": bool(rdma_nics) and node_group.gpudirect_rdma,
+    }
+    checksum = matrix.load().nccl_tests_checksum(pins.nccl_tests)
+    if checksum:
+        out["gridready_nccl_tests_checksum"] = checksum
+    if pins.rdma_stack == "doca" and pins.doca_ofed:
+        out["gridready_rdma_doca_version"] = pins.doca_ofed
+    if pins.package_mirror:
+        out["gridready_nvidia_driver_repo_url"] = pins.package_mirror
+    return out

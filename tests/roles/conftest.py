@@ -1,0 +1,149 @@
+"""Converge playbooks/provision.yml on a sandbox fleet once per session; the role suites (test_<role>.py) then check
+the end state of every converged host over ssh (testinfra).
+
+The fleet: node1 and node2 are healthy SIMULATED HGX H200 8-GPU hosts; node3's profile shows only 4 GPUs, so its
+preflight must stop it while the others carry on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gridready import catalog, inventory
+from gridready.provision_vars import role_vars
+from gridready.sandbox import paths
+from gridready.sandbox.sim import simcore
+from gridready.sandbox.testfleet import Fleet
+
+REPO = Path(__file__).resolve().parents[2]
+PLAYBOOK = "playbooks/provision.yml"
+SIM_DIR = REPO / "gridready" / "sandbox" / "sim"
+GOOD = ["node1", "node2"]
+BAD = "node3"
+RECAP = re.compile(r"^(\S+)\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)\s+skipped=(\d+)", re.M)
+
+
+def sandbox_vars() -> dict[str, Any]:
+    """Settings of the sandbox's SIMULATED world (not in the spec): the simulated sysfs tree, the nccl-tests tarball
+    served by the sandbox repository (its checksum from the repository manifest), a build that needs only make,
+    and the simulated RDMA tools next to the distribution's rdma-core."""
+    with urllib.request.urlopen(paths.REPO_URL + "gridready-sim-manifest.json", timeout=10) as resp:
+        manifest = json.load(resp)
+    tests = manifest["nccl_tests"]
+    sysfs = "/var/lib/gridready-sim/sysfs"
+    return {
+        "gridready_preflight_sysfs_root": sysfs,
+        "gridready_rdma_sysfs_root": sysfs,
+        "gridready_nccl_tests_url": paths.REPO_URL + tests["filename"],
+        "gridready_nccl_tests_checksum": f"sha256:{tests['sha256']}",
+        "gridready_nccl_tests_build_packages": ["make"],
+        "gridready_nccl_tests_mpi_home": "/usr",
+        "gridready_rdma_distro_packages": ["rdma-core", "ibverbs-utils", "infiniband-diags", "perftest",
+                                           "gridready-sim-rdma"],
+    }
+
+
+@dataclass
+class Run:
+    rc: int
+    stdout: str
+    recap: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, proc: subprocess.CompletedProcess[str]) -> Run:
+        recap = {
+            m[0]: dict(zip(("ok", "changed", "unreachable", "failed", "skipped"), map(int, m[1:]), strict=True))
+            for m in RECAP.findall(proc.stdout)
+        }
+        return cls(proc.returncode, proc.stdout, recap)
+
+    def changed_tasks(self, host: str) -> list[str]:
+        """Task names reported changed on `host` (for a readable idempotence failure)."""
+        out, task = [], ""
+        for line in self.stdout.splitlines():
+            if line.startswith("TASK ["):
+                task = line[6:].split("]")[0]
+            elif line.startswith(f"changed: [{host}]"):
+                out.append(task)
+        return out
+
+
+@dataclass
+class Provisioned:
+    fleet: Any
+    first: Run
+    second: Run
+    check: Run
+    facts: dict[str, dict[str, Any]] = field(default_factory=dict)  # host -> role -> facts file
+
+
+def _simulated_sysfs(fleet: Any) -> None:
+    """The simulated hardware must be visible before anything is installed (preflight reads it first). Until the
+    fleet writes the tree at bring-up, write it here with the simulator's own module (stdlib only)."""
+    for host in fleet.names:
+        if fleet.ssh(host, "test -e /var/lib/gridready-sim/sysfs/GRIDREADY_SIMULATED", check=False).returncode == 0:
+            continue
+        files = {name: (SIM_DIR / name).read_text() for name in ("simcore.py", "sysfs.py", "versions.json")}
+        files["skus.json"] = json.dumps(simcore.catalog_facts(catalog.SKUS))
+        script = "\n".join(
+            ["set -e", "d=$(mktemp -d)", "mkdir -p $d/gridready_sim", "touch $d/gridready_sim/__init__.py"]
+            + [f"cat > $d/gridready_sim/{name} <<'GRIDREADY_EOF'\n{text.rstrip()}\nGRIDREADY_EOF"
+               for name, text in files.items()]
+            + ["cd $d && python3 -m gridready_sim.sysfs", "rm -rf $d"]
+        )
+        fleet.ssh(host, "bash -s", input=script)
+
+
+@pytest.fixture(scope="session")
+def provisioned(make_fleet: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Provisioned]:
+    fleet = make_fleet(3, healthy=True, profiles={BAD: {"gpus": 4}})
+    _simulated_sysfs(fleet)
+    inv = inventory.load(fleet.inventory)
+    extravars = {"gridready_group_vars": {g.name: role_vars(inv.spec, g) for g in inv.spec.node_groups},
+                 **sandbox_vars()}
+    ev = tmp_path_factory.mktemp("provision") / "extravars.json"
+    ev.write_text(json.dumps(extravars))
+    good = ",".join(GOOD)
+    first = Run.of(fleet.ansible_playbook(PLAYBOOK, "-e", f"@{ev}", check=False))
+    second = Run.of(fleet.ansible_playbook(PLAYBOOK, "-e", f"@{ev}", "--limit", good, check=False))
+    check = Run.of(fleet.ansible_playbook(PLAYBOOK, "-e", f"@{ev}", "--limit", good, "--check", "--diff",
+                                          check=False))
+    for label, run in (("run 1", first), ("run 2", second), ("check", check)):
+        print(f"provision {label}: rc={run.rc} " + ", ".join(
+            f"{h}: changed={r['changed']} failed={r['failed']}" for h, r in sorted(run.recap.items())))
+    facts: dict[str, dict[str, Any]] = {}
+    for host in GOOD:
+        facts[host] = {}
+        for role in ("preflight", "nvidia_driver", "fabricmanager", "nccl", "dcgm", "rdma", "container_toolkit",
+                     "host_tuning"):
+            r = fleet.ssh(host, f"cat /etc/gridready/facts.d/{role}.json", check=False)
+            facts[host][role] = json.loads(r.stdout) if r.returncode == 0 else {}
+    yield Provisioned(fleet, first, second, check, facts)
+
+
+@pytest.fixture(scope="session")
+def converged_fleet(request: pytest.FixtureRequest) -> Any:
+    """The fleet the role suites check: `provisioned`'s, or an already converged one named by
+    GRIDREADY_CONVERGED_FLEET (a JSON file with the Fleet fields name, inventory, ssh_config, addresses)."""
+    path = os.environ.get("GRIDREADY_CONVERGED_FLEET")
+    if path:
+        data = json.loads(Path(path).read_text())
+        return Fleet(name=data["name"], inventory=Path(data["inventory"]), ssh_config=Path(data["ssh_config"]),
+                     addresses=data["addresses"])
+    return request.getfixturevalue("provisioned").fleet
+
+
+@pytest.fixture(params=GOOD)
+def node(request: pytest.FixtureRequest, converged_fleet: Any) -> Any:
+    """A testinfra Host of one converged sandbox node (node1, node2)."""
+    return converged_fleet.host(request.param)

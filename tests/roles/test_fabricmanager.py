@@ -1,0 +1,18 @@
+"""gridready_fabricmanager: on an HGX 8-GPU (NVSwitch) node, the driver's exact version, service running."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.sandbox
+
+
+def test_fabricmanager_matches_the_driver_version(node):
+    fm = node.package("nvidia-fabricmanager-580")
+    assert fm.is_installed
+    assert fm.version == node.package("nvidia-driver-580-open").version
+
+
+def test_fabricmanager_service_is_enabled_and_running(node):
+    svc = node.service("nvidia-fabricmanager")
+    assert svc.is_enabled and svc.is_running

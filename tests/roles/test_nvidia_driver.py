@@ -1,0 +1,36 @@
+"""gridready_nvidia_driver: repository, pinned driver branch (open modules), persistenced, nouveau blacklisted."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.sandbox
+
+
+def test_repository_is_signed_and_configured(node):
+    lst = node.file("/etc/apt/sources.list.d/gridready-nvidia.list")
+    assert lst.exists and lst.mode == 0o644
+    assert "signed-by=/usr/share/keyrings/gridready-nvidia.gpg" in lst.content_string
+    assert node.file("/usr/share/keyrings/gridready-nvidia.gpg").exists
+
+
+def test_open_driver_of_the_pinned_branch_is_installed(node):
+    pkg = node.package("nvidia-driver-580-open")
+    assert pkg.is_installed
+    assert pkg.version.startswith("580.")
+    assert node.package("nvidia-compute-utils-580").version == pkg.version
+
+
+def test_nvidia_smi_reports_the_installed_driver(node):
+    out = node.check_output("nvidia-smi --query-gpu=driver_version --format=csv,noheader")
+    assert set(out.splitlines()) == {node.package("nvidia-driver-580-open").version.split("-")[0]}
+
+
+def test_persistenced_is_enabled_and_running(node):
+    svc = node.service("nvidia-persistenced")
+    assert svc.is_enabled and svc.is_running
+
+
+def test_nouveau_is_blacklisted(node):
+    f = node.file("/etc/modprobe.d/gridready-blacklist-nouveau.conf")
+    assert f.contains("^blacklist nouveau$")

@@ -1,0 +1,53 @@
+"""playbooks/provision.yml on the sandbox fleet: converges, is idempotent, is check-mode clean, and a host that fails
+preflight stops alone with a clear message."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.roles.conftest import BAD, GOOD, Provisioned
+
+pytestmark = [pytest.mark.sandbox, pytest.mark.slow]
+
+
+def test_first_run_converges_the_good_hosts(provisioned: Provisioned):
+    for host in GOOD:
+        stats = provisioned.first.recap[host]
+        assert stats["failed"] == 0 and stats["unreachable"] == 0, provisioned.first.stdout[-4000:]
+        assert stats["changed"] > 0
+
+
+def test_preflight_stops_only_the_host_with_the_wrong_gpu_count(provisioned: Provisioned):
+    assert provisioned.first.recap[BAD]["failed"] == 1
+    assert f"fatal: [{BAD}]" in provisioned.first.stdout
+    assert "preflight: expected 8 x 0x10de:0x2335 on PCI under /var/lib/gridready-sim/sysfs, found 4" in \
+        provisioned.first.stdout
+    assert provisioned.first.rc == 2  # ansible-playbook: some hosts failed
+
+
+def test_second_run_changes_nothing(provisioned: Provisioned):
+    assert provisioned.second.rc == 0, provisioned.second.stdout[-4000:]
+    for host in GOOD:
+        assert provisioned.second.recap[host]["changed"] == 0, provisioned.second.changed_tasks(host)
+
+
+def test_check_mode_after_converge_reports_no_changes(provisioned: Provisioned):
+    assert provisioned.check.rc == 0, provisioned.check.stdout[-4000:]
+    for host in GOOD:
+        assert provisioned.check.recap[host]["changed"] == 0, provisioned.check.changed_tasks(host)
+
+
+def test_every_role_recorded_its_facts(provisioned: Provisioned):
+    for host in GOOD:
+        facts = provisioned.facts[host]
+        assert all(facts.values()), {k for k, v in facts.items() if not v}
+        assert facts["nvidia_driver"]["version"].startswith("580.")
+        assert facts["nvidia_driver"]["source"] == "package"
+        assert facts["nccl"]["version"] == "2.28.9"
+        assert facts["fabricmanager"]["status"] == "installed"
+        assert facts["rdma"]["hcas"], "no HCA recorded"
+
+
+def test_the_run_reports_installed_versions(provisioned: Provisioned):
+    assert '"gridready_versions": {' in provisioned.second.stdout
+    assert '"driver": "580.159.04"' in provisioned.second.stdout

@@ -1,0 +1,94 @@
+"""gridready.matrix (the version matrix) and gridready.provision_vars (spec -> role variables)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gridready import inventory, matrix
+from gridready.errors import InvalidInput
+from gridready.provision_vars import role_vars
+from gridready.spec import ClusterSpec, NodeGroup, SoftwarePins
+
+
+def _spec(**software) -> ClusterSpec:
+    return ClusterSpec(customer="acme", node_groups=[NodeGroup(name="gpu_nodes", sku="h200", os="ubuntu-22.04")],
+                       software=SoftwarePins(**software))
+
+
+def test_matrix_loads_and_every_row_has_known_sources():
+    m = matrix.load()
+    assert "580" in m.driver_branches and "13.0" in m.cuda
+    assert m.dcgm_package("13.0", 4) == "datacenter-gpu-manager-4-cuda13"
+
+
+def test_default_pins_are_supported():
+    assert matrix.check_spec(_spec()) == []
+
+
+@pytest.mark.parametrize(
+    ("software", "key"),
+    [
+        ({"driver_branch": "999"}, "software.driver_branch"),
+        ({"driver_branch": "535"}, "software.cuda"),  # 535 cannot run CUDA 13
+        ({"nccl": "2.18.3"}, "software.nccl"),  # built for CUDA 12.2, not 13.0
+        ({"dcgm_major": 3}, "software.dcgm_major"),
+        ({"nccl_tests": "9.9.9"}, "software.nccl_tests"),
+        ({"rdma_stack": "doca"}, "software.doca_ofed"),  # doca without a version
+        ({"rdma_stack": "doca", "doca_ofed": "2.9.1"}, "software.doca_ofed"),  # not qualified with 580
+        ({"doca_ofed": "3.1.0"}, "software.doca_ofed"),  # a DOCA version with the distro stack
+    ],
+)
+def test_unsupported_pins_name_the_key(software, key):
+    errors = matrix.check_spec(_spec(**software))
+    assert errors and all(e.startswith("software.") for e in errors)
+    assert any(e.startswith(key + ":") for e in errors), errors
+
+
+def test_require_supported_raises_invalid_input_with_the_file():
+    with pytest.raises(InvalidInput) as err:
+        matrix.require_supported(_spec(driver_branch="999"), "inventories/acme/cluster.yml")
+    assert err.value.lines[0].startswith("inventories/acme/cluster.yml: software.driver_branch: 999")
+
+
+def test_matrix_rejects_a_row_without_a_known_source(tmp_path):
+    data = yaml.safe_load(matrix.MATRIX_PATH.read_text())
+    data["cuda"]["13.0"]["sources"] = ["nowhere"]
+    bad = tmp_path / "m.yml"
+    bad.write_text(yaml.safe_dump(data))
+    with pytest.raises(ValueError, match="unknown source 'nowhere'"):
+        matrix.load(bad)
+
+
+def test_role_vars_for_an_hgx_h200_group():
+    spec = _spec(rdma_stack="doca", doca_ofed="3.1.0")
+    spec.node_groups[0].nics = []
+    got = role_vars(spec, spec.node_groups[0])
+    assert got["gridready_preflight_gpu_device_id"] == "0x2335"
+    assert got["gridready_preflight_gpu_count"] == 8
+    assert got["gridready_preflight_supported_os"] == ["Ubuntu-22"]
+    assert got["gridready_fabricmanager_nvswitch"] is True
+    assert got["gridready_dcgm_cuda_major"] == "13"
+    assert got["gridready_nccl_cuda"] == "13.0"
+    assert got["gridready_rdma_enabled"] is False  # no HCAs in this group
+    assert got["gridready_rdma_doca_version"] == "3.1.0"
+
+
+@pytest.mark.parametrize("name", ["sandbox", "local", "acme-h200"])
+def test_role_vars_of_the_committed_inventories_are_valid_role_options(name):
+    inv = inventory.load(name)
+    specs = {}
+    for f in (Path(__file__).resolve().parents[2] / "roles").glob("gridready_*/meta/argument_specs.yml"):
+        specs.update(yaml.safe_load(f.read_text())["argument_specs"]["main"]["options"])
+    for group in inv.spec.node_groups:
+        unknown = set(role_vars(inv.spec, group)) - set(specs)
+        assert not unknown
+
+
+def test_local_h200_group_needs_no_fabric_manager():
+    inv = inventory.load("local")
+    got = role_vars(inv.spec, inv.spec.node_groups[0])
+    assert got["gridready_fabricmanager_nvswitch"] is False  # 2 GPUs: no NVSwitch baseboard
+    assert got["gridready_rdma_enabled"] is False
