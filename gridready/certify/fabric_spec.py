@@ -87,7 +87,10 @@ class FabricSettings(BaseModel):
     socket_ifname: str | None = Field(None, description="NCCL_SOCKET_IFNAME; default the group's mgmt_interface")
     extra_env: dict[str, str] = Field(default_factory=dict, description="more -x VAR=value for mpirun")
     mpirun: str = "mpirun"
-    all_reduce_perf: str = Field("all_reduce_perf", description="path of nccl-tests binaries (or its dir)")
+    all_reduce_perf: str = Field(
+        "/opt/nccl-tests/current/bin/all_reduce_perf",
+        description="nccl-tests binary on the nodes (where the gridready_nccl role installs the pinned build)",
+    )
     launcher: Literal["mpirun", "torchrun"] = Field("mpirun", description="torchrun uses the probe's sweep")
 
     def floor_for(self, algo: str, nic_gbytes: float) -> tuple[float, str]:

@@ -16,8 +16,10 @@ from typing import Any
 
 from .tools import run, which
 
-# where the gridready_nccl role builds nccl-tests when they are not on PATH (newest version first)
-SEARCH = ("/opt/nccl-tests/*/build", "/usr/local/nccl-tests/build", "/opt/nccl-tests/build")
+# where the gridready_nccl role installs nccl-tests (/opt/nccl-tests/<version>/bin, `current` links the pinned one),
+# then common hand-built locations
+SEARCH = ("/opt/nccl-tests/current/bin", "/opt/nccl-tests/*/bin", "/opt/nccl-tests/*/build",
+          "/usr/local/nccl-tests/build", "/opt/nccl-tests/build")
 
 
 def find_binary(name: str = "all_reduce_perf", extra_dir: str | None = None) -> str | None:
