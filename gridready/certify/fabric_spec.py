@@ -104,6 +104,7 @@ class FabricSettings(BaseModel):
 # Gate names the fabric phase reports (valid in the spec's `waive` and `not_applicable`); outlier gates are
 # `outlier_<figure>` (gridready.certify.outliers).
 FABRIC_GATE_NAMES = (
-    "hca_present", "hca", "hca_counters", "hca_firmware", "hca_pcie_link", "hca_gdr_bw", "gpu_nic_rail", "ibstat",
+    "hca_present", "hca", "hca_port_state", "hca_phys_state", "hca_rate", "hca_link_layer", "hca_counters",
+    "hca_firmware", "hca_pcie_link", "hca_gdr_bw", "gpu_nic_rail", "ibstat",
     "roce_gid", "roce_mtu", "roce_pfc", "roce_ecn", "nccl_multinode_all_reduce", "fabric_isolation",
 )
