@@ -1,12 +1,25 @@
-"""The `serving:` section of cluster.yml: tiers, models, parallelism and SLOs."""
+"""The `serving:` section of cluster.yml: tiers, models, parallelism, versions and SLOs."""
 
 from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PositiveFloat,
+    PositiveInt,
+    field_validator,
+    model_validator,
+)
 
 SLUG = r"^[a-z][a-z0-9-]{1,30}$"
+# Pins: PyPI's newest releases (vllm 0.33.0 and ray 2.60.0, both 2026-11); the sandbox image ships ray 2.60.0.
+VLLM_VERSION = "0.33.0"
+RAY_VERSION = "2.60.0"
+KUBERAY_VERSION = "1.7.0"  # the CRDs in gridready/data/crds/ come from this tag
+IMAGE_REF = r"^[a-z0-9.\-/:_]+(@sha256:[0-9a-f]{64})?$"
 
 
 class ModelSource(BaseModel):
@@ -24,6 +37,11 @@ class ModelSource(BaseModel):
             raise ValueError("hf_id needs a pinned revision")
         return self
 
+    @property
+    def source(self) -> str:
+        """What vLLM loads: the local path or the Hugging Face id."""
+        return self.local_path or self.hf_id or ""
+
 
 class Slo(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -34,22 +52,97 @@ class Slo(BaseModel):
     goodput_min: float = Field(0.9, gt=0, le=1, description="share of requests meeting every SLO")
 
 
+class LoraAdapter(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$", description="the `model` name clients ask for")
+    path: str = Field(description="adapter directory present on every node (or a Hugging Face id)")
+
+
+class Autoscaling(BaseModel):
+    """Ray Serve replica bounds (target kubernetes); on fixed pools min = max = replicas."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    min_replicas: PositiveInt | None = Field(None, description="default: the tier's replicas")
+    max_replicas: PositiveInt | None = Field(None, description="default: the tier's replicas")
+    target_ongoing_requests: PositiveInt = Field(32, description="Serve scales up above this per replica")
+    max_ongoing_requests: PositiveInt = Field(256, description="requests one replica accepts at once")
+
+    @model_validator(mode="after")
+    def _bounds(self) -> Autoscaling:
+        if self.min_replicas and self.max_replicas and self.min_replicas > self.max_replicas:
+            raise ValueError("min_replicas must be <= max_replicas")
+        return self
+
+
 class Tier(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(pattern=SLUG)
+    name: str = Field(pattern=SLUG, description="unit vllm-<name>, RayService <name>; never `vllm`")
     engine: Literal["vllm", "triton-trtllm"]
     model: ModelSource
-    served_name: str
+    served_name: str = Field(description="the OpenAI `model` name of the endpoint")
     node_group: str | None = Field(None, description="the node group this tier runs on (default: the first)")
-    tensor_parallel: PositiveInt | Literal["derive"] = "derive"
-    pipeline_parallel: PositiveInt | Literal["derive"] = "derive"
-    replicas: PositiveInt = 1
+    tensor_parallel: PositiveInt | Literal["derive"] = Field(
+        "derive", description="derive: the GPUs per node (TP stays inside a node's NVLink domain)"
+    )
+    pipeline_parallel: PositiveInt | Literal["derive"] = Field(
+        "derive", description="derive: the certified nodes of the group divided by replicas"
+    )
+    replicas: PositiveInt = Field(1, description="model replicas; on hosts each is its own Ray cluster")
     max_model_len: PositiveInt = 8192
     gpu_memory_utilization: float = Field(0.9, gt=0, le=1)
     max_num_seqs: PositiveInt = 256
+    max_num_batched_tokens: PositiveInt | None = Field(None, description="vLLM default when unset")
+    enable_prefix_caching: bool = True
+    enable_chunked_prefill: bool = True
+    dtype: Literal["auto", "bfloat16", "float16"] = "auto"
+    quantization: Literal["fp8", "awq", "gptq", "compressed-tensors", "modelopt"] | None = None
+    kv_cache_dtype: Literal["auto", "fp8", "fp8_e4m3", "fp8_e5m2"] = "auto"
+    lora_adapters: list[LoraAdapter] = Field(default_factory=list)
+    max_loras: PositiveInt = Field(4, description="adapters resident at once (with lora_adapters)")
+    max_lora_rank: PositiveInt = Field(16, description="largest adapter rank (with lora_adapters)")
+    extra_engine_args: dict[str, str | int | float | bool] = Field(
+        default_factory=dict, description="other vLLM engine arguments by their kwarg name (snake_case)"
+    )
+    autoscaling: Autoscaling = Field(default_factory=Autoscaling)
     port: int = Field(8000, ge=1024, le=65535)
     slo: Slo = Field(default_factory=Slo)
+
+    @field_validator("name")
+    @classmethod
+    def _not_vllm(cls, value: str) -> str:
+        # Kubernetes injects <SERVICE>_PORT env vars: a Service named vllm* gives VLLM_PORT=tcp://... (vLLM #15613)
+        if value == "vllm" or value.startswith("vllm-"):
+            raise ValueError("must not be `vllm` or start with `vllm-` (Service env vars clash with vLLM's)")
+        return value
+
+
+class KubernetesServing(BaseModel):
+    """Settings of target kubernetes (KubeRay RayService per tier)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    namespace: str = Field("gridready-serving", pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+    ray_image: str = Field(
+        f"rayproject/ray-llm:{RAY_VERSION}-py311-cu128", pattern=IMAGE_REF,
+        description="Ray Serve LLM image (vLLM inside); pin a digest in production",
+    )
+    hf_token_secret: str = Field("hf-token", description="Secret (key HF_TOKEN) the stack creates from the vault")
+    rdma_resource: str | None = Field("rdma/ib", description="device-plugin resource per worker pod; null: none")
+    socket_ifname: str = Field("eth0", description="pod interface for NCCL/Gloo bootstrap sockets")
+    gpu_product_label: str | None = Field(None, description="nodeSelector nvidia.com/gpu.product, e.g. NVIDIA-H200")
+    shm_size: str = Field("64Gi", description="/dev/shm (emptyDir medium Memory) of the worker pods")
+    worker_cpu: str = "32"
+    worker_memory: str = "512Gi"
+    upgrade_strategy: Literal["None", "NewCluster"] = Field(
+        "None", description="None on fixed pools; NewCluster needs twice the GPUs during an upgrade"
+    )
+    initializing_timeout: str = Field("30m", pattern=r"^\d+[smh]$", description="ray.io/initializing-timeout")
+    gpu_operator_version: str = Field("v25.10.1", description="NVIDIA GPU Operator Helm chart version")
+    kuberay_version: str = Field(KUBERAY_VERSION, description="KubeRay operator Helm chart version")
+    kubernetes_version: str = Field("1.32", pattern=r"^1\.\d+$", description="schemas used to validate manifests")
 
 
 class ServingSpec(BaseModel):
@@ -58,3 +151,15 @@ class ServingSpec(BaseModel):
     target: Literal["hosts", "kubernetes"] = "hosts"
     kubeconfig: str | None = Field(None, description="path of the kubeconfig (target kubernetes)")
     tiers: list[Tier] = Field(default_factory=list)
+    vllm_version: str = Field(VLLM_VERSION, pattern=r"^\d+\.\d+\.\d+$", description="pinned vLLM (hosts)")
+    ray_version: str = Field(RAY_VERSION, pattern=r"^\d+\.\d+\.\d+$", description="pinned Ray, hosts and image")
+    ray_port: int = Field(6379, ge=1024, le=65535, description="Ray GCS port of every head")
+    socket_ifname: str | None = Field(
+        None, description="NCCL/Gloo socket interface on hosts; default: the node group's mgmt_interface"
+    )
+    wait_timeout_s: PositiveInt = Field(900, description="how long vllm-<tier> waits for every GPU to join")
+    firewall_clients: list[str] = Field(
+        default_factory=list,
+        description="CIDRs besides the cluster members and the controller allowed to the API and metrics ports",
+    )
+    kubernetes: KubernetesServing = Field(default_factory=KubernetesServing)

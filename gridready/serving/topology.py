@@ -1,0 +1,282 @@
+"""Which certified nodes serve which tier, and with what tensor/pipeline parallelism.
+
+Certification is read from disk (the certify stage's summary.json) and fails closed: a node is usable only when
+the newest certify summary is current and lists it as certified; quarantined nodes are left out and the tiers are
+sized on what remains. TP stays inside a node (NVLink); PP spans nodes; each replica is one Ray cluster.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from gridready.errors import InvalidInput, NotCertified
+from gridready.inventory import Inventory
+from gridready.serving.spec import Tier
+from gridready.spec import NodeGroup
+
+RDMA_KINDS = ("infiniband", "roce")
+
+
+def cluster_file(inv: Inventory) -> str:
+    """`inventories/<c>/cluster.yml` as the error lines show it."""
+    path = (inv.path / "cluster.yml").resolve()
+    try:
+        return str(path.relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return f"inventories/{inv.name}/cluster.yml"
+
+
+@dataclass(frozen=True)
+class CertifiedNode:
+    """A node the certify stage passed, with what serving needs from that report."""
+
+    name: str
+    group: str
+    ip: str  # Ray node IP = VLLM_HOST_IP
+    hcas: tuple[str, ...] | None  # HCAs that passed; None when the summary does not say
+
+
+@dataclass
+class Certification:
+    """The certify summary as serving sees it."""
+
+    source: str  # path of the summary.json read
+    finished_at: datetime
+    certified: dict[str, CertifiedNode] = field(default_factory=dict)
+    quarantined: list[str] = field(default_factory=list)
+    messages: list[str] = field(default_factory=list)
+
+
+def _parse_time(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        stamp = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)
+
+
+def node_ip(inv: Inventory, host: str) -> str:
+    """The address Ray, vLLM and NCCL bind on: gridready_ray_node_ip, else ansible_host, else the name."""
+    hv = inv.hosts.get(host, {})
+    value = str(hv.get("gridready_ray_node_ip") or hv.get("ansible_host") or host)
+    try:
+        ipaddress.ip_address(value)
+    except ValueError as err:
+        raise InvalidInput(
+            f"{inv.hosts_file.name}: {host}: set ansible_host or gridready_ray_node_ip to the node's IP "
+            f"(Ray and vLLM must agree on one address)"
+        ) from err
+    return value
+
+
+def _hca_names(entry: Any) -> tuple[str, ...] | None:
+    """HCAs that passed from a per-host entry: ["mlx5_0", ...] or [{"name": .., "status": "pass"}, ...]."""
+    if not isinstance(entry, dict):
+        return None
+    for key in ("hcas_passed", "hcas"):
+        raw = entry.get(key)
+        if isinstance(raw, list):
+            names = []
+            for item in raw:
+                if isinstance(item, str):
+                    names.append(item)
+                elif isinstance(item, dict) and item.get("status", "pass") in ("pass", "warn"):
+                    names.append(str(item.get("name") or item.get("hca")))
+            return tuple(names)
+    return None
+
+
+def read_certification(
+    inv: Inventory, found: tuple[Path, dict[str, Any]] | None, now: datetime | None = None
+) -> Certification:
+    """Fail closed: no summary, a stale one, a check-mode one or an unreadable one raises NotCertified."""
+    if found is None:
+        raise NotCertified(f"serve: no certification found for {inv.customer}; run `invoke certify` first")
+    path, summary = found
+    if summary.get("stage") not in (None, "certify") or summary.get("check"):
+        raise NotCertified(f"serve: {path} is not a certification run (check mode or another stage)")
+    if summary.get("status") == "error":
+        raise NotCertified(f"serve: the last certification ended in an error ({path})")
+    finished = _parse_time(summary.get("finished_at")) or _parse_time(summary.get("started_at"))
+    if finished is None:
+        raise NotCertified(f"serve: {path} has no finished_at; cannot tell whether it is current")
+    now = now or datetime.now(UTC)
+    valid = timedelta(hours=inv.spec.certification.validity_hours)
+    if now - finished > valid:
+        raise NotCertified(
+            f"serve: the certification of {finished.isoformat()} is older than "
+            f"certification.validity_hours ({inv.spec.certification.validity_hours}); run `invoke certify`"
+        )
+    data = summary.get("data") or {}
+    hosts = summary.get("hosts") or {}
+    listed_ok = set(data.get("certified") or [])
+    listed_bad = set(data.get("quarantined") or []) | set(data.get("uncertified") or [])
+    cert = Certification(source=str(path), finished_at=finished)
+    for host in inv.gpu_hosts():
+        entry = hosts.get(host) or {}
+        status = entry.get("status")
+        bad = host in listed_bad or status in ("quarantined", "failed", "error", "unreachable")
+        ok = (host in listed_ok or status == "certified") and not bad
+        if not ok:
+            if host in listed_bad or status is not None:
+                cert.quarantined.append(host)
+            continue
+        detail = entry.get("detail") if isinstance(entry.get("detail"), dict) else {}
+        hcas = _hca_names(detail)
+        if hcas is None:
+            hcas = _hca_names((data.get("nodes") or {}).get(host))
+        if hcas is None and isinstance(data.get("hcas"), dict) and isinstance(data["hcas"].get(host), list):
+            hcas = tuple(str(h) for h in data["hcas"][host])
+        group = inv.node_group_of(host) or ""
+        cert.certified[host] = CertifiedNode(name=host, group=group, ip=node_ip(inv, host), hcas=hcas)
+    missing = [h for h in inv.gpu_hosts() if h not in cert.certified and h not in cert.quarantined]
+    if missing:
+        cert.messages.append(f"not in the certification (treated as uncertified): {', '.join(missing)}")
+    return cert
+
+
+@dataclass(frozen=True)
+class ReplicaPlan:
+    """One model replica: one Ray cluster whose head runs the engine."""
+
+    index: int
+    nodes: tuple[str, ...]
+
+    @property
+    def head(self) -> str:
+        return self.nodes[0]
+
+    @property
+    def workers(self) -> tuple[str, ...]:
+        return self.nodes[1:]
+
+
+@dataclass(frozen=True)
+class TierPlan:
+    tier: Tier
+    group: NodeGroup
+    tensor_parallel: int
+    pipeline_parallel: int
+    nodes_per_replica: int
+    replicas: tuple[ReplicaPlan, ...]
+
+    @property
+    def gpus_per_node(self) -> int:
+        return self.group.gpus_per_node
+
+    @property
+    def world_size(self) -> int:
+        return self.tensor_parallel * self.pipeline_parallel
+
+    @property
+    def accelerator_type(self) -> str:
+        """Ray's accelerator type name: H100 / H200."""
+        return self.group.catalog_sku.name.split("-")[0]
+
+    @property
+    def nodes(self) -> tuple[str, ...]:
+        return tuple(n for r in self.replicas for n in r.nodes)
+
+    def cluster_name(self, replica: ReplicaPlan) -> str:
+        return f"{self.tier.name}-{replica.index}"
+
+
+def _size_tier(
+    inv: Inventory, i: int, tier: Tier, group: NodeGroup, available: list[str]
+) -> tuple[int, int, int] | list[str]:
+    """(tp, pp, nodes per replica), or InvalidInput lines when the spec cannot fit the inventory at all."""
+    file = cluster_file(inv)
+    key = f"serving.tiers[{i}]"
+    gpn = group.gpus_per_node
+    in_group = len(inv.groups.get(group.name, []))
+    errors: list[str] = []
+    tp = gpn if tier.tensor_parallel == "derive" else tier.tensor_parallel
+    if tp > gpn:
+        errors.append(f"{file}: {key}.tensor_parallel: must be <= gpus_per_node ({gpn})")
+    if gpn % tp:
+        errors.append(f"{file}: {key}.tensor_parallel: must divide gpus_per_node ({gpn})")
+    derive = tier.pipeline_parallel == "derive"
+    pp = max(len(available) // tier.replicas, 1) if derive else int(tier.pipeline_parallel)
+    per_replica = math.ceil(tp * pp / gpn)
+    if not derive and per_replica * tier.replicas > in_group:
+        errors.append(
+            f"{file}: {key}: tensor_parallel x pipeline_parallel = {tp} x {pp} needs {per_replica} node(s) "
+            f"per replica x {tier.replicas} replica(s); {group.name} has {in_group} node(s) of {gpn} GPUs"
+        )
+    return errors if errors else (tp, pp, per_replica)
+
+
+def plan_tiers(inv: Inventory, cert: Certification, engine: str | None = None) -> list[TierPlan]:
+    """Give each tier (in spec order) certified nodes of its group that no earlier tier took.
+
+    InvalidInput (exit 2) when TP x PP can never fit the inventory; NotCertified (exit 5) when it would fit the
+    inventory but not the certified nodes that remain.
+    """
+    spec = inv.spec
+    used: set[str] = set()
+    plans: list[TierPlan] = []
+    errors: list[str] = []
+    short: list[str] = []
+    for i, tier in enumerate(spec.serving.tiers):
+        group = spec.group(tier.node_group) if tier.node_group else spec.node_groups[0]
+        if group is None:
+            errors.append(f"{cluster_file(inv)}: serving.tiers[{i}].node_group: no node group {tier.node_group!r}")
+            continue
+        available = [h for h in inv.groups.get(group.name, []) if h in cert.certified and h not in used]
+        if any(n.kind in RDMA_KINDS for n in group.nics):
+            # a node whose HCAs all failed would drag NCCL onto sockets: not usable across nodes
+            no_rdma = [h for h in available if cert.certified[h].hcas == ()]
+            if no_rdma:
+                cert.messages.append(f"tier {tier.name}: no passing HCA, left out: {', '.join(no_rdma)}")
+                available = [h for h in available if h not in no_rdma]
+        sized = _size_tier(inv, i, tier, group, available)
+        if isinstance(sized, list):
+            errors.extend(sized)
+            continue
+        tp, pp, per_replica = sized
+        need = per_replica * tier.replicas
+        if need > len(available) or not available:
+            short.append(
+                f"serve: tier {tier.name} needs {need} certified node(s) of {group.name}, "
+                f"{len(available)} left (quarantined: {', '.join(cert.quarantined) or 'none'})"
+            )
+            continue
+        take = available[:need]
+        used.update(take)
+        replicas = tuple(
+            ReplicaPlan(index=r, nodes=tuple(take[r * per_replica:(r + 1) * per_replica]))
+            for r in range(tier.replicas)
+        )
+        plans.append(TierPlan(tier, group, tp, pp, per_replica, replicas))
+    if errors:
+        raise InvalidInput(errors)
+    if short:
+        raise NotCertified("\n".join(short))
+    if engine:
+        plans = [p for p in plans if p.tier.engine == engine]
+    return plans
+
+
+def rdma_hcas(plan: TierPlan, node: CertifiedNode) -> tuple[str, ...]:
+    """RDMA HCAs NCCL may use on this node: the spec's IB/RoCE NICs that certification passed."""
+    spec_hcas = tuple(n.name for n in plan.group.nics if n.kind in RDMA_KINDS)
+    if node.hcas is None:
+        return spec_hcas
+    return tuple(h for h in spec_hcas if h in node.hcas) if spec_hcas else tuple(node.hcas)
+
+
+def common_hcas(plan: TierPlan, cert: Certification) -> tuple[str, ...]:
+    """HCAs that passed on every certified node of the tier's group (for pods that may land on any of them)."""
+    sets = [set(rdma_hcas(plan, n)) for n in cert.certified.values() if n.group == plan.group.name]
+    if not sets:
+        return ()
+    common = set.intersection(*sets)
+    order = [n.name for n in plan.group.nics if n.kind in RDMA_KINDS] or sorted(common)
+    return tuple(h for h in order if h in common)

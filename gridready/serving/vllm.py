@@ -1,0 +1,274 @@
+"""A vLLM tier plan -> engine arguments, the environment of `ray start`, and Ray Serve LLM configs.
+
+One source of truth: `engine_kwargs` (vLLM's engine argument names) feeds both the `vllm serve` command line
+(target hosts) and Ray Serve LLM's `llm_configs[].engine_kwargs` (target kubernetes).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gridready.serving.spec import ServingSpec
+from gridready.serving.topology import Certification, CertifiedNode, TierPlan, common_hcas, rdma_hcas
+
+SIM_ENGINE_DIR = "/opt/gridready/sim/engine"  # the simulated engine directory on sandbox hosts
+RAY_PYTHON = "/opt/ray/venv/bin/python3"
+
+
+def executor_backend(plan: TierPlan) -> str:
+    """ray across nodes; mp inside one node (vLLM's documented choice)."""
+    return "ray" if plan.nodes_per_replica > 1 else "mp"
+
+
+def engine_kwargs(plan: TierPlan) -> dict[str, Any]:
+    """vLLM engine arguments of the tier (snake_case), without the model itself."""
+    tier = plan.tier
+    kw: dict[str, Any] = {
+        "tensor_parallel_size": plan.tensor_parallel,
+        "pipeline_parallel_size": plan.pipeline_parallel,
+        "max_model_len": tier.max_model_len,
+        "gpu_memory_utilization": tier.gpu_memory_utilization,
+        "max_num_seqs": tier.max_num_seqs,
+        "enable_prefix_caching": tier.enable_prefix_caching,
+        "enable_chunked_prefill": tier.enable_chunked_prefill,
+        "dtype": tier.dtype,
+        "kv_cache_dtype": tier.kv_cache_dtype,
+    }
+    if tier.model.revision:
+        kw["revision"] = tier.model.revision
+    if tier.max_num_batched_tokens:
+        kw["max_num_batched_tokens"] = tier.max_num_batched_tokens
+    if tier.quantization:
+        kw["quantization"] = tier.quantization
+    if tier.lora_adapters:
+        kw.update(enable_lora=True, max_loras=tier.max_loras, max_lora_rank=tier.max_lora_rank)
+    kw.update(tier.extra_engine_args)
+    return kw
+
+
+def _flag(key: str) -> str:
+    return "--" + key.replace("_", "-")
+
+
+def serve_args(plan: TierPlan, host: str = "0.0.0.0") -> list[str]:
+    """`vllm serve` arguments (after the executable); the API key comes from VLLM_API_KEY, never argv."""
+    tier = plan.tier
+    args = [
+        "serve", tier.model.source,
+        "--served-model-name", tier.served_name,
+        "--host", host,
+        "--port", str(tier.port),
+        "--distributed-executor-backend", executor_backend(plan),
+    ]
+    for key, value in engine_kwargs(plan).items():
+        if isinstance(value, bool):
+            args.append(_flag(key) if value else _flag(f"no_{key}"))
+        else:
+            args += [_flag(key), str(value)]
+    if tier.lora_adapters:
+        args += ["--lora-modules", *(f"{a.name}={a.path}" for a in tier.lora_adapters)]
+    return args
+
+
+def sim_args(plan: TierPlan, ray_address: str) -> list[str]:
+    """The simulated engine takes the same arguments, ignores what it does not model, and joins Ray."""
+    return [
+        *serve_args(plan),
+        "--ray-address", ray_address,
+        "--ray-python", RAY_PYTHON,
+        "--ray-required",
+    ]
+
+
+def socket_ifname(plan: TierPlan, serving: ServingSpec) -> str | None:
+    """Interface for NCCL/Gloo bootstrap sockets: the spec's, else the group's mgmt_interface, else unset
+    (the ray_node role then picks the interface that holds the node's Ray IP)."""
+    return serving.socket_ifname or plan.group.mgmt_interface
+
+
+def node_env(plan: TierPlan, node: CertifiedNode, serving: ServingSpec) -> dict[str, str]:
+    """Environment of `ray start` on one node: Ray, vLLM and NCCL agree on one address and one fabric."""
+    env = {
+        "VLLM_HOST_IP": node.ip,
+        "RAY_USAGE_STATS_ENABLED": "0",
+    }
+    ifname = socket_ifname(plan, serving)
+    if ifname:
+        env.update(NCCL_SOCKET_IFNAME=ifname, GLOO_SOCKET_IFNAME=ifname, TP_SOCKET_IFNAME=ifname)
+    hcas = rdma_hcas(plan, node)
+    if hcas:
+        env["NCCL_IB_HCA"] = "=" + ",".join(hcas)  # "=": exact names, not prefixes
+    elif plan.nodes_per_replica > 1:
+        env["NCCL_IB_DISABLE"] = "1"
+    return env
+
+
+def llm_config(plan: TierPlan, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """One Ray Serve LLM `llm_configs[]` entry (ray.serve.llm:build_openai_app)."""
+    tier = plan.tier
+    auto = tier.autoscaling
+    min_r = auto.min_replicas or tier.replicas
+    max_r = auto.max_replicas or max(tier.replicas, min_r)
+    cfg: dict[str, Any] = {
+        "model_loading_config": {"model_id": tier.served_name, "model_source": tier.model.source},
+        "accelerator_type": plan.accelerator_type,
+        "engine_kwargs": engine_kwargs(plan),
+        "placement_group_config": {
+            "bundles": [{"GPU": 1} for _ in range(plan.world_size)],
+            "strategy": "PACK",
+        },
+        "deployment_config": {
+            "autoscaling_config": {
+                "min_replicas": min_r,
+                "max_replicas": max_r,
+                "target_ongoing_requests": auto.target_ongoing_requests,
+            },
+            "max_ongoing_requests": auto.max_ongoing_requests,
+        },
+    }
+    if env:
+        cfg["runtime_env"] = {"env_vars": dict(env)}
+    return cfg
+
+
+def hosts_extravars(
+    plans: list[TierPlan], cert: Certification, serving: ServingSpec, engine_mode: str
+) -> dict[str, Any]:
+    """`gridready_serve` for playbooks/serve.yml: per host its Ray role, head and env; per tier its command."""
+    hosts: dict[str, Any] = {}
+    tiers: list[dict[str, Any]] = []
+    members = sorted({cert.certified[n].ip for p in plans for n in p.nodes})
+    for plan in plans:
+        for replica in plan.replicas:
+            head_ip = cert.certified[replica.head].ip
+            address = f"{head_ip}:{serving.ray_port}"
+            cluster = plan.cluster_name(replica)
+            for name in replica.nodes:
+                node = cert.certified[name]
+                hosts[name] = {
+                    "role": "head" if name == replica.head else "worker",
+                    "cluster": cluster,
+                    "tier": plan.tier.name,
+                    "engine": plan.tier.engine,
+                    "node_ip": node.ip,
+                    "head_address": address,
+                    "num_gpus": plan.gpus_per_node,
+                    "env": node_env(plan, node, serving),
+                    "hcas": list(rdma_hcas(plan, node)),
+                    "api_ports": [plan.tier.port] if name == replica.head else [],
+                }
+            if plan.tier.engine != "vllm":
+                continue
+            env = node_env(plan, cert.certified[replica.head], serving)
+            tiers.append({
+                "name": plan.tier.name,
+                "cluster": cluster,
+                "head": replica.head,
+                "ray_address": address,
+                "port": plan.tier.port,
+                "served_name": plan.tier.served_name,
+                "expected_gpus": plan.gpus_per_node * plan.nodes_per_replica,
+                "expected_nodes": plan.nodes_per_replica,
+                "args": sim_args(plan, address) if engine_mode == "simulated" else serve_args(plan),
+                "env": env,
+            })
+    return {
+        "gridready_serve": {
+            "engine_mode": engine_mode,
+            "ray_version": serving.ray_version,
+            "vllm_version": serving.vllm_version,
+            "ray_port": serving.ray_port,
+            "wait_timeout_s": serving.wait_timeout_s,
+            "members": members,
+            "firewall_clients": list(serving.firewall_clients),
+            "hosts": hosts,
+            "tiers": tiers,
+        }
+    }
+
+
+def k8s_node_name(hostvars: dict[str, Any], host: str) -> str:
+    return str(hostvars.get("gridready_k8s_node_name") or host)
+
+
+def platform_stack_config(
+    customer: str, serving: ServingSpec, cert: Certification, hosts: dict[str, dict[str, Any]],
+    groups: dict[str, str],
+) -> dict[str, Any]:
+    """Config of stacks/platform: operators, namespaces, and every GPU node's certification mark.
+
+    `groups`: GPU host -> node group. Hosts not certified (quarantined or absent) are marked and tainted.
+    """
+    k = serving.kubernetes
+    nodes = [
+        {"name": k8s_node_name(hosts.get(h, {}), h), "certified": h in cert.certified, "node_group": g}
+        for h, g in groups.items()
+    ]
+    return {
+        "customer": customer,
+        "gpu_operator_version": k.gpu_operator_version,
+        "kuberay_version": k.kuberay_version,
+        "serving_namespace": k.namespace,
+        "nodes": nodes,
+    }
+
+
+def pod_env(plan: TierPlan, cert: Certification, serving: ServingSpec) -> dict[str, str]:
+    """NCCL/Gloo env of the Ray pods (VLLM_HOST_IP comes from the pod IP)."""
+    ifname = serving.kubernetes.socket_ifname
+    env = {"NCCL_SOCKET_IFNAME": ifname, "GLOO_SOCKET_IFNAME": ifname, "TP_SOCKET_IFNAME": ifname,
+           "RAY_USAGE_STATS_ENABLED": "0"}
+    hcas = common_hcas(plan, cert)
+    if hcas and serving.kubernetes.rdma_resource:
+        env["NCCL_IB_HCA"] = "=" + ",".join(hcas)
+    elif plan.nodes_per_replica > 1:
+        env["NCCL_IB_DISABLE"] = "1"
+    return env
+
+
+def serving_stack_config(
+    customer: str, serving: ServingSpec, cert: Certification, plans: list[TierPlan]
+) -> dict[str, Any]:
+    """Config of stacks/serving: per vLLM tier a RayService; Triton tiers are passed on as plain data."""
+    k = serving.kubernetes
+    vllm_tiers, triton_tiers = [], []
+    for plan in plans:
+        tier = plan.tier
+        if tier.engine == "vllm":
+            cfg = llm_config(plan)
+            max_replicas = cfg["deployment_config"]["autoscaling_config"]["max_replicas"]
+            vllm_tiers.append({
+                "name": tier.name,
+                "served_name": tier.served_name,
+                "image": k.ray_image,
+                "ray_version": serving.ray_version,
+                "port": tier.port,
+                "accelerator_type": plan.accelerator_type,
+                "llm_config": cfg,
+                "worker_replicas": plan.nodes_per_replica * max_replicas,
+                "gpus_per_node": plan.gpus_per_node,
+                "rdma_resource": k.rdma_resource,
+                "env": pod_env(plan, cert, serving),
+                "shm_size": k.shm_size,
+                "worker_cpu": k.worker_cpu,
+                "worker_memory": k.worker_memory,
+                "upgrade_strategy": k.upgrade_strategy,
+                "initializing_timeout": k.initializing_timeout,
+                "gpu_product_label": k.gpu_product_label,
+            })
+        else:
+            triton_tiers.append({
+                "name": tier.name,
+                "tier": tier.model_dump(mode="json"),
+                "tensor_parallel": plan.tensor_parallel,
+                "pipeline_parallel": plan.pipeline_parallel,
+                "nodes_per_replica": plan.nodes_per_replica,
+                "gpus_per_node": plan.gpus_per_node,
+                "accelerator_type": plan.accelerator_type,
+                "env": pod_env(plan, cert, serving),
+                "rdma_resource": k.rdma_resource,
+                "shm_size": k.shm_size,
+                "gpu_product_label": k.gpu_product_label,
+            })
+    return {"customer": customer, "namespace": k.namespace, "hf_token_secret": k.hf_token_secret,
+            "vllm_tiers": vllm_tiers, "triton_tiers": triton_tiers}

@@ -1,0 +1,123 @@
+"""The platform every serving tier needs on Kubernetes, as one ComponentResource.
+
+- namespaces for the operators and the serving tiers;
+- NVIDIA GPU Operator with its driver, container toolkit and DCGM disabled (Ansible owns those on the hosts);
+- the KubeRay operator, at the version of the CRDs gridready validates against;
+- node labels from certification (`gridready.io/certified=true|false`) and the taint
+  `gridready.io/quarantined=true:NoSchedule` on quarantined nodes (server-side apply patches).
+"""
+
+from __future__ import annotations
+
+import pulumi
+import pulumi_kubernetes as k8s
+from pydantic import BaseModel, ConfigDict, Field
+
+CERTIFIED_LABEL = "gridready.io/certified"
+QUARANTINE_TAINT = "gridready.io/quarantined"
+NVIDIA_HELM_REPO = "https://helm.ngc.nvidia.com/nvidia"
+KUBERAY_HELM_REPO = "https://ray-project.github.io/kuberay-helm/"
+
+
+class NodeState(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(description="Kubernetes node name")
+    certified: bool
+    node_group: str
+
+
+class PlatformConfig(BaseModel):
+    """Typed config of the stack (Pulumi config key `stack`, JSON)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    customer: str
+    gpu_operator_namespace: str = "gpu-operator"
+    gpu_operator_version: str
+    kuberay_namespace: str = "kuberay-system"
+    kuberay_version: str
+    serving_namespace: str
+    nodes: list[NodeState] = Field(default_factory=list)
+
+
+class GpuPlatform(pulumi.ComponentResource):
+    """Namespaces, the two operators and the certification marks on the nodes."""
+
+    def __init__(self, name: str, config: PlatformConfig, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("gridready:platform:GpuPlatform", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        labels = {"app.kubernetes.io/managed-by": "gridready", "gridready.io/customer": config.customer}
+        self.namespaces = {
+            ns: k8s.core.v1.Namespace(
+                f"ns-{ns}", metadata=k8s.meta.v1.ObjectMetaArgs(name=ns, labels=labels), opts=child
+            )
+            for ns in (config.gpu_operator_namespace, config.kuberay_namespace, config.serving_namespace)
+        }
+        self.gpu_operator = k8s.helm.v3.Release(
+            "gpu-operator",
+            name="gpu-operator",
+            chart="gpu-operator",
+            version=config.gpu_operator_version,
+            namespace=config.gpu_operator_namespace,
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=NVIDIA_HELM_REPO),
+            values={
+                "driver": {"enabled": False},  # gridready_nvidia_driver role
+                "toolkit": {"enabled": False},  # gridready_container_toolkit role
+                "dcgm": {"enabled": False},  # host DCGM from the gridready_dcgm role
+                "dcgmExporter": {"enabled": True},
+                "devicePlugin": {"enabled": True},
+                "gfd": {"enabled": True},
+                "operator": {"defaultRuntime": "containerd"},
+            },
+            atomic=True,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.namespaces[config.gpu_operator_namespace]]),
+        )
+        self.kuberay = k8s.helm.v3.Release(
+            "kuberay-operator",
+            name="kuberay-operator",
+            chart="kuberay-operator",
+            version=config.kuberay_version,
+            namespace=config.kuberay_namespace,
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=KUBERAY_HELM_REPO),
+            atomic=True,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.namespaces[config.kuberay_namespace]]),
+        )
+        self.node_patches = [self._mark(node, child) for node in config.nodes]
+        self.register_outputs({
+            "gpu_operator": self.gpu_operator.status,
+            "kuberay": self.kuberay.status,
+            "certified_nodes": [n.name for n in config.nodes if n.certified],
+            "quarantined_nodes": [n.name for n in config.nodes if not n.certified],
+        })
+
+    def _mark(self, node: NodeState, opts: pulumi.ResourceOptions) -> k8s.core.v1.NodePatch:
+        # Node.spec.taints is an atomic list under server-side apply: only quarantined nodes get a spec here,
+        # and a node that passes again loses the taint when this patch stops owning it.
+        spec = None
+        if not node.certified:
+            spec = k8s.core.v1.NodeSpecPatchArgs(taints=[
+                k8s.core.v1.TaintPatchArgs(key=QUARANTINE_TAINT, value="true", effect="NoSchedule")
+            ])
+        return k8s.core.v1.NodePatch(
+            f"node-{node.name}",
+            metadata=k8s.meta.v1.ObjectMetaPatchArgs(
+                name=node.name,
+                labels={CERTIFIED_LABEL: str(node.certified).lower(), "gridready.io/node-group": node.node_group},
+                annotations={"pulumi.com/patchForce": "true"},
+            ),
+            spec=spec,
+            opts=opts,
+        )
+
+
+def program() -> None:
+    """The stack program: typed config, an explicit provider from the inventory's kubeconfig."""
+    cfg = pulumi.Config()
+    config = PlatformConfig.model_validate(cfg.require_object("stack"))
+    provider = k8s.Provider("k8s", kubeconfig=cfg.require_secret("kubeconfig"), enable_server_side_apply=True)
+    platform = GpuPlatform(config.customer, config, pulumi.ResourceOptions(providers=[provider]))
+    pulumi.export("serving_namespace", config.serving_namespace)
+    pulumi.export("certified_nodes", [n.name for n in config.nodes if n.certified])
+    pulumi.export("quarantined_nodes", [n.name for n in config.nodes if not n.certified])
+    pulumi.export("kuberay_status", platform.kuberay.status)

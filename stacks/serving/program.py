@@ -1,0 +1,214 @@
+"""Serving tiers on Kubernetes: per vLLM tier a KubeRay RayService running Ray Serve LLM, plus its Service.
+
+The RayService head takes no GPUs; one worker group holds the GPU nodes (nvidia.com/gpu, the RDMA resource,
+/dev/shm in memory, IPC_LOCK, the HF token from a Secret, NCCL/Gloo env set before `ray start`). Triton tiers
+are built by `stacks/serving/triton.py` (the Triton engineer's component), called through `build_tier`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+SERVE_PORT = 8000  # Ray Serve's HTTP proxy inside the pods
+TIER_LABEL = "gridready.io/tier"
+CERTIFIED_LABEL = "gridready.io/certified"
+
+
+class RayServiceTier(BaseModel):
+    """Everything one RayService needs, computed by gridready from the spec, the plan and certification."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    served_name: str
+    image: str
+    ray_version: str
+    port: int
+    accelerator_type: str
+    llm_config: dict[str, Any] = Field(description="one Ray Serve LLM llm_configs[] entry")
+    worker_replicas: int = Field(description="GPU worker pods: nodes per replica x max replicas")
+    gpus_per_node: int
+    rdma_resource: str | None = None
+    env: dict[str, str] = Field(default_factory=dict, description="NCCL/Gloo env of every Ray pod")
+    shm_size: str = "64Gi"
+    worker_cpu: str = "32"
+    worker_memory: str = "512Gi"
+    upgrade_strategy: str = "None"
+    initializing_timeout: str = "30m"
+    gpu_product_label: str | None = None
+
+
+class ServingConfig(BaseModel):
+    """Typed config of the stack (Pulumi config key `stack`, JSON)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    customer: str
+    namespace: str
+    hf_token_secret: str = "hf-token"
+    vllm_tiers: list[RayServiceTier] = Field(default_factory=list)
+    triton_tiers: list[dict[str, Any]] = Field(default_factory=list, description="opaque to this module")
+
+
+def serve_config(tier: RayServiceTier) -> str:
+    """spec.serveConfigV2: one Ray Serve LLM OpenAI application at /."""
+    app = {
+        "name": tier.name,
+        "import_path": "ray.serve.llm:build_openai_app",
+        "route_prefix": "/",
+        "args": {"llm_configs": [tier.llm_config]},
+    }
+    return yaml.safe_dump({"applications": [app]}, sort_keys=False)
+
+
+class VllmRayService(pulumi.ComponentResource):
+    """A RayService (Ray Serve LLM over vLLM) and a Service in front of its Serve proxies."""
+
+    def __init__(
+        self, name: str, tier: RayServiceTier, namespace: str, hf_secret: str,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        super().__init__("gridready:serving:VllmRayService", name, None, opts)
+        labels = {TIER_LABEL: tier.name, "app.kubernetes.io/managed-by": "gridready"}
+        env = [{"name": "VLLM_HOST_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+               *({"name": k, "value": v} for k, v in sorted(tier.env.items())),
+               {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": hf_secret, "key": "HF_TOKEN"}}}]
+        selector = {CERTIFIED_LABEL: "true"}
+        if tier.gpu_product_label:
+            selector["nvidia.com/gpu.product"] = tier.gpu_product_label
+        head = {
+            "rayStartParams": {"num-cpus": "0", "num-gpus": "0", "dashboard-host": "0.0.0.0"},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "enableServiceLinks": False,
+                    "nodeSelector": {CERTIFIED_LABEL: "true"},
+                    "containers": [{
+                        "name": "ray-head",
+                        "image": tier.image,
+                        "ports": [
+                            {"name": "gcs-server", "containerPort": 6379},
+                            {"name": "dashboard", "containerPort": 8265},
+                            {"name": "client", "containerPort": 10001},
+                            {"name": "serve", "containerPort": SERVE_PORT},
+                            {"name": "metrics", "containerPort": 8080},
+                        ],
+                        "env": env,
+                        "resources": {"requests": {"cpu": "4", "memory": "16Gi"},
+                                      "limits": {"cpu": "4", "memory": "16Gi"}},
+                    }],
+                },
+            },
+        }
+        gpu_res: dict[str, Any] = {"nvidia.com/gpu": tier.gpus_per_node, "cpu": tier.worker_cpu,
+                                   "memory": tier.worker_memory}
+        if tier.rdma_resource:
+            gpu_res[tier.rdma_resource] = 1
+        worker = {
+            "groupName": "gpu",
+            "replicas": tier.worker_replicas,
+            "minReplicas": tier.worker_replicas,
+            "maxReplicas": tier.worker_replicas,
+            "numOfHosts": 1,
+            "rayStartParams": {"num-gpus": str(tier.gpus_per_node)},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "enableServiceLinks": False,
+                    "nodeSelector": selector,
+                    "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+                    "containers": [{
+                        "name": "ray-worker",
+                        "image": tier.image,
+                        "env": env,
+                        "resources": {"requests": dict(gpu_res), "limits": dict(gpu_res)},
+                        "securityContext": {"capabilities": {"add": ["IPC_LOCK"]}},
+                        "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
+                    }],
+                    "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": tier.shm_size}}],
+                },
+            },
+        }
+        self.ray_service = k8s.apiextensions.CustomResource(
+            f"{name}-rayservice",
+            api_version="ray.io/v1",
+            kind="RayService",
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=tier.name, namespace=namespace, labels=labels,
+                annotations={"ray.io/initializing-timeout": tier.initializing_timeout},
+            ),
+            spec={
+                "upgradeStrategy": {"type": tier.upgrade_strategy},
+                "serveConfigV2": serve_config(tier),
+                "rayClusterConfig": {
+                    "rayVersion": tier.ray_version,
+                    "enableInTreeAutoscaling": False,
+                    "headGroupSpec": head,
+                    "workerGroupSpecs": [worker],
+                },
+            },
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        # KubeRay marks pods whose Serve proxy is healthy with ray.io/serve=true. Never name this `vllm`.
+        self.service = k8s.core.v1.Service(
+            f"{name}-openai",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=f"{tier.name}-openai", namespace=namespace, labels=labels),
+            spec=k8s.core.v1.ServiceSpecArgs(
+                type="ClusterIP",
+                selector={TIER_LABEL: tier.name, "ray.io/serve": "true"},
+                ports=[k8s.core.v1.ServicePortArgs(name="http", port=tier.port, target_port=SERVE_PORT)],
+            ),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.ray_service]),
+        )
+        self.endpoint = pulumi.Output.concat("http://", tier.name, "-openai.", namespace, ":", str(tier.port))
+        self.register_outputs({"endpoint": self.endpoint, "served_name": tier.served_name})
+
+
+def build_triton(tier: dict[str, Any], namespace: str, hf_secret: str, parent: pulumi.Resource) -> Any:
+    """Hand a Triton tier to stacks/serving/triton.py (`build_tier`, see docs/serving.md); skipped with a
+    warning while that component does not exist."""
+    try:
+        triton = importlib.import_module("stacks.serving.triton")
+    except ModuleNotFoundError:
+        pulumi.log.warn(f"tier {tier.get('name')}: stacks/serving/triton.py is missing; Triton tier not deployed")
+        return None
+    return triton.build_tier(tier, namespace=namespace, hf_secret=hf_secret,
+                             opts=pulumi.ResourceOptions(parent=parent))
+
+
+class ServingTiers(pulumi.ComponentResource):
+    """The HF token Secret and every tier of one customer."""
+
+    def __init__(self, name: str, config: ServingConfig, hf_token: pulumi.Input[str],
+                 opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("gridready:serving:ServingTiers", name, None, opts)
+        self.hf_secret = k8s.core.v1.Secret(
+            "hf-token",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=config.hf_token_secret, namespace=config.namespace),
+            type="Opaque",
+            string_data={"HF_TOKEN": hf_token},
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        after = pulumi.ResourceOptions(parent=self, depends_on=[self.hf_secret])
+        self.vllm = [VllmRayService(t.name, t, config.namespace, config.hf_token_secret, after)
+                     for t in config.vllm_tiers]
+        self.triton = [build_triton(t, config.namespace, config.hf_token_secret, self) for t in config.triton_tiers]
+        self.endpoints = {t.name: c.endpoint for t, c in zip(config.vllm_tiers, self.vllm, strict=True)}
+        self.register_outputs({"endpoints": self.endpoints})
+
+
+def program() -> None:
+    """The stack program: typed config, secrets via require_secret, an explicit provider from the kubeconfig."""
+    cfg = pulumi.Config()
+    config = ServingConfig.model_validate(cfg.require_object("stack"))
+    provider = k8s.Provider("k8s", kubeconfig=cfg.require_secret("kubeconfig"), enable_server_side_apply=True)
+    tiers = ServingTiers(config.customer, config, cfg.require_secret("hfToken"),
+                         pulumi.ResourceOptions(providers=[provider]))
+    pulumi.export("endpoints", tiers.endpoints)
+    pulumi.export("namespace", config.namespace)

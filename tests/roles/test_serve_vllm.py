@@ -1,0 +1,178 @@
+"""`serve` on a 3-host sandbox fleet: a real 3-node Ray cluster under systemd and the vLLM unit (SIMULATED engine).
+
+The serve stage runs for real (gridready.stages.serve -> playbooks/serve.yml); only the certification is
+written by the test (all three hosts certified). One tier spans the three nodes (TP 8 x PP 3 = 24 simulated
+GPUs), so the vllm unit may start only after both workers joined.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.request
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from gridready import inventory
+from gridready.artifacts import RunContext
+from gridready.stages import serve
+
+pytestmark = [pytest.mark.sandbox, pytest.mark.slow]
+TIER = "llama8b-ray"
+UNIT = f"vllm-{TIER}"
+SERVED = "llama-3.1-8b"
+
+
+def _certify(root: Path, customer: str, hosts: list[str]) -> None:
+    now = datetime.now(UTC).isoformat(timespec="seconds")
+    summary = {"stage": "certify", "customer": customer, "status": "success", "check": False,
+               "started_at": now, "finished_at": now,
+               "hosts": {h: {"status": "certified", "detail": {"hcas_passed": [f"mlx5_{i}" for i in range(8)]}}
+                         for h in hosts},
+               "data": {"certified": hosts, "quarantined": [], "written_by": "tests/roles/test_serve_vllm.py"}}
+    path = root / customer / "20261130T000000Z-test" / "certify" / "summary.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(summary))
+
+
+def _run(inv_dir: Path, root: Path, run_id: str) -> Any:
+    inv = inventory.load(inv_dir)
+    return serve.run(inv, RunContext(customer=inv.customer, run_id=run_id, root=root))
+
+
+def _get(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=5) as resp:
+        return json.loads(resp.read())
+
+
+def _show(fleet: Any, host: str, unit: str, prop: str) -> str:
+    return fleet.ssh(host, f"systemctl show -p {prop} --value {unit}").stdout.strip()
+
+
+def _wait(predicate: Any, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(1)
+
+
+@pytest.fixture(scope="module")
+def served(make_fleet, tmp_path_factory, monkeypatch_module):
+    fleet = make_fleet(3, healthy=True)
+    cluster = yaml.safe_load((fleet.inventory / "cluster.yml").read_text())
+    cluster["serving"]["tiers"] = [{
+        "name": TIER, "engine": "vllm", "served_name": SERVED,
+        "model": {"hf_id": "meta-llama/Llama-3.1-8B-Instruct", "revision": "0e9e39f249a16976918f6564b8830bc894c89659"},
+        "tensor_parallel": 8, "pipeline_parallel": 3,
+    }]
+    (fleet.inventory / "cluster.yml").write_text(yaml.safe_dump(cluster, sort_keys=False))
+    root = tmp_path_factory.mktemp("artifacts")
+    customer = inventory.load(fleet.inventory).customer
+    _certify(root, customer, fleet.names)
+    monkeypatch_module.setenv("GRIDREADY_SERVE_SKIP_BENCH", "1")  # the bench has its own tests
+    monkeypatch_module.setenv("ANSIBLE_CACHE_PLUGIN_CONNECTION", fleet.ansible_env()["ANSIBLE_CACHE_PLUGIN_CONNECTION"])
+    t0 = time.monotonic()
+    first = _run(fleet.inventory, root, "20261130T010000Z-run1")
+    first_s = time.monotonic() - t0
+    return {"fleet": fleet, "root": root, "first": first, "first_s": first_s}
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    with pytest.MonkeyPatch.context() as mp:
+        yield mp
+
+
+def test_first_run_succeeds_on_three_nodes(served) -> None:
+    first = served["first"]
+    assert first.exit_code == 0, first.messages
+    (plan,) = first.data["plan"]
+    assert (plan["tensor_parallel"], plan["pipeline_parallel"]) == (8, 3)
+    assert first.data["engine_mode"] == "simulated"
+    print(f"first serve run: {served['first_s']:.1f} s")
+
+
+def test_units_and_ports(served) -> None:
+    fleet = served["fleet"]
+    head, *workers = fleet.names
+    h = fleet.host(head)
+    for unit in ("ray-head", UNIT):
+        assert h.service(unit).is_running and h.service(unit).is_enabled, unit
+    ip = fleet.addresses[head]
+    assert h.socket(f"tcp://{ip}:6379").is_listening
+    assert h.socket("tcp://0.0.0.0:8000").is_listening
+    unit_text = h.file(f"/etc/systemd/system/{UNIT}.service").content_string
+    assert "SIMULATED" in unit_text and "ExecStartPre=" in unit_text and "BindsTo=ray-head.service" in unit_text
+    env = h.file("/etc/gridready/ray.env").content_string
+    assert f"VLLM_HOST_IP={ip}" in env and "NCCL_SOCKET_IFNAME=eth0" in env and "NCCL_IB_HCA==mlx5_0" in env
+    for worker in workers:
+        w = fleet.host(worker)
+        for unit in ("ray-headwatch", "ray-worker"):
+            assert w.service(unit).is_running and w.service(unit).is_enabled, (worker, unit)
+        assert w.socket(f"tcp://{fleet.addresses[worker]}:6380").is_listening
+        assert f"--node-ip-address={fleet.addresses[worker]}" in w.file(
+            "/etc/systemd/system/ray-worker.service").content_string
+
+
+def test_ray_status_shows_three_nodes_and_every_gpu(served) -> None:
+    fleet = served["fleet"]
+    head = fleet.names[0]
+    out = fleet.ssh(head, f"runuser -u ray -- /opt/ray/venv/bin/ray status --address {fleet.addresses[head]}:6379")
+    assert "/24.0 GPU" in out.stdout, out.stdout
+    assert out.stdout.split("Active:", 1)[1].split("Pending:", 1)[0].count("node_") == 3
+
+
+def test_vllm_started_only_after_every_worker_joined(served) -> None:
+    fleet = served["fleet"]
+    head, *workers = fleet.names
+    started = int(_show(fleet, head, UNIT, "ExecMainStartTimestampMonotonic"))
+    for worker in workers:  # one kernel: the containers share CLOCK_MONOTONIC
+        joined = int(_show(fleet, worker, "ray-worker", "ActiveEnterTimestampMonotonic"))
+        assert 0 < joined < started, (worker, joined, started)
+    log = fleet.ssh(head, f"journalctl -u {UNIT} --no-pager -o cat").stdout
+    assert "24/24 GPUs, 3/3 nodes" in log, log[-2000:]
+
+
+def test_models_answer_and_the_engine_joined_ray(served) -> None:
+    fleet = served["fleet"]
+    url = f"http://{fleet.addresses[fleet.names[0]]}:8000"
+    assert SERVED in [m["id"] for m in _get(f"{url}/v1/models")["data"]]
+    ray_info = _get(f"{url}/gridready/info").get("ray", {})
+    assert ray_info.get("ray") == "joined", ray_info
+    assert ray_info.get("cluster_gpus") == 24.0 and ray_info.get("alive_nodes") == 3
+
+
+def test_second_run_changes_nothing(served) -> None:
+    second = _run(served["fleet"].inventory, served["root"], "20261130T020000Z-run2")
+    assert second.exit_code == 0, second.messages
+    changed = {h: o.changed for h, o in second.hosts.items() if o.changed}
+    assert changed == {}, changed
+
+
+def test_stopping_the_head_restarts_the_workers(served) -> None:
+    fleet = served["fleet"]
+    head, *workers = fleet.names
+    before = {w: _show(fleet, w, "ray-worker", "InvocationID") for w in workers}
+    fleet.ssh(head, "systemctl stop ray-head")
+    assert _show(fleet, head, UNIT, "ActiveState") != "active"  # BindsTo/PartOf: vLLM goes with its head
+    for w in workers:
+        _wait(lambda w=w: _show(fleet, w, "ray-worker", "ActiveState") != "active", 30, f"{w} ray-worker to stop")
+    fleet.ssh(head, "systemctl start ray-head")  # pulls vllm-<tier> in (WantedBy=ray-head.service)
+    for w in workers:
+        _wait(lambda w=w: _show(fleet, w, "ray-worker", "ActiveState") == "active"
+              and _show(fleet, w, "ray-worker", "InvocationID") != before[w], 60, f"{w} ray-worker to rejoin")
+    url = f"http://{fleet.addresses[head]}:8000/v1/models"
+
+    def answers() -> bool:
+        try:
+            return SERVED in [m["id"] for m in _get(url)["data"]]
+        except OSError:
+            return False
+
+    _wait(answers, 180, "the vLLM unit to come back after the head restart")
+    assert _show(fleet, head, UNIT, "ActiveState") == "active"

@@ -1,0 +1,84 @@
+"""Inventories of 1-4 certified HGX H200 nodes and certify summaries, written to tmp_path."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from gridready import inventory
+from gridready.inventory import Inventory
+
+HCAS = [f"mlx5_{i}" for i in range(8)]
+
+
+def cluster_yml(customer: str, tiers: list[dict[str, Any]], target: str = "hosts") -> dict[str, Any]:
+    serving: dict[str, Any] = {"target": target, "tiers": tiers}
+    if target == "kubernetes":
+        serving["kubeconfig"] = "kubeconfig.yml"
+    return {
+        "customer": customer,
+        "node_groups": [{
+            "name": "gpu_nodes", "sku": "H200-SXM-141GB", "gpus_per_node": 8, "mgmt_interface": "bond0",
+            "nics": [{"name": h, "kind": "infiniband", "rate_gbps": 400, "rail": i} for i, h in enumerate(HCAS)],
+        }],
+        "certification": {"min_certified_nodes": 1},
+        "serving": serving,
+    }
+
+
+def vllm_tier(**over: Any) -> dict[str, Any]:
+    tier = {"name": "llama70b", "engine": "vllm", "served_name": "llama-3.3-70b",
+            "model": {"hf_id": "meta-llama/Llama-3.3-70B-Instruct", "revision": "6f6073b4"}}
+    tier.update(over)
+    return tier
+
+
+@pytest.fixture
+def make_inv(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[..., Inventory]:
+    """make_inv(nodes, tiers, target) -> a loaded inventory named `acme` with nodes gpu01..gpuNN."""
+    monkeypatch.chdir(tmp_path)
+
+    def make(nodes: int, tiers: list[dict[str, Any]] | None = None, target: str = "hosts") -> Inventory:
+        inv_dir = tmp_path / "inventories" / "acme"
+        inv_dir.mkdir(parents=True, exist_ok=True)
+        (inv_dir / "cluster.yml").write_text(yaml.safe_dump(cluster_yml("acme", tiers or [vllm_tier()], target)))
+        hosts = {f"gpu{i:02d}": {"ansible_host": f"10.77.0.{10 + i}"} for i in range(1, nodes + 1)}
+        (inv_dir / "hosts.yml").write_text(yaml.safe_dump({"all": {"children": {"gpu_nodes": {"hosts": hosts}}}}))
+        return inventory.load(inv_dir)
+
+    return make
+
+
+def certify_summary(
+    certified: list[str], quarantined: list[str] = (), *, age_h: float = 1.0,
+    hcas: dict[str, list[str]] | None = None, status: str = "success",
+) -> dict[str, Any]:
+    finished = (datetime.now(UTC) - timedelta(hours=age_h)).isoformat(timespec="seconds")
+    hosts: dict[str, Any] = {}
+    for h in certified:
+        hosts[h] = {"status": "certified", "changed": 0, "detail": {"hcas_passed": (hcas or {}).get(h, HCAS)}}
+    for h in quarantined:
+        hosts[h] = {"status": "quarantined", "changed": 0, "detail": {"hcas_passed": []}}
+    return {"stage": "certify", "customer": "acme", "status": status, "check": False, "started_at": finished,
+            "finished_at": finished, "hosts": hosts,
+            "data": {"certified": list(certified), "quarantined": list(quarantined)}}
+
+
+@pytest.fixture
+def write_certify(tmp_path: Path) -> Callable[..., Path]:
+    """Write a certify summary under artifacts/acme/<run>/certify/summary.json; returns the artifacts root."""
+    root = tmp_path / "artifacts"
+
+    def write(summary: dict[str, Any], run_id: str = "20261130T010000Z-aaaa") -> Path:
+        path = root / "acme" / run_id / "certify" / "summary.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(summary))
+        return root
+
+    return write

@@ -1,0 +1,181 @@
+"""gridready.stages.serve: fail closed, quarantine, render, and the hosts path with the playbook mocked."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from gridready import ansible
+from gridready.artifacts import RunContext
+from gridready.exitcodes import ExitCode
+from gridready.serving import manifests
+from gridready.stages import serve
+from tests.unit.serving.conftest import certify_summary, vllm_tier
+
+
+def _ctx(root: Path, **flags: Any) -> RunContext:
+    return RunContext(customer="acme", run_id="20261130T040000Z-bbbb", root=root, **flags)
+
+
+def _summary(root: Path) -> dict[str, Any]:
+    return json.loads((root / "acme" / "20261130T040000Z-bbbb" / "serve" / "summary.json").read_text())
+
+
+def test_no_certification_refuses_with_exit_5(make_inv, tmp_path):
+    inv = make_inv(2)
+    result = serve.run(inv, _ctx(tmp_path / "artifacts"))
+    assert result.exit_code == ExitCode.NOT_CERTIFIED
+    assert result.status == "not-certified"
+    assert "no certification found" in result.messages[0]
+    assert _summary(tmp_path / "artifacts")["exit_code"] == 5
+
+
+def test_too_few_nodes_after_quarantine_is_exit_5(make_inv, write_certify):
+    inv = make_inv(2, [vllm_tier(tensor_parallel=8, pipeline_parallel=2)])
+    root = write_certify(certify_summary(["gpu01"], ["gpu02"]))
+    result = serve.run(inv, _ctx(root))
+    assert result.exit_code == 5
+    assert result.hosts["gpu02"].status == "skipped"
+
+
+def test_render_writes_valid_manifests_without_a_cluster(make_inv, write_certify):
+    inv = make_inv(2, target="kubernetes")
+    root = write_certify(certify_summary(["gpu01", "gpu02"]))
+    result = serve.run(inv, _ctx(root, render=True))
+    assert result.exit_code == 0, result.messages
+    out = root / "acme" / "20261130T040000Z-bbbb" / "serve" / "render"
+    docs = list(yaml.safe_load_all((out / "serving" / "manifests.yaml").read_text()))
+    docs += list(yaml.safe_load_all((out / "platform" / "manifests.yaml").read_text()))
+    assert {d["kind"] for d in docs} >= {"RayService", "Service", "Secret", "Namespace", "Node"}
+    assert manifests.validate(docs) == []
+    releases = yaml.safe_load((out / "platform" / "helm-releases.yaml").read_text())
+    assert {r["chart"] for r in releases} == {"gpu-operator", "kuberay-operator"}
+    assert result.data["plan"][0]["pipeline_parallel"] == 2
+
+
+def test_kubernetes_target_without_the_pulumi_cli_renders(make_inv, write_certify, monkeypatch):
+    monkeypatch.setattr(serve.gpulumi, "cli_available", lambda: False)
+    inv = make_inv(1, target="kubernetes")
+    root = write_certify(certify_summary(["gpu01"]))
+    result = serve.run(inv, _ctx(root))
+    assert result.exit_code == 0
+    assert any("pulumi CLI is not installed" in m for m in result.messages)
+
+
+def test_kubernetes_target_with_the_cli_goes_through_the_automation_api(make_inv, write_certify, monkeypatch,
+                                                                       tmp_path):
+    calls = []
+    monkeypatch.setattr(serve.gpulumi, "cli_available", lambda: True)
+    monkeypatch.setattr(serve.gpulumi, "up", lambda stack, customer, config, secrets, state, preview: calls.append(
+        (stack, customer, sorted(secrets), preview)) or {"ok": stack})
+    monkeypatch.setenv("GRIDREADY_HF_TOKEN", "hf_x")
+    inv = make_inv(1, target="kubernetes")
+    (inv.path / "kubeconfig.yml").write_text("apiVersion: v1\nkind: Config\n")
+    root = write_certify(certify_summary(["gpu01"]))
+    result = serve.run(inv, _ctx(root))
+    assert result.exit_code == 0, result.messages
+    assert calls == [("platform", "acme", ["kubeconfig"], False), ("serving", "acme", ["hfToken", "kubeconfig"],
+                                                                   False)]
+
+
+def _fake_playbook(captured: dict[str, Any], changed: int = 0):
+    def run_playbook(inv, playbook, stage_dir, **kwargs):
+        captured.update(playbook=playbook, **kwargs)
+        hosts = {h: ansible.HostStats(ok=10, changed=changed) for h in kwargs["extravars"]["gridready_serve"]["hosts"]}
+        events = [{"event": "runner_on_ok", "event_data": {
+            "host": "gpu01", "task": "Record the firewall decision",
+            "res": {"ansible_facts": {"gridready_ray_node_firewall_record": {"tool": "none"}}}}}]
+        return ansible.PlaybookResult(playbook=playbook, status="successful", rc=0, hosts=hosts, events=events)
+    return run_playbook
+
+
+def test_hosts_target_runs_serve_yml_on_certified_nodes_only(make_inv, write_certify, monkeypatch):
+    captured: dict[str, Any] = {}
+    monkeypatch.setattr(serve.ansible, "run_playbook", _fake_playbook(captured))
+    monkeypatch.setenv("GRIDREADY_SERVE_SKIP_BENCH", "1")
+    inv = make_inv(3)
+    root = write_certify(certify_summary(["gpu01", "gpu03"], ["gpu02"]))
+    result = serve.run(inv, _ctx(root))
+    assert result.exit_code == 0, result.messages
+    assert captured["playbook"] == "serve.yml"
+    plan = captured["extravars"]["gridready_serve"]
+    assert sorted(plan["hosts"]) == ["gpu01", "gpu03"]
+    assert plan["engine_mode"] == "vllm"
+    assert plan["tiers"][0]["expected_gpus"] == 16
+    assert result.hosts["gpu02"].status == "skipped"
+    assert result.hosts["gpu01"].detail["firewall"] == {"tool": "none"}
+
+
+def test_sandbox_inventories_use_the_simulated_engine(make_inv, write_certify, monkeypatch):
+    captured: dict[str, Any] = {}
+    monkeypatch.setattr(serve.ansible, "run_playbook", _fake_playbook(captured))
+    monkeypatch.setenv("GRIDREADY_SERVE_SKIP_BENCH", "1")
+    inv = make_inv(1)
+    (inv.path / "sandbox.yml").write_text("defaults: {}\n")
+    root = write_certify(certify_summary(["gpu01"]))
+    serve.run(inv, _ctx(root))
+    plan = captured["extravars"]["gridready_serve"]
+    assert plan["engine_mode"] == "simulated"
+    assert "--ray-address" in plan["tiers"][0]["args"]
+    assert plan["ray_sizing"]["num_cpus"] == 1
+
+
+def test_check_mode_with_changes_is_exit_6(make_inv, write_certify, monkeypatch):
+    captured: dict[str, Any] = {}
+    monkeypatch.setattr(serve.ansible, "run_playbook", _fake_playbook(captured, changed=2))
+    inv = make_inv(1)
+    root = write_certify(certify_summary(["gpu01"]))
+    result = serve.run(inv, _ctx(root, check=True))
+    assert captured["check"] is True
+    assert result.exit_code == ExitCode.CHANGES_PENDING
+
+
+def test_the_newest_certification_wins(make_inv, write_certify):
+    inv = make_inv(1, target="kubernetes")
+    write_certify(certify_summary(["gpu01"]), run_id="20261130T010000Z-aaaa")
+    root = write_certify(certify_summary([], ["gpu01"]), run_id="20261130T020000Z-cccc")
+    result = serve.run(inv, _ctx(root, render=True))
+    assert result.exit_code == 5
+
+
+def test_triton_tiers_ride_along_then_get_their_own_tagged_runs(make_inv, write_certify, monkeypatch):
+    calls: list[dict[str, Any]] = []
+
+    def run_playbook(inv, playbook, stage_dir, **kwargs):
+        calls.append({"stage_dir": stage_dir, **kwargs})
+        hosts = {h: ansible.HostStats(ok=1) for h in kwargs["extravars"]["gridready_serve"]["hosts"]}
+        return ansible.PlaybookResult(playbook=playbook, status="successful", rc=0, hosts=hosts)
+
+    monkeypatch.setattr(serve.ansible, "run_playbook", run_playbook)
+    monkeypatch.setenv("GRIDREADY_SERVE_SKIP_BENCH", "1")
+    trt = {"engine": "triton-trtllm", "tensor_parallel": 8, "pipeline_parallel": 1,
+           "model": {"hf_id": "meta-llama/Llama-3.1-8B-Instruct", "revision": "0e9e39f2"}}
+    inv = make_inv(3, [vllm_tier(pipeline_parallel=1), {**trt, "name": "trt-a", "served_name": "a", "port": 9000},
+                       {**trt, "name": "trt-b", "served_name": "b", "port": 9100}])
+    (inv.path / "sandbox.yml").write_text("defaults: {}\n")
+    root = write_certify(certify_summary(inv.gpu_hosts()))
+    result = serve.run(inv, _ctx(root))
+    assert result.exit_code == 0, result.messages
+    assert [c["extravars"]["gridready_serve_triton_hosts"] for c in calls] == [["gpu02"], ["gpu03"]]
+    assert (calls[0]["tags"], calls[1]["tags"], calls[1]["limit"]) == (None, "triton", "gpu03")
+    assert calls[0]["extravars"]["gridready_triton_trtllm_tier"] == "trt-a"
+    assert calls[1]["extravars"]["gridready_triton_trtllm_tier"] == "trt-b"
+    assert calls[0]["stage_dir"] != calls[1]["stage_dir"]
+    assert [t["tier"] for t in result.data["triton"]] == ["trt-a", "trt-b"]
+
+
+def test_plan_view_for_hosts_and_kubernetes(make_inv, write_certify):
+    inv = make_inv(2)
+    root = write_certify(certify_summary(["gpu01", "gpu02"]))
+    view = serve.render(inv, _ctx(root))
+    assert view["hosts"]["gpu02"]["role"] == "worker"
+    assert view["tiers"][0]["args"][:2] == ["serve", "meta-llama/Llama-3.3-70B-Instruct"]
+    k8s = serve.render(make_inv(2, target="kubernetes"), _ctx(root))
+    assert k8s["manifests"]["counts"]["serving"]["manifests"] == 3
+
+
+def test_plan_view_without_certification(make_inv, tmp_path):
+    assert serve.render(make_inv(1), _ctx(tmp_path / "none"))["exit_code"] == 5
