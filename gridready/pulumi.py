@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import json
 import os
@@ -106,6 +107,8 @@ def render(stack: str, config: dict[str, Any], customer: str = "render") -> Rend
     program = load_program(stack)
     project = PROJECTS[stack]
     recorder = _Recorder()
+    # pulumi's test harness runs on the current event loop; an earlier asyncio.run() leaves none behind
+    asyncio.set_event_loop(asyncio.new_event_loop())
     pulumi.runtime.set_mocks(recorder, project=project, stack=customer, preview=False)
     values = {f"{project}:stack": json.dumps(config)}
     values.update({f"{project}:{k}": REDACTED for k in SECRET_KEYS[stack]})

@@ -130,7 +130,8 @@ def test_mpirun_command_from_the_inventory():
     assert "-x NCCL_IB_HCA==mlx5_0:1,mlx5_1:1,mlx5_10:1" in cmd  # '=' prefix: exact names
     assert "-x NCCL_SOCKET_IFNAME=eth0" in cmd and "-x NCCL_DEBUG=INFO" in cmd
     assert "-x NCCL_ALGO=Ring" in cmd and "-x NCCL_IB_QPS_PER_CONNECTION=2" in cmd
-    assert plan.argv[plan.argv.index("/opt/nccl-tests/current/bin/all_reduce_perf") + 1] == "-b" and f"-b {2 * GIB}" in cmd and "-c 1" in cmd
+    binary = plan.argv.index("/opt/nccl-tests/current/bin/all_reduce_perf")
+    assert plan.argv[binary + 1] == "-b" and f"-b {2 * GIB}" in cmd and "-c 1" in cmd
     assert plan.hostfile == "10.77.0.11 slots=8\n10.77.0.12 slots=8\n"
     ag = mpirun_plan(["a", "b"], {"a": 8, "b": 4}, env, FabricSettings(all_reduce_perf="/opt/nccl-tests/build"),
                      collective="all_gather")
