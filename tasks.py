@@ -75,6 +75,13 @@ def serve(c: Context, check: bool = False, limit: str | None = None, render: boo
     _stage(c, "serve", check=check, limit=limit, render=render, json=json)
 
 
+@task(pre=[validate], help=_pick("json"))
+@cli.guarded
+def bench(c: Context, json: bool = False) -> None:
+    """Re-run readiness, smoke, the load benchmark and the SLO gate against the deployed tiers."""
+    _stage(c, "bench", json=json)
+
+
 @task(pre=[validate], help={"json": HELP["json"]})
 @cli.guarded
 def plan(c: Context, json: bool = False) -> None:
@@ -128,7 +135,7 @@ sandbox.add_task(sandbox_up, "up")
 sandbox.add_task(sandbox_down, "down")
 sandbox.add_task(sandbox_status, "status")
 
-ns = Collection(validate, provision, certify, serve, plan, schema, sandbox)
+ns = Collection(validate, provision, certify, serve, bench, plan, schema, sandbox)
 ns.configure({
     "gridready": {
         "inventory": os.environ.get("GRIDREADY_INVENTORY", "sandbox"),

@@ -1,28 +1,5 @@
-"""DecisionSpec: how to choose between tiers serving the same model. Meant to be referenced from ServingSpec
-(e.g. `ServingSpec.decision: DecisionSpec | None`), so it lives in cluster.yml under `serving.decision`."""
+"""The decision settings live with the serving spec (cluster.yml `serving.decision`); re-exported here."""
 
-from __future__ import annotations
+from gridready.serving.decision_spec import DecisionSpec, Objective
 
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat
-
-Objective = Literal["goodput", "throughput", "cost"]
-
-
-class DecisionSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    objective: Objective = Field(
-        "goodput",
-        description="goodput: most requests/s meeting every SLO (capacity at SLO); throughput: most output "
-                    "tokens/s; cost: lowest USD per million output tokens at SLO")
-    gpu_hour_price_usd: PositiveFloat | None = Field(None, description="price of one GPU-hour (cost objective)")
-    tier_gpu_hour_price_usd: dict[str, PositiveFloat] = Field(
-        default_factory=dict, description="per-tier GPU-hour price overriding gpu_hour_price_usd (other SKU/lease)")
-    tie_margin: float = Field(0.02, ge=0, le=0.5,
-                              description="relative difference under which two tiers tie; ties go to the next "
-                                          "objective in goodput -> throughput -> cost order")
-
-    def price(self, tier: str) -> float | None:
-        return self.tier_gpu_hour_price_usd.get(tier, self.gpu_hour_price_usd)
+__all__ = ["DecisionSpec", "Objective"]

@@ -14,6 +14,9 @@ from pydantic import (
     model_validator,
 )
 
+from gridready.serving.decision_spec import DecisionSpec
+from gridready.serving.triton_spec import TritonSettings
+
 SLUG = r"^[a-z][a-z0-9-]{1,30}$"
 # Pins: PyPI's newest releases (vllm 0.33.0 and ray 2.60.0, both 2026-11); the sandbox image ships ray 2.60.0.
 VLLM_VERSION = "0.33.0"
@@ -109,6 +112,9 @@ class Tier(BaseModel):
     autoscaling: Autoscaling = Field(default_factory=Autoscaling)
     port: int = Field(8000, ge=1024, le=65535)
     slo: Slo = Field(default_factory=Slo)
+    triton: TritonSettings | None = Field(
+        None, description="Triton/TensorRT-LLM settings (engine triton-trtllm); default: LLM-API mode behind Triton"
+    )
 
     @field_validator("name")
     @classmethod
@@ -117,6 +123,12 @@ class Tier(BaseModel):
         if value == "vllm" or value.startswith("vllm-"):
             raise ValueError("must not be `vllm` or start with `vllm-` (Service env vars clash with vLLM's)")
         return value
+
+    @model_validator(mode="after")
+    def _triton_only_for_triton(self) -> Tier:
+        if self.triton is not None and self.engine != "triton-trtllm":
+            raise ValueError("`triton` settings need engine triton-trtllm")
+        return self
 
 
 class KubernetesServing(BaseModel):
@@ -163,3 +175,6 @@ class ServingSpec(BaseModel):
         description="CIDRs besides the cluster members and the controller allowed to the API and metrics ports",
     )
     kubernetes: KubernetesServing = Field(default_factory=KubernetesServing)
+    decision: DecisionSpec = Field(
+        default_factory=DecisionSpec, description="how to choose between tiers that serve the same model"
+    )

@@ -192,11 +192,11 @@ def _hosts(inv: Inventory, ctx: RunContext, cert: Certification, plans: list[Tie
         return "changes-pending", ExitCode.CHANGES_PENDING
     if code != ExitCode.OK or ctx.check:
         return status, code
-    return _bench(inv, ctx, cert, plans, data, messages)
+    return verify_tiers(inv, ctx, cert, plans, data, messages)
 
 
-def _bench(inv: Inventory, ctx: RunContext, cert: Certification, plans: list[TierPlan], data: dict[str, Any],
-           messages: list[str]) -> tuple[str, ExitCode]:
+def verify_tiers(inv: Inventory, ctx: RunContext, cert: Certification, plans: list[TierPlan], data: dict[str, Any],
+           messages: list[str], stage: str = STAGE) -> tuple[str, ExitCode]:
     """Readiness, smoke, benchmark and SLO gate per tier (first replica's head), decision per model."""
     if os.environ.get("GRIDREADY_SERVE_SKIP_BENCH"):
         messages.append("benchmark skipped (GRIDREADY_SERVE_SKIP_BENCH)")
@@ -206,7 +206,7 @@ def _bench(inv: Inventory, ctx: RunContext, cert: Certification, plans: list[Tie
     except ImportError:
         messages.append("gridready.bench is not installed: readiness, smoke and benchmark not run")
         return "success", ExitCode.OK
-    stage_dir = ctx.stage_dir(STAGE)
+    stage_dir = ctx.stage_dir(stage)
     reports = []
     for plan in plans:
         head_ip = cert.certified[plan.replicas[0].head].ip
@@ -215,12 +215,17 @@ def _bench(inv: Inventory, ctx: RunContext, cert: Certification, plans: list[Tie
                                          gpus=plan.world_size * len(plan.replicas),
                                          ready_timeout_s=float(inv.spec.serving.wait_timeout_s)))
     bench.write_tier_reports(stage_dir, reports, inv.customer)
+    from gridready.monitoring.write import write_monitoring
+
+    write_monitoring(stage_dir / "monitoring", inv.customer, [p.tier for p in plans], target="hosts",
+                     tier_hosts={p.tier.name: [cert.certified[r.head].ip for r in p.replicas] for p in plans},
+                     nodes=[c.ip for c in cert.certified.values()])
     by_model: dict[str, list[Any]] = {}
     for plan, report in zip(plans, reports, strict=True):
         by_model.setdefault(plan.tier.model.source, []).append(report)
     for model, group in by_model.items():
         if len(group) > 1:
-            decision = bench.decide(group, bench.DecisionSpec())
+            decision = bench.decide(group, inv.spec.serving.decision)
             bench.write_decision(stage_dir / "decision" / model.replace("/", "--"), decision, group)
     data["bench"] = {r.tier: {"passed": r.gate.passed, "message": r.gate.message, "simulated": r.simulated}
                      for r in reports}
