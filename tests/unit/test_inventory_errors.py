@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import os
 import subprocess
 import sys
@@ -116,16 +117,20 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("case", "mutate", "hosts", "raw", "expected"), CASES, ids=[c[0] for c in CASES])
-def test_broken_inventory_names_file_and_key(tmp_path, monkeypatch, case, mutate, hosts, raw, expected):
-    import copy
-
+def broken_inventory(root: Path, mutate, hosts: str | None, raw: str | None) -> Path:
+    """The valid inventory with one case's change: a mutation of cluster.yml, its hosts.yml or raw cluster.yml."""
     doc = copy.deepcopy(CLUSTER)
     if mutate:
         mutate(doc)
-    inv = make_inventory(tmp_path, cluster=doc, hosts=hosts or HOSTS)
+    inv = make_inventory(root, cluster=doc, hosts=hosts or HOSTS)
     if raw is not None:
         (inv / "cluster.yml").write_text(raw)
+    return inv
+
+
+@pytest.mark.parametrize(("case", "mutate", "hosts", "raw", "expected"), CASES, ids=[c[0] for c in CASES])
+def test_broken_inventory_names_file_and_key(tmp_path, monkeypatch, case, mutate, hosts, raw, expected):
+    broken_inventory(tmp_path, mutate, hosts, raw)
     monkeypatch.chdir(tmp_path)
     with pytest.raises(InvalidInput) as err:
         load("acme")
@@ -168,15 +173,8 @@ def test_valid_inventory_loads_with_groups_and_hosts(tmp_path, monkeypatch):
 @pytest.mark.parametrize("case", ["unknown-key", "tp-larger-than-gpus", "yaml-syntax", "empty-group"])
 def test_invoke_exits_2_before_anything_runs(tmp_path, case):
     """Through the real command line: exit 2, one error line per problem, no artifacts written."""
-    import copy
-
     _, mutate, hosts, raw, expected = next(c for c in CASES if c[0] == case)
-    doc = copy.deepcopy(CLUSTER)
-    if mutate:
-        mutate(doc)
-    inv = make_inventory(tmp_path, cluster=doc, hosts=hosts or HOSTS)
-    if raw is not None:
-        (inv / "cluster.yml").write_text(raw)
+    broken_inventory(tmp_path, mutate, hosts, raw)
     env = {**os.environ, "GRIDREADY_INVENTORY": "acme", "GRIDREADY_HOME": str(tmp_path)}
     proc = subprocess.run(
         [sys.executable, "-m", "invoke", "--search-root", str(REPO), "provision", "certify", "serve"],
