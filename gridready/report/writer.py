@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from gridready.artifacts import write_atomic, write_json_atomic
 from gridready.certify.judge import FleetVerdict
 from gridready.certify.quarantine import write_outputs as write_quarantine
+from gridready.report.fabric_section import render_fabric_html, render_fabric_md
 from gridready.report.junit import junit_xml
 from gridready.report.markdown import render_html, render_md
 from gridready.report.metrics import write_prom
 from gridready.report.plots import busbw_plot, per_gpu_plot
 
 
-def write_all(fleet: FleetVerdict, out_dir: Path, *, command: str | None = None) -> dict[str, Path]:
+def write_all(fleet: FleetVerdict, out_dir: Path, *, command: str | None = None,
+              fabric: Any = None) -> dict[str, Path]:
     """nodes/<node>/certification.json, report.json, junit.xml, report.md, report.html, plots (PNG),
     metrics.prom, quarantine.yml (+ k8s-node-patches.json, slurm-drain.sh). Returns name -> path."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -26,8 +29,12 @@ def write_all(fleet: FleetVerdict, out_dir: Path, *, command: str | None = None)
     plots = {"all-reduce busbw vs size": busbw_plot(fleet, out_dir / "busbw.png"),
              "per-GPU compute and bandwidth": per_gpu_plot(fleet, out_dir / "per_gpu.png")}
     paths.update({f"plot:{p.stem}": p for p in plots.values() if p})
-    paths["report_md"] = write_atomic(out_dir / "report.md", render_md(fleet, plots, command))
-    paths["report_html"] = write_atomic(out_dir / "report.html", render_html(fleet, plots, command))
+    md, page = render_md(fleet, plots, command), render_html(fleet, plots, command)
+    if fabric is not None:  # gridready.certify.fabric_phase.FabricResult
+        md += "\n".join(render_fabric_md(fabric, out_dir)) + "\n"
+        page = page.replace("</body>", render_fabric_html(fabric, out_dir) + "\n</body>")
+    paths["report_md"] = write_atomic(out_dir / "report.md", md)
+    paths["report_html"] = write_atomic(out_dir / "report.html", page)
     paths["metrics"] = write_prom(fleet, out_dir / "metrics.prom")
     paths.update(write_quarantine(out_dir, fleet.certified, fleet.quarantined, fleet.run_id))
     return paths

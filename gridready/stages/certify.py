@@ -20,7 +20,6 @@ from gridready import ansible
 from gridready.artifacts import RunContext, latest_summary
 from gridready.certify.judge import FleetVerdict, NodeVerdict, judge_fleet, judge_node, still_valid
 from gridready.certify.profile import CertificationSpec
-from gridready.certify.result import GateResult
 from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory
 from gridready.report import write_all
@@ -95,15 +94,13 @@ def judge_probes(inv: Inventory, hosts: list[str], fetch_dir: Path) -> list[Node
     return verdicts
 
 
-def fabric_results(inv: Inventory, ctx: RunContext, verdicts: list[NodeVerdict]) -> Mapping[str, list[GateResult]]:
-    """The multi-node phase (gridready.certify.fabric_phase, issue 6) over the nodes that passed single-node."""
+def fabric_results(inv: Inventory, ctx: RunContext, verdicts: list[NodeVerdict]) -> Any:
+    """The multi-node phase (gridready.certify.fabric_phase, issue 6) over the nodes that passed single-node:
+    its FabricResult, or None when it does not apply."""
     passed = [v.node for v in verdicts if v.certified]
     if not inv.spec.certification.fabric.enabled or len(passed) < 2:
-        return {}  # the fabric phase needs a pair of nodes that passed on their own
-    try:
-        from gridready.certify.fabric_phase import run_fabric_phase
-    except ImportError:
-        return {}
+        return None  # the fabric phase needs a pair of nodes that passed on their own
+    from gridready.certify.fabric_phase import run_fabric_phase
     probe_hca = {}
     for v in verdicts:
         try:
@@ -111,8 +108,7 @@ def fabric_results(inv: Inventory, ctx: RunContext, verdicts: list[NodeVerdict])
                 "hca")
         except (OSError, ValueError):
             probe_hca[v.node] = None
-    res = run_fabric_phase(inv, ctx, passed, probe_hca=probe_hca)
-    return res.node_results
+    return run_fabric_phase(inv, ctx, passed, probe_hca=probe_hca)
 
 
 def run(inv: Inventory, ctx: RunContext) -> StageResult:
@@ -135,9 +131,10 @@ def run(inv: Inventory, ctx: RunContext) -> StageResult:
     if reused:
         messages.append(f"still certified from an earlier run (use --force to re-probe): {', '.join(sorted(reused))}")
     verdicts = judge_probes(inv, todo, fetch_dir)
-    extra = fabric_results(inv, ctx, verdicts) if todo else {}
+    fabric = fabric_results(inv, ctx, verdicts) if todo else None
+    extra = fabric.node_results if fabric is not None else {}
     fleet = judge_fleet(spec, verdicts, reused=reused, customer=inv.customer, run_id=ctx.run_id, extra=extra)
-    reports = write_all(fleet, stage_dir, command=f"invoke certify ({inv.name})")
+    reports = write_all(fleet, stage_dir, command=f"invoke certify ({inv.name})", fabric=fabric)
     code = ExitCode(fleet.exit_code)
     if todo and set(unreachable) >= set(todo) and not reused:
         code = ExitCode.UNREACHABLE
@@ -165,7 +162,11 @@ def run(inv: Inventory, ctx: RunContext) -> StageResult:
               "fleet_status": fleet.status, "profile": fleet.profile, "failure_policy": fleet.failure_policy,
               "valid_until": {h: (fleet.nodes[h].valid_until if h in fleet.nodes else reused[h]["valid_until"])
                               for h in fleet.certified},
-              "reports": {k: str(p.relative_to(stage_dir)) for k, p in reports.items()}, **playbook},
+              "reports": {k: str(p.relative_to(stage_dir)) for k, p in reports.items()}, **playbook,
+              "fabric": None if fabric is None else {
+                  "status": fabric.status, "reason": fabric.reason, "quarantined": fabric.quarantined,
+                  "pairwise_run_count": fabric.pairwise_run_count, "floor_gbps": fabric.floor_gbps,
+                  "set_busbw_gbps": [r.busbw_gbps for r in fabric.set_runs]}},
     )
     summary.finished_at = Timer().started_at
     summary.write(ctx)

@@ -58,6 +58,7 @@ def test_certification_quarantines_exactly_the_faulted_host(pipeline):
     assert sorted(certify["data"]["certified"]) == ["node1", "node2"]
     report = (next(artifacts.glob("*/*/certify")) / "report.md").read_text()
     assert "GPU 3" in report and "x8" in report
+    assert "## Fabric (multi-node)" in report and "| set | node1+node2 | pass |" in report
 
 
 def test_serve_runs_both_tiers_on_certified_nodes_and_records_a_decision(pipeline):
