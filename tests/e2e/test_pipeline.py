@@ -54,7 +54,7 @@ def test_certification_quarantines_exactly_the_faulted_host(pipeline):
     _, artifacts, _ = pipeline
     (run,) = _summaries(artifacts).values()
     certify = run["certify"]
-    assert certify["data"]["quarantined"] == ["node3"]
+    assert sorted(certify["data"]["quarantined"]) == ["node3"]
     assert sorted(certify["data"]["certified"]) == ["node1", "node2"]
     report = (next(artifacts.glob("*/*/certify")) / "report.md").read_text()
     assert "GPU 3" in report and "x8" in report
@@ -83,3 +83,12 @@ def test_check_mode_afterwards_changes_nothing(pipeline):
     assert set(latest) == {"provision", "certify", "serve"}
     assert all(s["check"] for s in latest.values())
     assert [h for h, o in latest["provision"]["hosts"].items() if o["changed"]] == []
+
+
+def test_a_slo_set_too_tight_fails_invoke_bench_with_exit_3_naming_the_slo(pipeline):
+    fleet, artifacts, _ = pipeline
+    cluster = fleet.inventory / "cluster.yml"
+    cluster.write_text(cluster.read_text().replace("ttft_ms_p99: 2000", "ttft_ms_p99: 1"))
+    bench = _invoke(fleet.inventory, artifacts, "bench")
+    assert bench.returncode == 3, bench.stderr[-4000:]
+    assert "ttft_ms_p99" in bench.stderr
