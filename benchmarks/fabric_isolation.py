@@ -49,7 +49,8 @@ def sandbox(n: int, faulted: list[str], prefilter: bool, parallel: bool) -> dict
         ensure_sim_tools(fl)
         up_s = time.monotonic() - t_up
         inv = load(fl.inventory)  # group_vars/all: gridready_rdma_sysfs_root (the simulated sysfs tree)
-        settings = FabricSettings(exclude_hca_failures=prefilter, parallel_pairs=parallel, gdr_bw=True)
+        settings = FabricSettings(exclude_hca_failures=prefilter, parallel_pairs=parallel, gdr_bw=True,
+                                  all_reduce_perf="all_reduce_perf")  # the copied simulator tools are on PATH
         t0 = time.monotonic()
         with tempfile.TemporaryDirectory() as tmp:
             r = run_fabric_phase(inv, None, list(inv.hosts), SshRunner.from_inventory(inv), settings=settings,

@@ -32,8 +32,9 @@ def six(make_fleet):
 
 def _phase(fleet, tmp: Path, **settings):
     inv = load(fleet.inventory)  # group_vars/all: gridready_rdma_sysfs_root = the simulated sysfs tree
+    # the simulated tools are copied onto PATH here (fabric_simtools), not installed under /opt/nccl-tests
     return run_fabric_phase(inv, None, HOSTS, SshRunner.from_inventory(inv), out_dir=tmp,
-                            settings=FabricSettings(**settings))
+                            settings=FabricSettings(all_reduce_perf="all_reduce_perf", **settings))
 
 
 @pytest.mark.parametrize(("faulted", "prefilter"), [
