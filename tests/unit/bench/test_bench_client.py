@@ -103,19 +103,17 @@ def test_percentile_matches_linear_interpolation():
 
 
 def test_endpoint_for_tier():
-    from types import SimpleNamespace
-
     from gridready.serving.spec import Tier
 
     t = Tier(name="trt", engine="triton-trtllm", model={"local_path": "/m"}, served_name="ensemble", port=9000)
     ep = Endpoint.for_tier(t, "10.77.0.12")  # defaults: Triton generate on 8000, metrics with the OpenAI frontend
     assert ep.api is Api.TRITON_GENERATE and ep.url == "http://10.77.0.12:8000"
     assert ep.metrics_url == "http://10.77.0.12:9000/metrics"
-    plain = SimpleNamespace(**t.model_dump(), triton={"openai_frontend": False, "http_port": 8100})
-    ep = Endpoint.for_tier(plain, "h")  # type: ignore[arg-type]
+    plain = Tier.model_validate({**t.model_dump(), "triton": {"openai_frontend": False, "http_port": 8100}})
+    ep = Endpoint.for_tier(plain, "h")
     assert ep.url == "http://h:8100" and ep.metrics_url == "http://h:8002/metrics"
-    serve = SimpleNamespace(**t.model_dump(), triton={"frontend": "trtllm-serve"})
-    assert Endpoint.for_tier(serve, "h").api is Api.OPENAI_CHAT  # type: ignore[arg-type]
+    serve = Tier.model_validate({**t.model_dump(), "triton": {"frontend": "trtllm-serve"}})
+    assert Endpoint.for_tier(serve, "h").api is Api.OPENAI_CHAT
     v = Tier(name="vl", engine="vllm", model={"local_path": "/m"}, served_name="m", port=8000)
     assert Endpoint.for_tier(v, "h").url == "http://h:8000"
 
