@@ -174,7 +174,21 @@ def _up(cfg: config.FleetConfig, hosts: int | None, owner_pid: int | None) -> Fl
     return status(cfg.inventory, hosts)
 
 
+# every booted container's systemd takes inotify instances; the kernel default of 128 per user runs out at about
+# 14 hosts ("Too many open files" at boot), and test sessions keep several fleets up at once
+INOTIFY_MIN = {"max_user_instances": 1024, "max_user_watches": 524288}
+
+
+def _raise_inotify_limits() -> None:
+    for name, want in INOTIFY_MIN.items():
+        path = Path("/proc/sys/fs/inotify") / name
+        with contextlib.suppress(OSError, ValueError):
+            if int(path.read_text()) < want:
+                path.write_text(f"{want}\n")
+
+
 def _ensure_shared(table: dict) -> None:
+    _raise_inotify_limits()
     network.ensure_bridge()
     aptserve.start(table["services"])
 
