@@ -195,6 +195,28 @@ def _hosts(inv: Inventory, ctx: RunContext, cert: Certification, plans: list[Tie
     return verify_tiers(inv, ctx, cert, plans, data, messages)
 
 
+def unit_name(tier: Any) -> str:
+    """The systemd unit that serves a tier on its head node (roles gridready_vllm, gridready_triton_trtllm)."""
+    return f"vllm-{tier.name}" if tier.engine == "vllm" else f"gridready-triton-{tier.name}"
+
+
+def unit_probes(inv: Inventory, host: str, unit: str) -> tuple[Any, Any]:
+    """(unit state, last log lines) of `unit` on `host` over SSH, for the not-ready report."""
+    from gridready.certify.fabric_phase import SshRunner
+
+    runner = SshRunner.from_inventory(inv)
+
+    def state() -> str:
+        res = runner.run(host, ["systemctl", "is-active", unit], 20)
+        return f"{unit} on {host}: {res.stdout.strip() or res.stderr.strip() or 'unknown'}"
+
+    def logs() -> list[str]:
+        res = runner.run(host, ["journalctl", "-u", unit, "-n", "20", "--no-pager", "-o", "cat"], 20)
+        return res.stdout.splitlines()[-20:]
+
+    return state, logs
+
+
 def verify_tiers(inv: Inventory, ctx: RunContext, cert: Certification, plans: list[TierPlan], data: dict[str, Any],
            messages: list[str], stage: str = STAGE) -> tuple[str, ExitCode]:
     """Readiness, smoke, benchmark and SLO gate per tier (first replica's head), decision per model."""
@@ -209,11 +231,13 @@ def verify_tiers(inv: Inventory, ctx: RunContext, cert: Certification, plans: li
     stage_dir = ctx.stage_dir(stage)
     reports = []
     for plan in plans:
-        head_ip = cert.certified[plan.replicas[0].head].ip
-        endpoint = bench.Endpoint.for_tier(plan.tier, head_ip)
+        head = plan.replicas[0].head
+        endpoint = bench.Endpoint.for_tier(plan.tier, cert.certified[head].ip)
+        unit_state, log_lines = unit_probes(inv, head, unit_name(plan.tier))
         reports.append(bench.verify_tier(endpoint, plan.tier, bench.Workload(),
                                          gpus=plan.world_size * len(plan.replicas),
-                                         ready_timeout_s=float(inv.spec.serving.wait_timeout_s)))
+                                         ready_timeout_s=float(inv.spec.serving.wait_timeout_s),
+                                         unit_state=unit_state, log_lines=log_lines))
     bench.write_tier_reports(stage_dir, reports, inv.customer)
     from gridready.monitoring.write import write_monitoring
 
