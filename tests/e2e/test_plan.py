@@ -1,0 +1,25 @@
+"""`invoke plan` on a fresh, never provisioned sandbox fleet: Ansible check mode lists the pending changes of every
+host without failing on what only exists after a real run (repositories, source directories)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.e2e.test_pipeline import _invoke
+
+pytestmark = [pytest.mark.sandbox, pytest.mark.slow]
+
+
+def test_plan_on_a_fresh_fleet_lists_changes_and_changes_nothing(make_fleet):
+    fleet = make_fleet(3)
+    artifacts = fleet.inventory.parent / f"{fleet.inventory.name}-plan-artifacts"
+    run = _invoke(fleet.inventory, artifacts, "plan", "--json")
+    assert run.returncode == 0, run.stderr[-4000:]
+    plan = json.loads(run.stdout)
+    assert plan["provision"]["status"] == "changes-pending"
+    assert all(plan["provision"]["changes"][h] for h in ("node1", "node2", "node3"))
+    assert plan["certify"]["dcgm_level"] == 3
+    assert "no certification" in plan["serve"]["rendered"]["refused"]
+    assert fleet.ssh("node1", "test -e /opt/nccl-tests", check=False).returncode != 0  # nothing was made
