@@ -86,8 +86,8 @@ class Inventory:
 
 def known_gates() -> set[str]:
     """Every gate name a spec may waive or declare not applicable."""
-    from gridready.certify.fabric_spec import FABRIC_GATE_NAMES
     from gridready.certify.judge import GATE_NAMES
+    from gridready.spec.fabric import FABRIC_GATE_NAMES
 
     return {"probe", *GATE_NAMES, *FABRIC_GATE_NAMES}
 

@@ -30,9 +30,9 @@ from pydantic import BaseModel, Field
 from gridready.artifacts import write_atomic, write_json_atomic
 from gridready.certify import hca as hca_gates
 from gridready.certify import isolation, multinode
-from gridready.certify.fabric_spec import FabricSettings
 from gridready.certify.outliers import flag_outliers, hca_bw_per_node
 from gridready.certify.result import Expected, GateResult, GateStatus
+from gridready.spec.fabric import FabricSettings
 
 S = GateStatus
 PROBE_SRC = Path(__file__).resolve().parent.parent / "probe" / "hca.py"

@@ -11,10 +11,10 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from gridready.certify.fabric_spec import FabricSettings
 from gridready.certify.result import Expected, GateResult, GateStatus
 from gridready.probe.hca import nearest_nics
 from gridready.spec import Nic, NodeGroup
+from gridready.spec.fabric import FabricSettings
 
 S = GateStatus
 LINK_LAYER = {"infiniband": "InfiniBand", "roce": "Ethernet", "ethernet": "Ethernet"}

@@ -16,8 +16,8 @@ from typing import Any
 
 from gridready.errors import InvalidInput, NotCertified
 from gridready.inventory import Inventory
-from gridready.serving.spec import Tier
 from gridready.spec import NodeGroup
+from gridready.spec.serving import Tier
 
 RDMA_KINDS = ("infiniband", "roce")
 

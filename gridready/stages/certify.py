@@ -19,10 +19,10 @@ from typing import Any
 from gridready import ansible
 from gridready.artifacts import RunContext, latest_summary
 from gridready.certify.judge import FleetVerdict, NodeVerdict, judge_fleet, judge_node, still_valid
-from gridready.certify.profile import CertificationSpec
 from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory
 from gridready.report import write_all
+from gridready.spec.certification import CertificationSpec
 from gridready.stages.common import HostOutcome, StageResult, Timer, base_extravars
 
 STAGE = "certify"

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from gridready.certify.fabric_phase import SshRunner, run_fabric_phase
-from gridready.certify.fabric_spec import FabricSettings
 from gridready.certify.quarantine import k8s_node_patches, slurm_drain_commands
 from gridready.inventory import load
+from gridready.spec.fabric import FabricSettings
 
 from .fabric_simtools import ensure_sim_tools, set_faults
 

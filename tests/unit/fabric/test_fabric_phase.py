@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from gridready.certify.fabric_phase import FabricResult, run_fabric_phase
-from gridready.certify.fabric_spec import FabricSettings
+from gridready.spec.fabric import FabricSettings
 
 from .fakefabric import FakeFabric, hosts_in, make_inventory
 

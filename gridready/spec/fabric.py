@@ -1,4 +1,4 @@
-"""FabricSettings: what the multi-node fabric phase checks and how (owned by the fabric certification).
+"""FabricSettings (`certification.fabric` in cluster.yml): what the multi-node fabric phase checks and how.
 
 The single-node `CertificationSpec` keeps the shared floors (`floors.multinode_busbw_gbps`,
 `floors.hca_write_bw_gbits`) and `nccl.multinode_fraction_of_nic`; everything fabric-only lives here so that
