@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +11,12 @@ import pytest
 import yaml
 
 from gridready import inventory
+from gridready.artifacts import RunContext
+from gridready.certify.judge import NodeVerdict, judge_fleet
+from gridready.certify.result import GateResult, GateStatus
+from gridready.contracts import CertifySummary
 from gridready.inventory import Inventory
+from gridready.stages import certify as certify_stage
 
 HCAS = [f"mlx5_{i}" for i in range(8)]
 
@@ -55,30 +59,39 @@ def make_inv(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[..., I
     return make
 
 
-def certify_summary(
-    certified: list[str], quarantined: list[str] = (), *, age_h: float = 1.0,
-    hcas: dict[str, list[str]] | None = None, status: str = "success",
-) -> dict[str, Any]:
-    finished = (datetime.now(UTC) - timedelta(hours=age_h)).isoformat(timespec="seconds")
-    hosts: dict[str, Any] = {}
-    for h in certified:
-        hosts[h] = {"status": "certified", "changed": 0, "detail": {"hcas_passed": (hcas or {}).get(h, HCAS)}}
-    for h in quarantined:
-        hosts[h] = {"status": "quarantined", "changed": 0, "detail": {"hcas_passed": []}}
-    return {"stage": "certify", "customer": "acme", "status": status, "check": False, "started_at": finished,
-            "finished_at": finished, "hosts": hosts,
-            "data": {"certified": list(certified), "quarantined": list(quarantined)}}
+def certification(
+    inv: Inventory, certified: list[str], quarantined: list[str] = (), *, hcas: dict[str, list[str]] | None = None,
+    run_id: str = "20261130T010000Z-aaaa", check: bool = False,
+) -> tuple[Path, CertifySummary]:
+    """A certify summary written by the certify stage's own writer under <tmp>/artifacts: every node passes the
+    `hca_present` gate for `hcas[node]` (default every HCA) and fails `hca_rate` (waived) for the spec's others;
+    quarantined nodes also fail a GPU gate. Returns (path, summary) as `contracts.latest` would."""
+    spec = inv.spec.certification.model_copy(update={"waive": ["hca_rate"]})
+    judged = datetime.now(UTC).isoformat(timespec="seconds")
+    verdicts = []
+    for host in [*certified, *quarantined]:
+        passed = (hcas or {}).get(host, HCAS)
+        gates = [GateResult(gate="hca_present", node=host, hca=h, status=GateStatus.PASS, reason=f"{h} present")
+                 for h in HCAS]
+        gates += [GateResult(gate="hca_rate", node=host, hca=h, status=GateStatus.FAIL, reason=f"{h} rate 200")
+                  for h in HCAS if h not in passed]
+        if host in quarantined:
+            gates.append(GateResult(gate="pcie_link", node=host, gpu=3, status=GateStatus.FAIL, reason="Gen4 x8"))
+        verdicts.append(NodeVerdict(node=host, node_group="gpu_nodes", sku="H200-SXM-141GB", gpus_expected=8,
+                                    profile=str(spec.profile), certified=False, judged_at=judged).add(gates, spec))
+    fleet = judge_fleet(spec, verdicts, outliers=False, customer=inv.customer, run_id=run_id)
+    ctx = RunContext(customer=inv.customer, run_id=run_id, root=inv.path.parent.parent / "artifacts", check=check)
+    summary = certify_stage.write_summary(inv, ctx, fleet)
+    return ctx.stage_dir("certify") / "summary.json", summary
 
 
 @pytest.fixture
-def write_certify(tmp_path: Path) -> Callable[..., Path]:
-    """Write a certify summary under artifacts/acme/<run>/certify/summary.json; returns the artifacts root."""
-    root = tmp_path / "artifacts"
+def write_certify(make_inv: Callable[..., Inventory]) -> Callable[..., Path]:
+    """write_certify(inv, certified, quarantined, ...): a certify summary through the stage's writer; returns the
+    artifacts root."""
 
-    def write(summary: dict[str, Any], run_id: str = "20261130T010000Z-aaaa") -> Path:
-        path = root / "acme" / run_id / "certify" / "summary.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(summary))
-        return root
+    def write(inv: Inventory, *args: Any, **kwargs: Any) -> Path:
+        path, _ = certification(inv, *args, **kwargs)
+        return path.parents[3]
 
     return write
