@@ -117,13 +117,20 @@ class TritonPlan:
 
     @property
     def ports(self) -> dict[str, int]:
+        """Ports that listen. tritonserver: HTTP, gRPC and --metrics-port. Triton's OpenAI frontend: the OpenAI
+        port (it also serves /metrics) and the KServe HTTP/gRPC frontends, no metrics port (server:python/openai/
+        openai_frontend/main.py, frontend/fastapi/routers/observability.py). trtllm-serve: its one port."""
         s = self.settings
-        out = {"http": s.http_port, "grpc": s.grpc_port, "metrics": s.metrics_port}
         if s.frontend == "trtllm-serve":
             return {"openai": self.openai_port}
         if s.openai_frontend:
-            out["openai"] = self.openai_port
-        return out
+            return {"http": s.http_port, "grpc": s.grpc_port, "openai": self.openai_port}
+        return {"http": s.http_port, "grpc": s.grpc_port, "metrics": s.metrics_port}
+
+    @property
+    def metrics_port_name(self) -> str:
+        """The entry of `ports` that serves /metrics."""
+        return "metrics" if "metrics" in self.ports else "openai"
 
 
 def _problem(tier: Tier, key: str, msg: str) -> str:
