@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -11,14 +10,8 @@ import pytest
 import yaml
 
 from gridready import inventory
-from gridready.artifacts import RunContext
-from gridready.certify.judge import NodeVerdict, judge_fleet
-from gridready.certify.result import GateResult, GateStatus
-from gridready.contracts import CertifySummary
 from gridready.inventory import Inventory
-from gridready.stages import certify as certify_stage
-
-HCAS = [f"mlx5_{i}" for i in range(8)]
+from tests.summaries import HCAS, certification
 
 
 def cluster_yml(customer: str, tiers: list[dict[str, Any]], target: str = "hosts") -> dict[str, Any]:
@@ -57,32 +50,6 @@ def make_inv(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[..., I
         return inventory.load(inv_dir)
 
     return make
-
-
-def certification(
-    inv: Inventory, certified: list[str], quarantined: list[str] = (), *, hcas: dict[str, list[str]] | None = None,
-    run_id: str = "20261130T010000Z-aaaa", check: bool = False,
-) -> tuple[Path, CertifySummary]:
-    """A certify summary written by the certify stage's own writer under <tmp>/artifacts: every node passes the
-    `hca_present` gate for `hcas[node]` (default every HCA) and fails `hca_rate` (waived) for the spec's others;
-    quarantined nodes also fail a GPU gate. Returns (path, summary) as `contracts.latest` would."""
-    spec = inv.spec.certification.model_copy(update={"waive": ["hca_rate"]})
-    judged = datetime.now(UTC).isoformat(timespec="seconds")
-    verdicts = []
-    for host in [*certified, *quarantined]:
-        passed = (hcas or {}).get(host, HCAS)
-        gates = [GateResult(gate="hca_present", node=host, hca=h, status=GateStatus.PASS, reason=f"{h} present")
-                 for h in HCAS]
-        gates += [GateResult(gate="hca_rate", node=host, hca=h, status=GateStatus.FAIL, reason=f"{h} rate 200")
-                  for h in HCAS if h not in passed]
-        if host in quarantined:
-            gates.append(GateResult(gate="pcie_link", node=host, gpu=3, status=GateStatus.FAIL, reason="Gen4 x8"))
-        verdicts.append(NodeVerdict(node=host, node_group="gpu_nodes", sku="H200-SXM-141GB", gpus_expected=8,
-                                    profile=str(spec.profile), certified=False, judged_at=judged).add(gates, spec))
-    fleet = judge_fleet(spec, verdicts, outliers=False, customer=inv.customer, run_id=run_id)
-    ctx = RunContext(customer=inv.customer, run_id=run_id, root=inv.path.parent.parent / "artifacts", check=check)
-    summary = certify_stage.write_summary(inv, ctx, fleet)
-    return ctx.stage_dir("certify") / "summary.json", summary
 
 
 @pytest.fixture

@@ -16,7 +16,8 @@ from gridready.contracts import CertifySummary, ServeSummary
 from gridready.errors import InvalidInput
 from gridready.exitcodes import ExitCode
 from gridready.stages import bench, serve
-from tests.unit.serving.conftest import HCAS, certification, vllm_tier
+from tests.summaries import HCAS, certification
+from tests.unit.serving.conftest import vllm_tier
 
 
 def _ctx(root: Path, **flags: Any) -> RunContext:

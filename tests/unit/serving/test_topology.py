@@ -9,7 +9,8 @@ import pytest
 from gridready.errors import InvalidInput, NotCertified
 from gridready.exitcodes import ExitCode
 from gridready.serving import topology
-from tests.unit.serving.conftest import HCAS, certification, vllm_tier
+from tests.summaries import HCAS, certification
+from tests.unit.serving.conftest import vllm_tier
 
 
 def _cert(inv, *args, **kwargs):

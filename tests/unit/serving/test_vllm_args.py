@@ -6,7 +6,8 @@ import pytest
 
 from gridready.sandbox.engine import cli as sim_cli
 from gridready.serving import topology, vllm
-from tests.unit.serving.conftest import HCAS, certification, vllm_tier
+from tests.summaries import HCAS, certification
+from tests.unit.serving.conftest import vllm_tier
 
 
 def _plan(make_inv, nodes: int, **tier):
