@@ -15,6 +15,7 @@ from rich.live import Live
 from rich.table import Table
 
 from gridready import console
+from gridready.errors import StageFailed
 from gridready.inventory import Inventory
 
 REPO = Path(__file__).resolve().parent.parent
@@ -204,3 +205,24 @@ def run_playbook(
         private_data_dir=private,
         seconds=round(time.monotonic() - started, 2),
     )
+
+
+def hostvars(inv: Inventory) -> dict[str, dict[str, Any]]:
+    """Every host's variables as Ansible itself layers them (group_vars, hosts.yml vars, host vars): the
+    `_meta.hostvars` of `ansible-inventory --list`, run through ansible_runner.get_inventory. Values stay as
+    written (templates unrendered); vault files open with GRIDREADY_VAULT_PASSWORD_FILE as in run_playbook."""
+    vault_file = os.environ.get("GRIDREADY_VAULT_PASSWORD_FILE")
+    path = os.environ.get("PATH", "")
+    os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{path}"  # ansible-runner looks it up here
+    try:
+        out, err = ansible_runner.get_inventory(
+            action="list", inventories=[str(inv.hosts_file)], response_format="json", quiet=True,
+            vault_ids=f"{inv.customer}@{vault_file}" if vault_file else None,
+            envvars={"ANSIBLE_CONFIG": str(REPO / "ansible.cfg")},
+        )
+    finally:
+        os.environ["PATH"] = path
+    data = out if isinstance(out, dict) else None
+    if data is None:
+        raise StageFailed(f"ansible-inventory could not read {inv.hosts_file}: {str(err or out).strip()[:300]}")
+    return {h: dict(v) for h, v in ((data.get("_meta") or {}).get("hostvars") or {}).items()}
