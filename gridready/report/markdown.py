@@ -27,9 +27,27 @@ def _gates(fleet: FleetVerdict) -> list[str]:
     return [g for g in dict.fromkeys(["probe", *seen]) if g in present]
 
 
-def _problems(fleet: FleetVerdict) -> list[tuple[NodeVerdict, GateResult]]:
-    return [(v, r) for _, v in sorted(fleet.nodes.items()) for r in v.gates
-            if r.status in (GateStatus.FAIL, GateStatus.ERROR, GateStatus.WARN) or r.waived]
+_GROUP_FROM = 4  # the same warning on this many nodes or more is one row naming how many and which
+
+
+def _problems(fleet: FleetVerdict) -> list[tuple[str, GateResult]]:
+    """(node label, result): fails, errors and waivers first, one row each; then warnings, where one identical
+    warning (same gate, reason and values) on many nodes is a single row."""
+    rows = [(v.node, r) for _, v in sorted(fleet.nodes.items()) for r in v.gates
+            if r.status in (GateStatus.FAIL, GateStatus.ERROR) or r.waived]
+    warned: dict[tuple[str, str, str, str, str], list[tuple[str, GateResult]]] = {}
+    for _, v in sorted(fleet.nodes.items()):
+        for r in v.gates:
+            if r.status is GateStatus.WARN and not r.waived:
+                key = (r.gate, _where(r), r.reason, measured_text(r), expected_text(r.expected, r.unit))
+                warned.setdefault(key, []).append((v.node, r))
+    for same in warned.values():
+        if len(same) < _GROUP_FROM:
+            rows += same
+        else:
+            names = [n for n, _ in same]
+            rows.append((f"{len(names)} nodes: {', '.join(names[:3])} ... {names[-1]}", same[0][1]))
+    return rows
 
 
 def _gate_counts(fleet: FleetVerdict, gates: list[str]) -> dict[str, Counter[GateStatus | None]]:
@@ -110,8 +128,8 @@ def render_md(fleet: FleetVerdict, plots: Mapping[str, Path | None], command: st
     if probs:
         out += ["| node | gate | GPU/link | status | reason | measured | expected | evidence |",
                 "|---|---|---|---|---|---|---|---|"]
-        for v, r in probs:
-            out.append(f"| {v.node} | {r.gate} | {_where(r)} | {r.status.value}{' (waived)' if r.waived else ''} | "
+        for node, r in probs:
+            out.append(f"| {node} | {r.gate} | {_where(r)} | {r.status.value}{' (waived)' if r.waived else ''} | "
                        f"{_md_cell(r.reason)} | {_md_cell(measured_text(r))} | "
                        f"{_md_cell(expected_text(r.expected, r.unit))} | {r.evidence or ''} |")
     else:
@@ -174,10 +192,10 @@ def render_html(fleet: FleetVerdict, plots: Mapping[str, Path | None], command: 
                         for g in gates)
         matrix.append(f"<tr><th>{e(node)}</th><td>{'yes' if v.certified else '<b>no</b>'}</td>{cells}</tr>")
     probs = "".join(
-        f"<tr><td>{e(v.node)}</td><td>{e(r.gate)}</td><td>{e(_where(r))}</td>"
+        f"<tr><td>{e(node)}</td><td>{e(r.gate)}</td><td>{e(_where(r))}</td>"
         f"<td>{e(r.status.value)}{' (waived)' if r.waived else ''}</td><td>{e(r.reason)}</td>"
         f"<td>{e(measured_text(r))}</td><td>{e(expected_text(r.expected, r.unit))}</td>"
-        f"<td><code>{e(r.evidence or '')}</code></td></tr>" for v, r in _problems(fleet))
+        f"<td><code>{e(r.evidence or '')}</code></td></tr>" for node, r in _problems(fleet))
     imgs = "".join(f'<p><img src="{e(p.name)}" alt="{e(n)}"></p>' for n, p in plots.items() if p)
     msgs = "".join(f"<li>{e(m)}</li>" for m in fleet.messages)
     cmd = f"<p>Command: <code>{e(command)}</code></p>" if command else ""
