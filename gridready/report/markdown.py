@@ -95,6 +95,15 @@ def _not_certified(fleet: FleetVerdict) -> list[tuple[str, str]]:
     return rows
 
 
+def _not_applicable(fleet: FleetVerdict) -> list[tuple[str, str, int]]:
+    """(gate, reason, nodes) of every n/a result: the reason a gate was not run is part of the verdict."""
+    seen: dict[tuple[str, str], int] = {}
+    for v in fleet.nodes.values():
+        for key in dict.fromkeys((r.gate, r.reason) for r in v.gates if r.status is GateStatus.SKIPPED):
+            seen[key] = seen.get(key, 0) + 1
+    return [(g, why, n) for (g, why), n in seen.items()]
+
+
 def _md_cell(text: str) -> str:
     return text.replace("|", "/").replace("\n", " ")
 
@@ -123,6 +132,10 @@ def render_md(fleet: FleetVerdict, plots: Mapping[str, Path | None], command: st
     out += ["", "### Nodes not certified", ""]
     rows = _not_certified(fleet)
     out += ["| node | why |", "|---|---|", *(f"| {n} | {_md_cell(why)} |" for n, why in rows)] if rows else ["none"]
+    na = _not_applicable(fleet)
+    if na:
+        out += ["", "### Not applicable (n/a: not run, not passed)", "", "| gate | why | nodes |", "|---|---|---:|",
+                *(f"| {g} | {_md_cell(why)} | {n} |" for g, why, n in na)]
     probs = _problems(fleet)
     out += ["", "## Failed, erroring, warning and waived gates", ""]
     if probs:
@@ -185,6 +198,11 @@ def render_html(fleet: FleetVerdict, plots: Mapping[str, Path | None], command: 
     not_cert = ("<table class=\"detail\"><col style=\"width:180px\"><col><tr><th>node</th><th>why</th></tr>"
                 + "".join(f"<tr><td>{e(n)}</td><td>{e(why)}</td></tr>" for n, why in nc) + "</table>"
                 if nc else "<p>none</p>")
+    na = _not_applicable(fleet)
+    na_html = ("<h3>Not applicable (n/a: not run, not passed)</h3>"
+               "<table><tr><th>gate</th><th>why</th><th>nodes</th></tr>"
+               + "".join(f'<tr><td>{e(g)}</td><td>{e(why)}</td><td class="n">{n}</td></tr>' for g, why, n in na)
+               + "</table>" if na else "")
     matrix = []
     for node, v in sorted(fleet.nodes.items()):
         worst = _worst_by_gate(v)
@@ -215,7 +233,7 @@ policy {e(fleet.failure_policy)} (minimum {fleet.min_certified_nodes})</li>
 {msgs}</ul>{cmd}
 <h3>Gates by status (nodes)</h3>
 <table><tr><th>gate</th>{''.join(f'<th>{_ICON[s]}</th>' for s in _COLUMNS)}</tr>{by_status}</table>
-<h3>Nodes not certified</h3>{not_cert}
+<h3>Nodes not certified</h3>{not_cert}{na_html}
 <h2>Failed, erroring, warning and waived gates</h2>
 <table class="detail"><col style="width:110px"><col style="width:110px"><col style="width:70px"><col style="width:60px">
 <col style="width:330px"><col style="width:230px"><col style="width:250px"><col>
