@@ -4,7 +4,6 @@ with a multi-node vLLM tier (RayService) and a multi-node Triton tier (LeaderWor
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,7 +12,8 @@ from gridready import pulumi as gpulumi
 from gridready.monitoring import kubernetes_monitors
 from gridready.serving import consistency, topology
 from gridready.stages import serve
-from tests.unit.serving.conftest import certify_summary, vllm_tier
+from tests.summaries import certification
+from tests.unit.serving.conftest import vllm_tier
 
 DIGEST = "sha256:" + "5e" * 32
 PROMETHEUS = {"monitoring.coreos.com": "the customer's kube-prometheus-stack"}
@@ -31,8 +31,7 @@ def triton_tier(**over: Any) -> dict[str, Any]:
 @pytest.fixture
 def rendered(make_inv) -> dict[str, Any]:
     inv = make_inv(4, [vllm_tier(tensor_parallel=8, pipeline_parallel=2), triton_tier()], target="kubernetes")
-    cert = topology.read_certification(inv, (Path("s.json"), certify_summary(["gpu01", "gpu02", "gpu03",
-                                                                              "gpu04"])))
+    cert = topology.read_certification(inv, certification(inv, ["gpu01", "gpu02", "gpu03", "gpu04"]))
     plans = topology.plan_tiers(inv, cert)
     out = {stack: gpulumi.render(stack, cfg, "acme") for stack, cfg in serve.stack_configs(inv, cert, plans).items()}
     docs = out["platform"].manifests + out["serving"].manifests

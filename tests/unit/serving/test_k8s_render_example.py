@@ -7,7 +7,6 @@ code; regenerate them with
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from pathlib import Path
@@ -18,7 +17,7 @@ from gridready import inventory
 from gridready.artifacts import RunContext
 from gridready.serving import consistency, manifests
 from gridready.stages import serve
-from tests.unit.serving.conftest import certify_summary
+from tests.summaries import certification
 
 REPO = Path(__file__).resolve().parents[3]
 EXAMPLE = REPO / "docs" / "examples" / "k8s-render"
@@ -29,10 +28,7 @@ HOSTS = ["acme-gpu01", "acme-gpu02", "acme-gpu03", "acme-gpu04"]
 def _render(tmp_path: Path) -> Path:
     inv = inventory.load(INVENTORY)
     root = tmp_path / "artifacts"
-    summary = {**certify_summary(HOSTS), "customer": inv.customer}
-    cert = root / inv.customer / "20261201T000000Z-cert" / "certify" / "summary.json"
-    cert.parent.mkdir(parents=True)
-    cert.write_text(json.dumps(summary))
+    certification(inv, HOSTS, run_id="20261201T000000Z-cert", root=root)
     ctx = RunContext(customer=inv.customer, run_id="20261201T010000Z-render", root=root, render=True)
     result = serve.run(inv, ctx)
     assert result.exit_code == 0, result.messages
