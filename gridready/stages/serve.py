@@ -22,7 +22,7 @@ from gridready.artifacts import RunContext
 from gridready.errors import GridreadyError, InvalidInput, NotCertified
 from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory
-from gridready.serving import manifests, topology, vllm
+from gridready.serving import manifests, sglang, topology, vllm
 from gridready.serving.topology import Certification, TierPlan
 from gridready.stages.common import HostOutcome, StageResult, Timer, base_extravars, outcome_from_playbook
 
@@ -117,6 +117,7 @@ def render(inv: Inventory, ctx: RunContext) -> dict[str, Any]:
 def hosts_extravars(inv: Inventory, cert: Certification, plans: list[TierPlan]) -> dict[str, Any]:
     mode = engine_mode(inv)
     out = base_extravars(inv) | vllm.hosts_extravars(plans, cert, inv.spec.serving, mode)
+    out["gridready_serve"]["sglang_units"] = sglang.units(plans, cert, inv.spec.serving, mode)
     if mode == "simulated":
         out["gridready_serve"]["ray_sizing"] = dict(SANDBOX_RAY)
         out["gridready_serve"]["ray_pip_spec"] = SANDBOX_RAY_PIP.format(version=inv.spec.serving.ray_version)
@@ -197,6 +198,8 @@ def _hosts(inv: Inventory, ctx: RunContext, cert: Certification, plans: list[Tie
 
 def unit_name(tier: Any) -> str:
     """The systemd unit that serves a tier on its head node (roles gridready_vllm, gridready_triton_trtllm)."""
+    if tier.engine == "sglang":
+        return f"sglang-{tier.name}"  # role gridready_sglang
     return f"vllm-{tier.name}" if tier.engine == "vllm" else f"gridready-triton-{tier.name}"
 
 
