@@ -233,11 +233,14 @@ def verify_tiers(inv: Inventory, ctx: RunContext, cert: Certification, plans: li
         return "success", ExitCode.OK
     stage_dir = ctx.stage_dir(stage)
     reports = []
+    reuse = inv.spec.serving.decision.prefix_reuse
+    workload = (bench.Workload(shared_prefix_len=reuse.system_prompt_tokens, shared_prefix_share=reuse.share)
+                if reuse else bench.Workload())
     for plan in plans:
         head = plan.replicas[0].head
         endpoint = bench.Endpoint.for_tier(plan.tier, cert.certified[head].ip)
         unit_state, log_lines = unit_probes(inv, head, unit_name(plan.tier))
-        reports.append(bench.verify_tier(endpoint, plan.tier, bench.Workload(),
+        reports.append(bench.verify_tier(endpoint, plan.tier, workload,
                                          gpus=plan.world_size * len(plan.replicas),
                                          ready_timeout_s=float(inv.spec.serving.wait_timeout_s),
                                          unit_state=unit_state, log_lines=log_lines))
