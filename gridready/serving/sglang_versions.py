@@ -14,6 +14,7 @@ class SglangPin(BaseModel):
 
     version: str
     pip_spec: str
+    image: str
     module: str
     default_port: int
 
@@ -29,4 +30,5 @@ def pin(override: str | None = None) -> SglangPin:
     base = _pin()
     if override is None:
         return base
-    return base.model_copy(update={"version": override, "pip_spec": f"sglang=={override}"})
+    return base.model_copy(update={"version": override, "pip_spec": f"sglang=={override}",
+                                   "image": f"lmsysorg/sglang:v{override}"})

@@ -103,8 +103,9 @@ def test_version_pin_has_its_source():
     text = (Path(__file__).resolve().parents[3] / "gridready/data/sglang_versions.yml").read_text()
     p = pin()
     assert p.pip_spec == f"sglang=={p.version}" and f'version: "{p.version}"' in text
-    assert "sgl-project/sglang release v" + p.version in text
-    assert pin("0.5.9").pip_spec == "sglang==0.5.9"
+    assert f"SGLang {p.version}" in text and f"lmsysorg/sglang:v{p.version}-cu129" in text  # the cited facts
+    assert p.image == f"lmsysorg/sglang:v{p.version}-cu129"
+    assert pin("0.5.21").pip_spec == "sglang==0.5.21"
 
 
 def test_hosts_extravars_carry_the_units(make_inv):
