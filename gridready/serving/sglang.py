@@ -125,3 +125,44 @@ def units(plans: list[TierPlan], cert: Certification, serving: ServingSpec, engi
                     "pip_spec": pin(settings(plan.tier).version).pip_spec,
                 })
     return out
+
+
+# --- target kubernetes --------------------------------------------------------------------------------------
+
+# kubernetes-sigs/lws docs/examples/sglang/lws.yaml@0377103: LWS injects these into every pod of a group; the
+# container args reference them with Kubernetes' $(VAR) expansion.
+LWS_LEADER = "$(LWS_LEADER_ADDRESS)"
+LWS_INDEX = "$(LWS_WORKER_INDEX)"
+
+
+def pod_args(plan: TierPlan) -> list[str]:
+    """launch_server arguments of every pod: rank and rendezvous come from LWS' env (one node: none)."""
+    if plan.nodes_per_replica == 1:
+        return launch_args(plan)
+    port = settings(plan.tier).dist_init_port
+    args = launch_args(plan, 0, f"{LWS_LEADER}:{port}")
+    args[args.index("--node-rank") + 1] = LWS_INDEX
+    return args
+
+
+def k8s_tier(plan: TierPlan, env: dict[str, str], serving: ServingSpec) -> dict[str, Any]:
+    """The stack config entry of one SGLang tier (stacks/serving/sglang.py SglangTierConfig)."""
+    k = serving.kubernetes
+    tier = plan.tier
+    return {
+        "name": tier.name,
+        "served_name": tier.served_name,
+        "image": pin(settings(tier).version).image,
+        "port": tier.port,
+        "nodes": plan.nodes_per_replica,
+        "replicas": tier.replicas,
+        "gpus_per_node": plan.gpus_per_node,
+        "dist_init_port": settings(tier).dist_init_port,
+        "args": ["python3", "-m", "sglang.launch_server", *pod_args(plan)],
+        "env": {key: v for key, v in env.items() if not key.startswith("RAY_")},
+        "rdma_resource": k.rdma_resource,
+        "shm_size": k.shm_size,
+        "cpu": k.worker_cpu,
+        "memory": k.worker_memory,
+        "gpu_product_label": k.gpu_product_label,
+    }

@@ -281,6 +281,8 @@ def stack_configs(inv: Inventory, cert: Certification, plans: list[TierPlan]) ->
                                   rdma_resource=k.rdma_resource, gpu_product_label=k.gpu_product_label)
             for p in triton_plans
         ]
+    config["sglang_tiers"] = [sglang.k8s_tier(p, vllm.pod_env(p, cert, serving), serving)
+                              for p in plans if p.tier.engine == "sglang"]
     return {
         "platform": vllm.platform_stack_config(inv.customer, serving, cert, inv.hosts, groups),
         "serving": config,
