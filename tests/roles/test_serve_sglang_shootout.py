@@ -72,9 +72,18 @@ def _decision(served: dict[str, Any]) -> tuple[dict[str, Any], str]:
     return json.loads((folder / "decision.json").read_text()), (folder / "decision.md").read_text()
 
 
+def _journal(fleet: Any, host: str, unit: str) -> str:
+    return fleet.ssh(host, f"journalctl -u {unit} --no-pager -o cat -n 40").stdout
+
+
 def test_serve_runs_both_tiers_and_the_shootout(served) -> None:
     result = served["result"]
-    assert result.exit_code == 0, result.messages
+    fleet = served["fleet"]
+    if result.exit_code != 0:  # say why: the units' own logs
+        logs = {f"{h} {u}": _journal(fleet, h, u)[-3000:] for h, u in
+                ((fleet.names[0], "ray-head"), (fleet.names[0], "vllm-llama-vllm"),
+                 (fleet.names[1], "sglang-llama-sgl"), (fleet.names[2], "sglang-llama-sgl"))}
+        raise AssertionError(f"{result.messages}\n" + "\n".join(f"--- {k}\n{v}" for k, v in logs.items()))
     print(f"serve with the shootout: {served['seconds']:.1f} s")
     plans = {p["tier"]: p for p in result.data["plan"]}
     assert (plans["llama-sgl"]["tensor_parallel"], plans["llama-sgl"]["pipeline_parallel"]) == (8, 2)
