@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from gridready.serving.sglang_spec import SglangSettings
 from gridready.serving.sglang_versions import pin
-from gridready.serving.spec import ServingSpec, Tier
 from gridready.serving.topology import Certification, CertifiedNode, ReplicaPlan, TierPlan, rdma_hcas
+from gridready.spec import ServingSpec, Tier
+from gridready.spec.sglang import SglangSettings
 
 SIM_MODE = ["--mode", "sglang"]
 

@@ -66,7 +66,7 @@ def test_multi_node_ranks_share_one_init_address(make_inv, nodes):
 
 
 def make_inv_serving(plan):
-    from gridready.serving.spec import ServingSpec
+    from gridready.spec import ServingSpec
 
     return ServingSpec(tiers=[plan.tier])
 

@@ -10,7 +10,7 @@ import pytest
 
 from gridready.bench import DecisionSpec, Endpoint, Workload, decide, verify_tier, write_decision
 from gridready.bench.prefix_reading import parse, reading
-from gridready.serving.spec import Slo, Tier
+from gridready.spec import Slo, Tier
 from tests.unit.bench.conftest import start_engine
 
 # 100-token shared system prompt on 80 % of requests: a multiple of neither 16 nor the request part, so block
