@@ -2,7 +2,8 @@
 shootout (SIMULATED engines).
 
 The serve stage runs for real (gridready.stages.serve -> playbooks/serve.yml -> roles gridready_ray_node,
-gridready_vllm, gridready_sglang); only the certification is written by the test. The vLLM tier runs on node1
+gridready_vllm, gridready_sglang); only the certification is written by the test (through the certify stage's
+writer). The vLLM tier runs on node1
 (Ray, TP 8); the SGLang tier spans node2 and node3 (TP 8 x PP 2 through --nnodes/--node-rank/--dist-init-addr,
 no Ray). The benchmark carries a shared 120-token system prompt; the decision record must show both engines'
 prefix-cache hit rates, read from their own metrics, and name the winner.
@@ -13,8 +14,6 @@ from __future__ import annotations
 import json
 import time
 import urllib.request
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,23 +22,11 @@ import yaml
 from gridready import inventory
 from gridready.artifacts import RunContext
 from gridready.stages import serve
+from tests.summaries import certification
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.slow]
 MODEL = {"hf_id": "meta-llama/Llama-3.1-8B-Instruct", "revision": "0e9e39f249a16976918f6564b8830bc894c89659"}
 SLO = {"ttft_ms_p99": 3000, "tpot_ms_p99": 200, "goodput_min": 0.9}
-
-
-def _certify(root: Path, customer: str, hosts: list[str]) -> None:
-    now = datetime.now(UTC).isoformat(timespec="seconds")
-    summary = {"stage": "certify", "customer": customer, "status": "success", "check": False,
-               "started_at": now, "finished_at": now,
-               "hosts": {h: {"status": "certified", "detail": {"hcas_passed": [f"mlx5_{i}" for i in range(8)]}}
-                         for h in hosts},
-               "data": {"certified": hosts, "quarantined": [],
-                        "written_by": "tests/roles/test_serve_sglang_shootout.py"}}
-    path = root / customer / "20261201T000000Z-test" / "certify" / "summary.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(summary))
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +44,7 @@ def served(make_fleet, tmp_path_factory):
     (fleet.inventory / "cluster.yml").write_text(yaml.safe_dump(cluster, sort_keys=False))
     root = tmp_path_factory.mktemp("artifacts")
     inv = inventory.load(fleet.inventory)
-    _certify(root, inv.customer, fleet.names)
+    certification(inv, fleet.names, root=root, run_id="20261201T000000Z-test")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("ANSIBLE_CACHE_PLUGIN_CONNECTION", fleet.ansible_env()["ANSIBLE_CACHE_PLUGIN_CONNECTION"])
         t0 = time.monotonic()

@@ -4,20 +4,19 @@ Service; every manifest validates against the Kubernetes schemas and the LWS CRD
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from gridready import pulumi as gpulumi
 from gridready.serving import manifests, topology
 from gridready.stages import serve
-from tests.unit.serving.conftest import certify_summary, vllm_tier
+from tests.summaries import certification
+from tests.unit.serving.conftest import vllm_tier
 
 
 def _render(make_inv, pp: int, replicas: int = 1):
     tier = vllm_tier(name="llama-sgl", engine="sglang", pipeline_parallel=pp, replicas=replicas, port=30000)
     inv = make_inv(4, [tier], target="kubernetes")
-    cert = topology.read_certification(inv, (Path("s.json"), certify_summary(["gpu01", "gpu02", "gpu03", "gpu04"])))
+    cert = topology.read_certification(inv, certification(inv, ["gpu01", "gpu02", "gpu03", "gpu04"]))
     configs = serve.stack_configs(inv, cert, topology.plan_tiers(inv, cert))
     assert configs["serving"]["triton_tiers"] == []  # an sglang tier is not handed to the Triton component
     return gpulumi.render("serving", configs["serving"], "acme").manifests
@@ -76,6 +75,6 @@ def test_lws_schema_catches_a_broken_set(make_inv):
 def test_serve_render_writes_validated_manifests(make_inv, tmp_path, pp):
     tier = vllm_tier(name="llama-sgl", engine="sglang", pipeline_parallel=pp)
     inv = make_inv(4, [tier], target="kubernetes")
-    cert = topology.read_certification(inv, (Path("s.json"), certify_summary(["gpu01", "gpu02"])))
+    cert = topology.read_certification(inv, certification(inv, ["gpu01", "gpu02"]))
     out = serve.render_manifests(inv, cert, topology.plan_tiers(inv, cert), tmp_path / "k8s")
     assert out["files"] and out["validated_against"].startswith("kubernetes")

@@ -11,7 +11,8 @@ from gridready.errors import InvalidInput
 from gridready.serving import sglang, topology
 from gridready.serving.sglang_versions import pin
 from gridready.stages import serve
-from tests.unit.serving.conftest import certify_summary, vllm_tier
+from tests.summaries import certification
+from tests.unit.serving.conftest import vllm_tier
 
 
 def sglang_tier(**over):
@@ -20,7 +21,7 @@ def sglang_tier(**over):
 
 def _plan(make_inv, nodes: int, **tier):
     inv = make_inv(nodes, [sglang_tier(**tier)])
-    cert = topology.read_certification(inv, (Path("s.json"), certify_summary(inv.gpu_hosts())))
+    cert = topology.read_certification(inv, certification(inv, inv.gpu_hosts()))
     (plan,) = topology.plan_tiers(inv, cert)
     return inv, cert, plan
 
