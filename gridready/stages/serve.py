@@ -24,7 +24,7 @@ from gridready.contracts import CertifySummary, Endpoint, HostOutcome, ServeSumm
 from gridready.errors import GridreadyError, InvalidInput, NotCertified
 from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory
-from gridready.serving import manifests, sglang, topology, vllm
+from gridready.serving import consistency, manifests, sglang, topology, vllm
 from gridready.serving.topology import Certification, TierPlan
 from gridready.stages.common import Timer, base_extravars, outcome_from_playbook
 from gridready.stages.fabric import SshRunner
@@ -309,11 +309,16 @@ def render_manifests(inv: Inventory, cert: Certification, plans: list[TierPlan],
     """Render both stacks under mocks, validate every manifest, write them; InvalidInput when one is invalid."""
     k8s_version = inv.spec.serving.kubernetes.kubernetes_version
     written, errors, counts = [], [], {}
+    docs: list[dict[str, Any]] = []
+    releases: list[dict[str, Any]] = []
     for stack, config in stack_configs(inv, cert, plans).items():
         rendered = gpulumi.render(stack, config, inv.customer)
         errors += manifests.validate(rendered.manifests, k8s_version)
+        docs += rendered.manifests
+        releases += rendered.helm_releases
         written += [str(p) for p in gpulumi.write_rendered(rendered, out_dir)]
         counts[stack] = {"manifests": len(rendered.manifests), "helm_releases": len(rendered.helm_releases)}
+    errors += consistency.check(docs, releases)
     if errors:
         raise GridreadyError("rendered manifests do not validate:\n" + "\n".join(errors), ExitCode.STAGE_FAILED)
     return {"files": written, "counts": counts, "validated_against": f"kubernetes {k8s_version} + CRDs"}
