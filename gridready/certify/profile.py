@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt, PositiveInt, model_validator
 
+from gridready.catalog import Collective
 from gridready.certify.fabric_spec import FabricSettings
 
 
@@ -32,6 +33,8 @@ class Floors(BaseModel):
     h2d_gbps: NonNegativeFloat | None = None
     peer_gbps: NonNegativeFloat | None = None
     nccl_busbw_gbps: NonNegativeFloat | None = Field(None, description="single-node all-reduce busbw floor")
+    nccl_collectives_gbps: dict[Collective, NonNegativeFloat] = Field(
+        default_factory=dict, description="single-node busbw floor per other collective, e.g. {alltoall: 300}")
     multinode_busbw_gbps: NonNegativeFloat | None = Field(None, description="multi-node all-reduce busbw floor")
     hca_write_bw_gbits: NonNegativeFloat | None = Field(None, description="ib_write_bw per HCA, Gb/s")
 
@@ -39,7 +42,10 @@ class Floors(BaseModel):
 class NcclSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    collective: Literal["all_reduce", "all_gather", "reduce_scatter"] = "all_reduce"
+    collectives: list[Collective] = Field(
+        default_factory=lambda: ["all_reduce"], min_length=1,
+        description="nccl-tests collectives run and gated inside each node: all_reduce, all_gather, reduce_scatter, "
+                    "alltoall, sendrecv (each with its own floor)")
     algo: Literal["ring", "nvls", "tree"] = Field("ring", description="ring sets NCCL_NVLS_ENABLE=0")
     min_bytes: PositiveInt = Field(1 << 30, description="the floor applies to the max busbw at sizes >= this")
     max_bytes: PositiveInt = Field(8 << 30, description="largest message of the sweep")

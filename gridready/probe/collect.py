@@ -157,26 +157,33 @@ class Probe:
                                         for r in res["retries"]]}
 
     def nccl_tests(self) -> None:
-        binary = nccl_tests.find_binary("all_reduce_perf", self.opts.get("nccl_tests_dir"))
-        self.doc["tools"]["all_reduce_perf"] = binary
-        if binary is None:
+        """Each collective of `collectives` (default all_reduce) with its `<collective>_perf`, best of N runs."""
+        wanted = list(self.opts.get("collectives") or ["all_reduce"])
+        n = len(self.bus_of_index) or int(self.opts.get("gpus") or 0)
+        per: dict[str, Any] = {}
+        for coll in wanted:
+            binary = nccl_tests.find_binary(f"{coll}_perf", self.opts.get("nccl_tests_dir"))
+            self.doc["tools"][f"{coll}_perf"] = binary
+            if binary is None:
+                continue
+            runs, raw = [], []
+            for _ in range(max(1, int(self.opts["best_of"]))):  # best of N against a flaky moment, never an average
+                with tempfile.TemporaryDirectory() as tmp:
+                    res = nccl_tests.collect(max(n, 1), self.opts["nccl_min_bytes"], self.opts["nccl_max_bytes"],
+                                             nccl_env(self.opts["algo"]), float(self.opts["timeout"]),
+                                             os.path.join(tmp, "nccl.json"), binary)
+                raw.append(res["run"]["stdout"])
+                runs.append({"rc": res["run"]["rc"], "timed_out": res["run"]["timed_out"],
+                             "parsed": res["json"] or res["parsed"]})
+                if res["run"]["timed_out"] or res["run"]["rc"] != 0:
+                    break
+            self.doc["raw"][f"{coll}_perf"] = "\n".join(raw)
+            per[coll] = {"runs": runs}
+        if not per:
             self.doc["nccl_tests"] = {"present": False}
             return
-        n = len(self.bus_of_index) or int(self.opts.get("gpus") or 0)
-        runs, raw = [], []
-        for _ in range(max(1, int(self.opts["best_of"]))):  # best of N against a flaky moment, never an average
-            with tempfile.TemporaryDirectory() as tmp:
-                res = nccl_tests.collect(max(n, 1), self.opts["nccl_min_bytes"], self.opts["nccl_max_bytes"],
-                                         nccl_env(self.opts["algo"]), float(self.opts["timeout"]),
-                                         os.path.join(tmp, "nccl.json"), binary)
-            raw.append(res["run"]["stdout"])
-            runs.append({"rc": res["run"]["rc"], "timed_out": res["run"]["timed_out"],
-                         "parsed": res["json"] or res["parsed"]})
-            if res["run"]["timed_out"] or res["run"]["rc"] != 0:
-                break
-        self.doc["raw"]["all_reduce_perf"] = "\n".join(raw)
         self.doc["nccl_tests"] = {"present": True, "env": nccl_env(self.opts["algo"]), "algo": self.opts["algo"],
-                                  "runs": runs}
+                                  "collectives": per, "runs": (per.get("all_reduce") or {}).get("runs", [])}
 
     def torch(self) -> None:
         tdoc: dict[str, Any] = {"present": False}

@@ -73,7 +73,8 @@ def catalog_facts(sku_list: Any) -> dict[str, dict[str, Any]]:
             "power_limit_w": s.power_limit_w,
             "max_sm_clock_mhz": s.max_sm_clock_mhz,
             "max_mem_clock_mhz": s.max_mem_clock_mhz,
-            "nccl": [{"gpus": f.gpus, "algo": f.algo, "reference_gbps": f.reference_gbps} for f in s.nccl_floors],
+            "nccl": [{"gpus": f.gpus, "algo": f.algo, "collective": f.collective, "reference_gbps": f.reference_gbps}
+                     for f in s.nccl_floors],
             "shapes": [{"gpus": n.gpus, "platform": n.platform, "nvswitch": n.nvswitch, "nvlink_links": n.nvlink_links}
                        for n in s.shapes],
         }
