@@ -7,7 +7,7 @@ never to nccl-tests' "Avg bus bandwidth" (it depends on the size range). Best of
 validated count (the in-place sendrecv column is never validated: src/sendrecv.cu); `#wrong` must be 0 and "Out of
 bounds values" 0; the header's `validation: 0` (run with `-c 0`) warns. Floors: the spec's, else the catalog's per
 SKU x GPU count x algorithm x collective. The share of the raw NVLink peak is reported as information.
-Source: nccl-tests when installed (text or -J JSON), else, for all_reduce only, the probe's torch.distributed sweep.
+Source: nccl-tests when installed (text or -J JSON), else the probe's torch.distributed sweep of that collective.
 One GPU: n/a (a collective needs a peer; nccl-tests prints busbw 0 for one rank).
 """
 
@@ -46,9 +46,10 @@ def sweep_points(doc: dict[str, Any], collective: str = "all_reduce") -> tuple[s
             unchecked = parsed.get("validation") == 0 or not checked
             pts.append({"bytes": r["bytes"], "busbw": validated_busbw(r), "run": i,
                         "wrong": None if unchecked else sum(checked)})
-    if pts or collective != "all_reduce":
-        return ("nccl-tests" if pts else None), pts
-    ar = (doc.get("torch") or {}).get("allreduce") or {}
+    if pts:
+        return "nccl-tests", pts
+    t = doc.get("torch") or {}
+    ar = (t.get("allreduce") if collective == "all_reduce" else (t.get("collectives") or {}).get(collective)) or {}
     for r in ar.get("sizes", []):
         pts.append({"bytes": r["bytes"], "busbw": r["busbw_gbps"], "run": 0, "wrong": ar.get("wrong")})
     return ("torch.distributed" if pts else None), pts
@@ -79,13 +80,13 @@ def nccl_collective(doc: dict[str, Any], exp: Expectations, collective: str) -> 
         return [exp.result(gate, E, f"no {collective} floor for {exp.gpus} x {exp.sku.name} ({ns.algo}); "
                            f"set certification.floors.{key}", unit="GB/s")]
     source, pts = sweep_points(doc, collective)
+    torch_key = "torch.allreduce" if collective == "all_reduce" else f"torch.collectives.{collective}"
     kw: dict[str, Any] = {"expected": expected, "unit": "GB/s",
-                          "evidence": "torch.allreduce" if source == "torch.distributed" else f"raw.{collective}_perf"}
+                          "evidence": torch_key if source == "torch.distributed" else f"raw.{collective}_perf"}
     runs = runs_of(doc, collective)
     if source is None:
         why = (f"nccl-tests {collective}_perf ran but printed no result rows" if runs else
-               f"nccl-tests {collective}_perf not run on this node" if collective != "all_reduce" else
-               "neither nccl-tests nor a torch.distributed sweep produced results")
+               f"neither nccl-tests {collective}_perf nor a torch.distributed {collective} sweep produced results")
         return [exp.result(gate, E, why, **kw)]
     parsed = [r.get("parsed") or {} for r in runs]
     big = [p for p in pts if p["bytes"] >= ns.min_bytes and p["busbw"] is not None]

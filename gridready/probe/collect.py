@@ -216,6 +216,14 @@ class Probe:
         except Exception as exc:
             tdoc["allreduce"] = None
             self.err("torch.allreduce", f"{type(exc).__name__}: {exc}")
+        tdoc["collectives"] = {}
+        for coll in [c for c in self.opts.get("collectives") or [] if c != "all_reduce"]:
+            try:
+                tdoc["collectives"][coll] = torch_allreduce.sweep(
+                    world, sizes, self.prof["ar_iters"], self.prof["ar_warmup"], int(self.opts["best_of"]),
+                    nccl_env(self.opts["algo"]), float(self.opts["timeout"]), collective=coll)
+            except Exception as exc:
+                self.err(f"torch.{coll}", f"{type(exc).__name__}: {exc}")
 
     def gpu_burn(self) -> None:
         """burn-in only, where gpu_burn is installed (the torch GEMM burn runs regardless)."""
