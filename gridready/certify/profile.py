@@ -5,7 +5,16 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt, PositiveInt, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeFloat,
+    NonNegativeInt,
+    PositiveInt,
+    field_validator,
+    model_validator,
+)
 
 from gridready.catalog import Collective
 from gridready.certify.fabric_spec import FabricSettings
@@ -91,6 +100,10 @@ class CertificationSpec(BaseModel):
 
     profile: Profile = Field(Profile.STANDARD, description="quick | standard | burn-in")
     dcgm_level: int | None = Field(None, ge=1, le=4, description="default from the profile: 1, 3, 4")
+    dcgm_precision: str = Field(
+        "h", pattern=r"^[hsd]{1,3}$",
+        description="DCGM diagnostic plugin GEMM precisions (level 3+): h = FP16 on the tensor cores, s = FP32, "
+                    "d = FP64; DCGM offers no BF16/FP8 (the probe's gemm gates load those)")
     waive: list[str] = Field(default_factory=list, description="gate names that do not block certification")
     not_applicable: list[str] = Field(
         default_factory=list, description="gates that cannot apply on these nodes (reported, not passed)"
@@ -115,6 +128,13 @@ class CertificationSpec(BaseModel):
     probe_timeout_s: PositiveInt = Field(
         1800, description="wall-clock limit for the whole probe on one node (the role kills it after this)"
     )
+
+    @field_validator("dcgm_precision")
+    @classmethod
+    def _each_precision_once(cls, value: str) -> str:
+        if len(set(value)) != len(value):
+            raise ValueError(f"each of h, s, d at most once: {value!r}")
+        return value
 
     @model_validator(mode="after")
     def _quick_is_quick(self) -> CertificationSpec:

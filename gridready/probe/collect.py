@@ -148,9 +148,9 @@ class Probe:
         if which("dcgmi") is None:
             self.doc["dcgm"] = {"present": False, "level": level}
             return
-        res = dcgm.collect(level, timeout_s=float(self.opts["timeout"]))
+        res = dcgm.collect(level, timeout_s=float(self.opts["timeout"]), precision=self.opts.get("dcgm_precision"))
         self.doc["raw"]["dcgmi_diag"] = res["run"]["stdout"]
-        self.doc["dcgm"] = {"present": True, "level": level, "rc": res["run"]["rc"],
+        self.doc["dcgm"] = {"present": True, "level": level, "rc": res["run"]["rc"], "parameters": res["parameters"],
                             "timed_out": res["run"]["timed_out"], "parsed": res["parsed"],
                             "parse_error": res["parse_error"],
                             "retries": [{"plugin": r["plugin"], "rc": r["run"]["rc"], "parsed": r.get("parsed")}
