@@ -82,6 +82,20 @@ def bench(c: Context, json: bool = False) -> None:
     _stage(c, "bench", json=json)
 
 
+@task(pre=[validate], help={"host": "a host of hosts.yml to read", "json": HELP["json"],
+                            "group": "node group name (default: the host's group in hosts.yml, else discovered)",
+                            "write": "put the node group into cluster.yml, then validate the inventory"})
+@cli.guarded
+def discover(c: Context, host: str, group: str | None = None, write: bool = False, json: bool = False) -> None:
+    """Read a host through Ansible (GPUs, NICs, OS, NVSwitch) and print its node group for cluster.yml."""
+    from gridready.stages import discover as stage
+
+    inv = _inv(c)
+    cli.ensure_sandbox(inv)
+    summary = stage.run(inv, cli.context(inv, json=json), host=host, group=group, write=write)
+    cli.finish(summary, json or bool(c.config.gridready.json))
+
+
 @task(pre=[validate], help={"json": HELP["json"]})
 @cli.guarded
 def plan(c: Context, json: bool = False) -> None:
@@ -135,7 +149,7 @@ sandbox.add_task(sandbox_up, "up")
 sandbox.add_task(sandbox_down, "down")
 sandbox.add_task(sandbox_status, "status")
 
-ns = Collection(validate, provision, certify, serve, bench, plan, schema, sandbox)
+ns = Collection(validate, provision, certify, serve, bench, discover, plan, schema, sandbox)
 ns.configure({
     "gridready": {
         "inventory": os.environ.get("GRIDREADY_INVENTORY", "sandbox"),

@@ -21,6 +21,20 @@ TOOLS = ("nvidia-smi", "dcgmi", "all_reduce_perf", "nvbandwidth", "gpu_burn", "l
 SERVICES = ("nvidia-fabricmanager", "nvidia-persistenced", "nvidia-dcgm")
 
 
+def os_release(path: str = "/etc/os-release") -> dict[str, str]:
+    """ID and VERSION_ID of /etc/os-release (os-release(5)); {} where it cannot be read."""
+    out: dict[str, str] = {}
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for line in fh:
+                key, sep, val = line.strip().partition("=")
+                if sep and key in ("ID", "VERSION_ID"):
+                    out[key.lower()] = val.strip().strip('"')
+    except OSError:
+        pass
+    return out
+
+
 def nccl_env(algo: str) -> dict[str, str]:
     """Environment that pins the all-reduce algorithm the spec names."""
     if algo == "ring":
@@ -37,7 +51,7 @@ class Probe:
         self.doc: dict[str, Any] = {
             "schema": SCHEMA, "host": socket.gethostname(), "profile": opts["profile"], "options": opts,
             "started": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-            "python": platform.python_version(), "kernel": platform.release(),
+            "python": platform.python_version(), "kernel": platform.release(), "os": os_release(),
             "tools": {t: which(t) for t in TOOLS}, "errors": [], "timings_s": {}, "raw": {},
         }
         self.bus_of_index: dict[int, str] = {}

@@ -294,8 +294,8 @@ def with_shape(sku: dict[str, Any], gpus: int, platform: str) -> dict[str, Any]:
     a 4-GPU HGX board has NVLink but no NVSwitch (catalog shapes, with their sources)."""
     shape = next((s for s in sku.get("shapes", []) if s["gpus"] == gpus and s["platform"] == platform), None)
     if shape is None:
-        return sku
-    return {**sku, "nvswitch": shape["nvswitch"], "nvlink_links": shape["nvlink_links"]}
+        return {**sku, "platform": platform}
+    return {**sku, "nvswitch": shape["nvswitch"], "nvlink_links": shape["nvlink_links"], "platform": platform}
 
 
 def from_dict(data: dict[str, Any]) -> Host:
