@@ -17,9 +17,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gridready.certify.fabric_spec import FabricSettings
 from gridready.certify.result import Expected, GateResult, GateStatus
 from gridready.probe import nccl_tests
+from gridready.spec.fabric import FabricSettings
 
 S = GateStatus
 NCCL_ALGO = {"ring": "Ring", "tree": "Tree", "nvls": "NVLS", "collnet": "CollNet"}

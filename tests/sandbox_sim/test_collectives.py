@@ -11,10 +11,10 @@ import pytest
 from gridready import catalog
 from gridready.certify import nccl
 from gridready.certify.expectations import Expectations
-from gridready.certify.profile import CertificationSpec
 from gridready.certify.result import GateStatus
 from gridready.probe import nccl_tests
 from gridready.probe.offline import doc_from_outputs
+from gridready.spec import CertificationSpec
 
 from .conftest import FIXTURES, call
 

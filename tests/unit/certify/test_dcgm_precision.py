@@ -11,10 +11,10 @@ import pytest
 from pydantic import ValidationError
 
 from gridready.certify.judge import judge_node
-from gridready.certify.profile import CertificationSpec
 from gridready.certify.result import GateStatus
 from gridready.probe import dcgm
 from gridready.sandbox.profile import HardwareProfile
+from gridready.spec import CertificationSpec
 from tests.unit.certify.fixtures_io import group, spec
 
 
