@@ -7,18 +7,32 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field
 
 from gridready import ansible
 from gridready.artifacts import RunContext
+from gridready.contracts import HostOutcome, StageSummary
 from gridready.discovery import DiscoveryError, node_group
-from gridready.errors import InventoryError
+from gridready.errors import InvalidInput
 from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory, load
 from gridready.stages.certify import extravars as certify_vars
-from gridready.stages.common import StageResult, Timer, outcome_from_playbook
+from gridready.stages.common import Timer, outcome_from_playbook
 
 STAGE = "discover"
+
+
+class DiscoverSummary(StageSummary):
+    """summary.json of `invoke discover`: `data.node_group` is the group read from the host."""
+
+    STAGE: ClassVar[str] = STAGE
+    SCHEMA: ClassVar[str] = "gridready.discover-summary/1"
+
+    schema_version: Literal["gridready.discover-summary/1"] = "gridready.discover-summary/1"
+    stage: Literal["discover"] = "discover"
+    hosts: dict[str, HostOutcome] = Field(default_factory=dict)
 SKIP = ["dcgm", "nccl_tests", "nvbandwidth", "gpu_burn", "torch", "kernel_log"]  # read only, measure nothing
 
 
@@ -44,19 +58,20 @@ def _write(inv: Inventory, group: dict[str, Any]) -> None:
     tmp.replace(path)
     try:
         load(inv.path)
-    except InventoryError:
+    except InvalidInput:
         path.write_text(before)
         raise
 
 
-def run(inv: Inventory, ctx: RunContext, *, host: str, group: str | None = None, write: bool = False) -> StageResult:
+def run(inv: Inventory, ctx: RunContext, *, host: str, group: str | None = None,
+        write: bool = False) -> DiscoverSummary:
     timer = Timer()
     if host not in inv.hosts:
-        raise InventoryError([f"inventories/{inv.name}/hosts.yml: {host}: not a host of this inventory (add it to "
+        raise InvalidInput([f"inventories/{inv.name}/hosts.yml: {host}: not a host of this inventory (add it to "
                               "hosts.yml first)"])
     name = group or inv.node_group_of(host) or "discovered"
     if write and host not in inv.groups.get(name, []):
-        raise InventoryError([f"inventories/{inv.name}/hosts.yml: {name}: {host} is not in Ansible group {name!r}; "
+        raise InvalidInput([f"inventories/{inv.name}/hosts.yml: {name}: {host} is not in Ansible group {name!r}; "
                               "put it there, then --write"])
     stage_dir = ctx.stage_dir(STAGE)
     fetch_dir = stage_dir / "probes"
@@ -78,8 +93,6 @@ def run(inv: Inventory, ctx: RunContext, *, host: str, group: str | None = None,
         except (OSError, ValueError, DiscoveryError) as exc:
             status, code = "failed", ExitCode.STAGE_FAILED
             messages.append(f"{host}: {exc}")
-    summary = StageResult(stage=STAGE, customer=inv.customer, run_id=ctx.run_id, status=status,  # type: ignore[arg-type]
-                          exit_code=int(code), check=False, started_at=timer.started_at, seconds=timer.seconds,
-                          hosts=outcomes, messages=messages, data=data)
-    summary.write(ctx)
-    return summary
+    return DiscoverSummary(customer=inv.customer, run_id=ctx.run_id, status=status,  # type: ignore[arg-type]
+                           exit_code=int(code), check=False, started_at=timer.started_at, seconds=timer.seconds,
+                           hosts=outcomes, messages=messages, data=data).close(ctx)
