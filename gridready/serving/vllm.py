@@ -277,7 +277,7 @@ def serving_stack_config(
                 "initializing_timeout": k.initializing_timeout,
                 "gpu_product_label": k.gpu_product_label,
             })
-        else:
+        elif tier.engine == "triton-trtllm":
             triton_tiers.append({
                 "name": tier.name,
                 "tier": tier.model_dump(mode="json"),

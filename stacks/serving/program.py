@@ -56,6 +56,7 @@ class ServingConfig(BaseModel):
     hf_token_secret: str = "hf-token"
     vllm_tiers: list[RayServiceTier] = Field(default_factory=list)
     triton_tiers: list[dict[str, Any]] = Field(default_factory=list, description="opaque to this module")
+    sglang_tiers: list[dict[str, Any]] = Field(default_factory=list, description="stacks/serving/sglang.py")
 
 
 def serve_config(tier: RayServiceTier) -> str:
@@ -204,7 +205,11 @@ class ServingTiers(pulumi.ComponentResource):
         self.vllm = [VllmRayService(t.name, t, config.namespace, config.hf_token_secret, after)
                      for t in config.vllm_tiers]
         self.triton = [build_triton(t, config.namespace, config.hf_token_secret, self) for t in config.triton_tiers]
+        sglang = importlib.import_module("stacks.serving.sglang")
+        self.sglang = [sglang.build_tier(t, namespace=config.namespace, hf_secret=config.hf_token_secret, opts=after)
+                       for t in config.sglang_tiers]
         self.endpoints = {t.name: c.endpoint for t, c in zip(config.vllm_tiers, self.vllm, strict=True)}
+        self.endpoints.update({c.tier_name: c.endpoint for c in self.sglang})
         self.register_outputs({"endpoints": self.endpoints})
 
 
