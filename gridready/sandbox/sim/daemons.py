@@ -16,6 +16,8 @@ from pathlib import Path
 
 from . import simcore
 
+FM_VERSION_FILE = Path("/usr/share/gridready-sim/fabricmanager-version")  # written by the fabric manager package
+
 
 def _log(name: str, msg: str) -> None:
     sys.stderr.write(f"{name}: {msg}\n")
@@ -89,6 +91,13 @@ def fabricmanager(argv: list[str]) -> int:
     host = simcore.load()
     if not host.sku["nvswitch"]:
         _log("nv-fabricmanager", "NVSwitch devices not found (gridready-sim); fabric manager is for NVSwitch systems")
+        return 1
+    mine = FM_VERSION_FILE.read_text().strip() if FM_VERSION_FILE.exists() else v["driver"]
+    if mine != host.running_driver():
+        # Fabric manager refuses to start unless its version equals the loaded driver's: Fabric Manager User Guide,
+        # "Installing Fabric Manager" (version must match), https://docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide/index.html
+        _log("nv-fabricmanager", f"[ERROR] fabric manager {mine} does not match the loaded NVIDIA driver "
+             f"{host.running_driver()} (gridready-sim); not starting")
         return 1
     log = Path("/var/log/fabricmanager.log")
     stamp = time.strftime("[%b %d %Y %H:%M:%S]")

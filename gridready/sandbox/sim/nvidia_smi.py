@@ -441,6 +441,12 @@ def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     host = simcore.load()
     v = simcore.versions()
+    if host.nvml_mismatch():
+        # After a driver upgrade without a reboot NVML refuses to initialise; nvidia-smi prints this on stdout and
+        # exits with NVML_ERROR_LIB_RM_VERSION_MISMATCH (18). NVML API Reference, "nvmlReturn_t",
+        # https://docs.nvidia.com/deploy/nvml-api/group__nvmlDeviceEnumvs.html
+        print(f"Failed to initialize NVML: Driver/library version mismatch\nNVML library version: {v['driver']}")
+        return 18
     gpus = host.gpu_selected(simcore.option(args, "-i", "--id"))
     fmt = simcore.option(args, "--format") or ""
     rc, text = 0, ""

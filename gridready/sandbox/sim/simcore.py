@@ -250,6 +250,16 @@ class Host:
     gpus: list[Gpu]
     hcas: list[Hca]
     faults: list[dict[str, Any]]
+    loaded_driver: str | None = None  # kernel module loaded at boot; None: the installed driver's
+
+    def running_driver(self) -> str:
+        """Version of the loaded kernel module: the profile's loaded_driver (a driver upgraded without a reboot),
+        else the installed user-space driver's."""
+        return self.loaded_driver or versions()["driver"]
+
+    def nvml_mismatch(self) -> bool:
+        """NVML (user space) and the loaded kernel module differ: every NVML client fails until a reboot."""
+        return self.running_driver() != versions()["driver"]
 
     def fault(self, kind: str) -> dict[str, Any] | None:
         return next((f for f in self.faults if f["kind"] == kind), None)
@@ -320,7 +330,8 @@ def from_dict(data: dict[str, Any]) -> Host:
                 faults=mine,
             )
         )
-    return Host(name=host, address=data.get("address"), sku_name=name, sku=sku, gpus=gpus, hcas=hcas, faults=faults)
+    return Host(name=host, address=data.get("address"), sku_name=name, sku=sku, gpus=gpus, hcas=hcas, faults=faults,
+                loaded_driver=data.get("loaded_driver"))
 
 
 def option(argv: list[str], *names: str) -> str | None:
