@@ -37,3 +37,17 @@ def test_fabricmanager_refuses_until_the_upgraded_driver_is_loaded(tmp_path, mon
     _profile(tmp_path, monkeypatch, loaded_driver="580.95.05")  # upgraded without a reboot
     rc, out = call("daemons", [], prog="nv-fabricmanager")
     assert rc == 1 and "580.95.05" in out
+
+
+def test_nvidia_ctk_configures_containerd_through_a_drop_in(tmp_path, monkeypatch):
+    dropin = tmp_path / "conf.d/99-nvidia.toml"
+    monkeypatch.setattr(daemons, "CONTAINERD_DROPIN", dropin)
+    config = tmp_path / "config.toml"
+    config.write_text('version = 2\n')
+    for _ in range(2):
+        args = ["runtime", "configure", "--runtime=containerd", f"--config={config}"]
+        rc, _out = call("daemons", args, prog="nvidia-ctk")
+        assert rc == 0
+    assert "nvidia-container-runtime" not in config.read_text()  # a grep of config.toml never finds it
+    assert config.read_text().count("imports = ") == 1
+    assert dropin.read_text().count("nvidia-container-runtime") == 1

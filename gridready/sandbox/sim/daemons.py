@@ -16,6 +16,7 @@ from pathlib import Path
 
 from . import simcore
 
+CONTAINERD_DROPIN = Path("/etc/containerd/conf.d/99-nvidia.toml")  # nvidia-ctk 1.18+ for containerd
 FM_VERSION_FILE = Path("/usr/share/gridready-sim/fabricmanager-version")  # written by the fabric manager package
 
 
@@ -123,7 +124,18 @@ def ctk(argv: list[str]) -> int:
         runtime = simcore.option(argv, "--runtime") or "docker"
         default = {"docker": "/etc/docker/daemon.json", "containerd": "/etc/containerd/config.toml"}
         path = Path(simcore.option(argv, "--config") or default.get(runtime, f"/etc/{runtime}/config"))
-        block = f"# nvidia runtime configured by nvidia-ctk (gridready-sim) for {runtime}\n"
+        block = (f"# nvidia runtime configured by nvidia-ctk (gridready-sim) for {runtime}\n"
+                 'BinaryName = "/usr/bin/nvidia-container-runtime"\n')
+        if runtime == "containerd":
+            # Toolkit 1.18+: the runtime goes into a drop-in that config.toml imports; config.toml keeps only the
+            # imports line. NVIDIA Container Toolkit v1.18.0 release notes ("containerd drop-in config"),
+            # https://github.com/NVIDIA/nvidia-container-toolkit/releases/tag/v1.18.0
+            imports = 'imports = ["/etc/containerd/conf.d/*.toml"]\n'
+            text = path.read_text() if path.exists() else ""
+            if imports not in text:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(imports + text)
+            path = CONTAINERD_DROPIN
         text = path.read_text() if path.exists() else ""
         if block not in text:
             path.parent.mkdir(parents=True, exist_ok=True)
