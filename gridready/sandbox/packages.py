@@ -140,7 +140,9 @@ def packages() -> list[Pkg]:
     _exe(persist, "/usr/bin/nvidia-persistenced", _wrapper("nvidia-persistenced", "daemons", prog=True))
     persist.units["nvidia-persistenced.service"] = _unit(
         "NVIDIA Persistence Daemon",
-        "/usr/bin/nvidia-persistenced --user nvidia-persistenced --verbose",
+        # the distribution's unit starts the daemon without persistence mode (Ubuntu nvidia-graphics-drivers
+        # packaging, debian/nvidia-persistenced.service); NVIDIA's own Ansible role overrides ExecStart
+        "/usr/bin/nvidia-persistenced --user nvidia-persistenced --no-persistence-mode --verbose",
         after="syslog.target",
     )
 

@@ -51,8 +51,18 @@ def persistenced(argv: list[str]) -> int:
         return 0
     host = simcore.load()
     _pidfile("/run/nvidia-persistenced/nvidia-persistenced.pid")
-    _log("nvidia-persistenced", f"Started (gridready-sim, {len(host.gpus)} simulated GPUs, persistence mode on)")
-    return _wait_forever("nvidia-persistenced", threading.Event())
+    # --no-persistence-mode (the distribution unit's default) leaves persistence mode off: nvidia-persistenced(1),
+    # NVIDIA Driver Persistence, https://docs.nvidia.com/deploy/driver-persistence/index.html
+    mode = "Disabled" if "--no-persistence-mode" in argv else "Enabled"
+    try:
+        simcore.PERSISTENCE_STATE.parent.mkdir(parents=True, exist_ok=True)
+        simcore.PERSISTENCE_STATE.write_text(mode + "\n")
+    except OSError:
+        pass
+    _log("nvidia-persistenced", f"Started (gridready-sim, {len(host.gpus)} simulated GPUs, persistence mode {mode})")
+    rc = _wait_forever("nvidia-persistenced", threading.Event())
+    simcore.PERSISTENCE_STATE.unlink(missing_ok=True)
+    return rc
 
 
 def hostengine(argv: list[str]) -> int:

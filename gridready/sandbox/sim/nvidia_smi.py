@@ -234,7 +234,7 @@ def _fields() -> dict[str, Field]:
         "pci.sub_device_id": ("", lambda g, v: g.display["subsys"]),
         "driver_version": ("", lambda g, v: v["driver"]),
         "vbios_version": ("", lambda g, v: g.display["vbios"]),
-        "persistence_mode": ("", lambda g, v: "Enabled"),
+        "persistence_mode": ("", lambda g, v: simcore.persistence_mode()),
         "pstate": ("", lambda g, v: "P0"),
         "compute_mode": ("", lambda g, v: "Default"),
         "mig.mode.current": ("", lambda g, v: "Disabled"),

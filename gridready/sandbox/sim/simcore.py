@@ -44,6 +44,18 @@ def marker(host: str) -> str:
     return f"# gridready-sim: simulated output (profile {host})"
 
 
+PERSISTENCE_STATE = Path("/run/gridready-sim/persistence-mode")  # written by the simulated nvidia-persistenced
+
+
+def persistence_mode() -> str:
+    """Enabled while nvidia-persistenced runs with persistence mode; a host without the daemon (tests, fixtures)
+    keeps the fixtures' Enabled."""
+    try:
+        return PERSISTENCE_STATE.read_text().strip() or "Enabled"
+    except OSError:
+        return "Enabled"
+
+
 def versions() -> dict[str, str]:
     return json.loads((HERE / "versions.json").read_text())
 
