@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from gridready import matrix
 from gridready.errors import InvalidInput
 from gridready.spec import SLUG, ClusterSpec
 from gridready.yamlio import YamlError, is_vault_file, load_yaml
@@ -277,6 +278,7 @@ def load(name_or_path: str | os.PathLike[str]) -> Inventory:
             errors.append(f"{file}: customer: must equal the inventory directory name ({name!r})")
         if groups:
             errors.extend(_cross_check(file, spec, groups, _display(inv_dir / "hosts.yml")))
+        errors.extend(f"{file}: {line}" for line in matrix.check_spec(spec))  # the version matrix
     if errors or spec is None:
         raise InvalidInput(errors or [f"{file}: (file): could not be loaded"])
     return Inventory(name=name, path=inv_dir, spec=spec, hosts=hostvars, groups=groups)
