@@ -40,7 +40,12 @@ class RoceSettings(BaseModel):
 
     gid_type: str | None = Field("RoCE v2", description="type of the GID at the NIC's gid_index")
     pfc_priorities: list[int] | None = Field(None, description="priorities with PFC enabled (mlnx_qos)")
-    ecn_priorities: list[int] | None = Field(None, description="priorities with ECN (roce_np) enabled")
+    ecn_priorities: list[int] | None = Field(
+        None, description="priorities with ECN enabled at both ends of DCQCN (roce_np and roce_rp)"
+    )
+    trust: Literal["dscp", "pcp"] | None = Field(
+        None, description="QoS trust state of the RoCE NICs (mlnx_qos): dscp for routed RoCEv2 fabrics"
+    )
 
 
 class FabricSettings(BaseModel):
@@ -106,5 +111,5 @@ class FabricSettings(BaseModel):
 FABRIC_GATE_NAMES = (
     "hca_present", "hca", "hca_port_state", "hca_phys_state", "hca_rate", "hca_link_layer", "hca_counters",
     "hca_firmware", "hca_pcie_link", "hca_gdr_bw", "gpu_nic_rail", "ibstat",
-    "roce_gid", "roce_mtu", "roce_pfc", "roce_ecn", "nccl_multinode_all_reduce", "fabric_isolation",
+    "roce_gid", "roce_mtu", "roce_pfc", "roce_ecn", "roce_trust", "nccl_multinode_all_reduce", "fabric_isolation",
 )
