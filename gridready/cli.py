@@ -11,18 +11,23 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from gridready import console
+from gridready import console, matrix
 from gridready.artifacts import RunContext, new_run_id, write_atomic
 from gridready.errors import GridreadyError
 from gridready.exitcodes import ExitCode
-from gridready.inventory import Inventory, load, project_root
+from gridready.inventory import Inventory, display_path, load, project_root
 
 T = TypeVar("T")
-_RUN_ID = os.environ.get("GRIDREADY_RUN_ID") or new_run_id()  # one run id for the whole command line
 
 
 class CommandExit(SystemExit):
     """Carries an exit code and an already-printed message up to invoke."""
+
+
+@functools.cache
+def run_id() -> str:
+    """One run id for the whole command line (every stage of `invoke provision certify serve`), made on first use."""
+    return os.environ.get("GRIDREADY_RUN_ID") or new_run_id()
 
 
 def artifacts_root() -> Path:
@@ -31,11 +36,15 @@ def artifacts_root() -> Path:
 
 @functools.cache
 def inventory(name: str) -> Inventory:
-    return load(name)
+    """The validated inventory whose software pins are a supported row of the version matrix (exit 2 otherwise:
+    `inventories/<c>/cluster.yml: software.<key>: ...`); every task, `validate` first, goes through here."""
+    inv = load(name)
+    matrix.require_supported(inv.spec, display_path(inv.path / "cluster.yml"))
+    return inv
 
 
 def context(inv: Inventory, **flags: Any) -> RunContext:
-    return RunContext(customer=inv.customer, run_id=_RUN_ID, root=artifacts_root(), **flags)
+    return RunContext(customer=inv.customer, run_id=run_id(), root=artifacts_root(), **flags)
 
 
 def guarded(fn: Callable[..., T]) -> Callable[..., T]:
@@ -52,7 +61,7 @@ def guarded(fn: Callable[..., T]) -> Callable[..., T]:
         except (CommandExit, KeyboardInterrupt):
             raise
         except Exception as err:  # a bug: keep the trace out of the terminal, on disk for the report
-            path = artifacts_root() / "internal-errors" / f"{_RUN_ID}.txt"
+            path = artifacts_root() / "internal-errors" / f"{run_id()}.txt"
             write_atomic(path, traceback.format_exc())
             console.error(f"internal error: {type(err).__name__}: {err} (trace in {path})")
             raise CommandExit(int(ExitCode.INTERNAL)) from None

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gridready.certify.fabric_spec import FabricSettings
 from gridready.certify.hca import roce_gates
 from gridready.probe.hca import parse_mlnx_qos, read_netdev
 from gridready.spec import Nic
+from gridready.spec.fabric import FabricSettings
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures" / "roce"
 NIC = Nic(name="mlx5_2", kind="roce", rate_gbps=400, netdev="enp58s0np0", mtu=4200)
