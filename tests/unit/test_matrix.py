@@ -11,7 +11,7 @@ import yaml
 from gridready import cli, inventory, matrix
 from gridready.errors import InvalidInput
 from gridready.provision_vars import role_vars
-from gridready.spec import ClusterSpec, NodeGroup, SoftwarePins
+from gridready.spec import ClusterSpec, Nic, NodeGroup, SoftwarePins
 
 
 def _spec(**software) -> ClusterSpec:
@@ -135,3 +135,14 @@ def test_invoke_validate_refuses_an_end_of_life_branch(tmp_path):
     assert any(line.endswith("cluster.yml: software.driver_branch: R570 (production branch) is end of life (no "
                              "longer listed as supported); use R580 (long-term support, end of life 2028-06)")
                for line in err.value.lines), err.value.lines
+
+
+def test_role_vars_enforce_the_matrix_fields():
+    spec = _spec()
+    spec.node_groups[0].nics = [Nic(name="mlx5_0", kind="roce", rate_gbps=400, netdev="enp25s0np0", mtu=4200)]
+    got = role_vars(spec, spec.node_groups[0])
+    assert got["gridready_preflight_min_kernel"] == "5.15"  # os.Ubuntu-22.min_kernel
+    assert got["gridready_nvidia_driver_min_version"] == "580.65.06"  # max(branch min, CUDA 13.0 min_driver)
+    assert got["gridready_nvidia_driver_open_kernel_modules"] is True
+    assert got["gridready_rdma_min_rdma_core"] == "39.0"  # rdma.distro.rdma_core Ubuntu-22
+    assert got["gridready_rdma_roce_nics"] == [{"netdev": "enp25s0np0", "mtu": 4200}]
