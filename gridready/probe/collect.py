@@ -113,6 +113,7 @@ class Probe:
             "modules": mods, "peermem_loaded": None if mods is None else any(
                 m in ("nvidia_peermem", "nv_peer_mem") for m in mods),
             "pcie_endpoints": sysfs.pci_endpoints(),
+            "simulated_sysfs": sysfs.simulated(),
         }
         if mods is None:
             self.err("system.modules", "cannot read /proc/modules")

@@ -24,7 +24,7 @@ from gridready.contracts import CertifySummary, Endpoint, HostOutcome, ServeSumm
 from gridready.errors import GridreadyError, InvalidInput, NotCertified
 from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory
-from gridready.serving import manifests, topology, vllm
+from gridready.serving import consistency, manifests, topology, vllm
 from gridready.serving.topology import Certification, TierPlan
 from gridready.stages.common import Timer, base_extravars, outcome_from_playbook
 from gridready.stages.fabric import SshRunner
@@ -251,7 +251,7 @@ def verify_tiers(inv: Inventory, ctx: RunContext, cert: Certification, plans: li
         endpoint = bench.Endpoint.for_tier(plan.tier, cert.certified[head].ip)
         unit_state, log_lines = unit_probes(inv, head, unit_name(plan.tier))
         reports.append(bench.verify_tier(endpoint, plan.tier, bench.Workload(),
-                                         gpus=plan.world_size * len(plan.replicas),
+                                         gpus=plan.gpus,
                                          ready_timeout_s=float(inv.spec.serving.wait_timeout_s),
                                          unit_state=unit_state, log_lines=log_lines))
     bench.write_tier_reports(stage_dir, reports, inv.customer)
@@ -301,11 +301,16 @@ def render_manifests(inv: Inventory, cert: Certification, plans: list[TierPlan],
     """Render both stacks under mocks, validate every manifest, write them; InvalidInput when one is invalid."""
     k8s_version = inv.spec.serving.kubernetes.kubernetes_version
     written, errors, counts = [], [], {}
+    docs: list[dict[str, Any]] = []
+    releases: list[dict[str, Any]] = []
     for stack, config in stack_configs(inv, cert, plans).items():
         rendered = gpulumi.render(stack, config, inv.customer)
         errors += manifests.validate(rendered.manifests, k8s_version)
+        docs += rendered.manifests
+        releases += rendered.helm_releases
         written += [str(p) for p in gpulumi.write_rendered(rendered, out_dir)]
         counts[stack] = {"manifests": len(rendered.manifests), "helm_releases": len(rendered.helm_releases)}
+    errors += consistency.check(docs, releases)
     if errors:
         raise GridreadyError("rendered manifests do not validate:\n" + "\n".join(errors), ExitCode.STAGE_FAILED)
     return {"files": written, "counts": counts, "validated_against": f"kubernetes {k8s_version} + CRDs"}
