@@ -33,19 +33,18 @@ def _inv(c: Context) -> cli.Inventory:
 def validate(c: Context) -> None:
     """Load and cross-check the inventory; one line per problem, exit 2 when invalid."""
     inv = _inv(c)
+    cli.run_id()
     cli.console.info(f"inventory {inv.name}: valid ({len(inv.gpu_hosts())} GPU nodes, "
                      f"{len(inv.spec.serving.tiers)} serving tiers)")
 
 
 def _stage(c: Context, stage: str, **flags: object) -> None:
-    from importlib import import_module
-
     inv = _inv(c)
     as_json = bool(flags.pop("json", False)) or bool(c.config.gridready.json)
     flags["check"] = bool(flags.get("check")) or bool(c.config.gridready.check)
-    cli.ensure_sandbox(inv)
     ctx = cli.context(inv, json=as_json, **flags)  # type: ignore[arg-type]
-    summary = import_module(f"gridready.stages.{stage}").run(inv, ctx)
+    cli.ensure_sandbox(inv)
+    summary = cli.run_stage(inv, stage, ctx)
     cli.finish(summary, as_json)
 
 
@@ -89,8 +88,10 @@ def plan(c: Context, json: bool = False) -> None:
     from gridready import plan as planner
 
     inv = _inv(c)
+    ctx = cli.context(inv, check=True, render=True, json=json)
     cli.ensure_sandbox(inv)
-    planner.run(inv, cli.context(inv, check=True, render=True, json=json), as_json=json)
+    with cli.stage_lock(ctx, "plan"):
+        planner.run(inv, ctx, as_json=json)
 
 
 @task

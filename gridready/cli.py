@@ -2,23 +2,24 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
 from gridready import console
-from gridready.artifacts import RunContext, new_run_id, write_atomic
-from gridready.errors import GridreadyError
+from gridready.artifacts import RUN_ID, RunContext, customer_lock, new_run_id, validate_run_id, write_atomic
+from gridready.errors import GridreadyError, InvalidInput
 from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory, load, project_root
 
 T = TypeVar("T")
-_RUN_ID = os.environ.get("GRIDREADY_RUN_ID") or new_run_id()  # one run id for the whole command line
+_RUN_ID = os.environ.get("GRIDREADY_RUN_ID") or new_run_id()  # one run id for the whole command line (unchecked)
 
 
 class CommandExit(SystemExit):
@@ -34,8 +35,35 @@ def inventory(name: str) -> Inventory:
     return load(name)
 
 
+def run_id() -> str:
+    """This command line's run id; exit 2 when GRIDREADY_RUN_ID is not a slug."""
+    return validate_run_id(_RUN_ID)
+
+
 def context(inv: Inventory, **flags: Any) -> RunContext:
-    return RunContext(customer=inv.customer, run_id=_RUN_ID, root=artifacts_root(), **flags)
+    return RunContext(customer=inv.customer, run_id=run_id(), root=artifacts_root(), **flags)
+
+
+@contextlib.contextmanager
+def stage_lock(ctx: RunContext, stage: str) -> Iterator[None]:
+    """Hold the customer's lock and claim this run's `stage` folder (exit 2 when either is taken)."""
+    try:
+        wait_s = float(os.environ.get("GRIDREADY_LOCK_WAIT_S") or 0)
+    except ValueError:
+        raise InvalidInput("GRIDREADY_LOCK_WAIT_S: (environment): must be a number of seconds") from None
+    holder = f"run {ctx.run_id} stage {stage} (pid {os.getpid()})"
+    with customer_lock(ctx.root, ctx.customer, holder, wait_s):
+        ctx.claim_stage(stage)
+        yield
+
+
+def run_stage(inv: Inventory, stage: str, ctx: RunContext) -> Any:
+    """Run one stage under the customer's lock, in a stage folder no earlier run of this id has used."""
+    from importlib import import_module
+
+    module = import_module(f"gridready.stages.{stage}")
+    with stage_lock(ctx, stage):
+        return module.run(inv, ctx)
 
 
 def guarded(fn: Callable[..., T]) -> Callable[..., T]:
@@ -52,7 +80,8 @@ def guarded(fn: Callable[..., T]) -> Callable[..., T]:
         except (CommandExit, KeyboardInterrupt):
             raise
         except Exception as err:  # a bug: keep the trace out of the terminal, on disk for the report
-            path = artifacts_root() / "internal-errors" / f"{_RUN_ID}.txt"
+            safe = _RUN_ID if RUN_ID.match(_RUN_ID) else new_run_id()
+            path = artifacts_root() / "internal-errors" / f"{safe}.txt"
             write_atomic(path, traceback.format_exc())
             console.error(f"internal error: {type(err).__name__}: {err} (trace in {path})")
             raise CommandExit(int(ExitCode.INTERNAL)) from None
