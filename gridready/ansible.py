@@ -16,7 +16,7 @@ from ansible_runner.runner import Runner
 from rich.live import Live
 from rich.table import Table
 
-from gridready import console
+from gridready import console, vault
 from gridready.inventory import Inventory
 
 REPO = Path(__file__).resolve().parent.parent
@@ -177,7 +177,7 @@ def run_playbook(
     # --diff only in check mode, where showing the change is the point; tasks that template a secret carry
     # no_log and diff: false, so their content never reaches job_events or stdout either way
     cmdline = ["--check", "--diff"] if check else []
-    vault_file = os.environ.get("GRIDREADY_VAULT_PASSWORD_FILE")
+    vault_file = vault.password_file(inv.path)
     if vault_file:
         cmdline += ["--vault-id", f"{inv.customer}@{vault_file}"]
     ours = {

@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from gridready import ansible, artifacts
+from gridready import ansible, artifacts, vault
 from gridready import pulumi as gpulumi
 from gridready.artifacts import RunContext
 from gridready.errors import GridreadyError, InvalidInput, NotCertified
@@ -147,6 +147,8 @@ def triton_units(inv: Inventory, cert: Certification, plans: list[TierPlan], sta
 def _hosts(inv: Inventory, ctx: RunContext, cert: Certification, plans: list[TierPlan],
            hosts: dict[str, HostOutcome], data: dict[str, Any], messages: list[str]) -> tuple[str, ExitCode]:
     stage_dir = ctx.stage_dir(STAGE)
+    if any(p.tier.engine == "vllm" for p in plans):
+        vault.ensure_api_key(inv.customer, inv.path)  # Ansible reads it from the vault itself, never from here
     extravars = hosts_extravars(inv, cert, plans)
     data["engine_mode"] = extravars["gridready_serve"]["engine_mode"]
     units = triton_units(inv, cert, plans, stage_dir)
@@ -229,10 +231,11 @@ def verify_tiers(inv: Inventory, ctx: RunContext, cert: Certification, plans: li
         messages.append("gridready.bench is not installed: readiness, smoke and benchmark not run")
         return "success", ExitCode.OK
     stage_dir = ctx.stage_dir(stage)
+    api_key = vault.ensure_api_key(inv.customer, inv.path) if any(p.tier.engine == "vllm" for p in plans) else None
     reports = []
     for plan in plans:
         head = plan.replicas[0].head
-        endpoint = bench.Endpoint.for_tier(plan.tier, cert.certified[head].ip)
+        endpoint = bench.Endpoint.for_tier(plan.tier, cert.certified[head].ip, api_key=api_key)
         unit_state, log_lines = unit_probes(inv, head, unit_name(plan.tier))
         reports.append(bench.verify_tier(endpoint, plan.tier, bench.Workload(),
                                          gpus=plan.world_size * len(plan.replicas),

@@ -43,7 +43,7 @@ def test_newest_summary_is_decided_by_recorded_time_not_by_name(tmp_path):
     _summary(tmp_path, "123-9", "2026-11-30T01:00:00+00:00")
     _summary(tmp_path, "123-10", "2026-11-30T02:00:00+00:00")
     _summary(tmp_path, "20261130T015000Z-aaaa", "2026-11-30T01:50:00+00:00")  # a local run between two CI runs
-    path, data = latest_summary(tmp_path, "acme", "certify")
+    _, data = latest_summary(tmp_path, "acme", "certify")
     assert data["run_id"] == "123-10"
 
 

@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import sys
 from dataclasses import fields
@@ -37,6 +38,8 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--port", type=int, default=8000, help="HTTP port (0 = any free port)")
     ap.add_argument("--metrics-port", type=int, default=None, help="triton mode: metrics port (default 8002)")
     ap.add_argument("--openai-port", type=int, default=None, help="triton mode: also serve /v1 on this port")
+    ap.add_argument("--api-key", nargs="+", default=None,
+                    help="openai mode: keys clients must send as Bearer tokens (default: $VLLM_API_KEY, as vLLM)")
     ap.add_argument("--port-file", type=Path, help="write the bound ports as one JSON line here")
     ap.add_argument("--profile", type=Path, help="JSON file of timing keys (flags below override it)")
     defaults = Profile()
@@ -72,7 +75,9 @@ async def run(args: argparse.Namespace, ignored: list[str]) -> int:
     profile, hw = hardware.apply(build_profile(args), hardware.resolve_path(args.hardware_profile))
     engine = Engine(profile, names, args.mode)
     engine.info = {"model": model, "ignored_args": ignored, **hw}
-    started = await app.start(engine, args.host, args.port, args.metrics_port, args.openai_port)
+    # vLLM: the --api-key keys take precedence over VLLM_API_KEY (api_server.py build_app)
+    keys = args.api_key or [os.environ.get("VLLM_API_KEY", "")]
+    started = await app.start(engine, args.host, args.port, args.metrics_port, args.openai_port, api_keys=keys)
     line = app.ports_json(started["ports"])
     print(line, flush=True)
     if args.port_file:
