@@ -323,7 +323,7 @@ def _kubernetes(inv: Inventory, ctx: RunContext, cert: Certification, plans: lis
                         f"{stage_dir / 'render'}")
         return "success", ExitCode.OK
     secrets = _secrets(inv)
-    state = ctx.root / inv.customer / "pulumi-state"
+    state = gpulumi.state_dir(inv.customer)  # apart from artifacts/, which CI uploads
     outputs: dict[str, Any] = {}
     for stack, config in stack_configs(inv, cert, plans).items():
         wanted = {k: secrets[k] for k in gpulumi.SECRET_KEYS[stack]}
