@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from gridready import secretscan
+from gridready import inventory_rules, secretscan
 from gridready.errors import InvalidInput
 from gridready.spec import SLUG, ClusterSpec
 from gridready.yamlio import YamlError, is_vault_file, load_yaml
@@ -284,6 +284,8 @@ def load(name_or_path: str | os.PathLike[str]) -> Inventory:
             errors.append(f"{file}: customer: must equal the inventory directory name ({name!r})")
         if groups:
             errors.extend(_cross_check(file, spec, groups, _display(inv_dir / "hosts.yml")))
+        nodes = {g.name: len(groups.get(g.name, [])) for g in spec.node_groups}
+        errors.extend(f"{file}: {where}: {what}" for where, what in inventory_rules.check(spec, nodes))
     if errors or spec is None:
         raise InvalidInput(errors or [f"{file}: (file): could not be loaded"])
     return Inventory(name=name, path=inv_dir, spec=spec, hosts=hostvars, groups=groups)
