@@ -28,8 +28,9 @@ def project_root() -> Path:
 
 
 def _display(path: Path) -> str:
+    """The path as the user knows it (relative to the current directory; a symlink is not followed)."""
     try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
+        return str(Path(os.path.abspath(path)).relative_to(Path.cwd().resolve()))
     except ValueError:
         return str(path)
 

@@ -11,8 +11,10 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+# whole words of a key (`hf_token`, `become_password`), not parts of others (`tokenizer`, `max_tokens`)
 SECRET_KEY = re.compile(
-    r"(password|passwd|passphrase|secret|token|api[_-]?key|private[_-]?key|access[_-]?key|credential)",
+    r"(?:^|[^a-z])(password|passwd|passphrase|secret|token|api[_-]?key|private[_-]?key|access[_-]?key"
+    r"|credentials?)(?:$|[^a-z])",
     re.IGNORECASE,
 )
 # keys that name where a secret is, not the secret: a key file, the name of a Kubernetes Secret
