@@ -19,11 +19,16 @@ from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory, load, project_root
 
 T = TypeVar("T")
-_RUN_ID = os.environ.get("GRIDREADY_RUN_ID") or new_run_id()  # one run id for the whole command line (unchecked)
 
 
 class CommandExit(SystemExit):
     """Carries an exit code and an already-printed message up to invoke."""
+
+
+@functools.cache
+def _raw_run_id() -> str:
+    """One run id for the whole command line (every stage of `invoke provision certify serve`), made on first use."""
+    return os.environ.get("GRIDREADY_RUN_ID") or new_run_id()
 
 
 def artifacts_root() -> Path:
@@ -37,7 +42,7 @@ def inventory(name: str) -> Inventory:
 
 def run_id() -> str:
     """This command line's run id; exit 2 when GRIDREADY_RUN_ID is not a slug."""
-    return validate_run_id(_RUN_ID)
+    return validate_run_id(_raw_run_id())
 
 
 def context(inv: Inventory, **flags: Any) -> RunContext:
@@ -57,13 +62,11 @@ def stage_lock(ctx: RunContext, stage: str) -> Iterator[None]:
         yield
 
 
-def run_stage(inv: Inventory, stage: str, ctx: RunContext) -> Any:
-    """Run one stage under the customer's lock, in a stage folder no earlier run of this id has used."""
-    from importlib import import_module
-
-    module = import_module(f"gridready.stages.{stage}")
-    with stage_lock(ctx, stage):
-        return module.run(inv, ctx)
+def run_stage(inv: Inventory, ctx: RunContext, run: Callable[[Inventory, RunContext], T]) -> T:
+    """Run one stage (gridready.stages.<stage>.run) under the customer's lock, in a stage folder no earlier run
+    of this id has used."""
+    with stage_lock(ctx, run.__module__.rsplit(".", 1)[-1]):
+        return run(inv, ctx)
 
 
 def guarded(fn: Callable[..., T]) -> Callable[..., T]:
@@ -80,8 +83,8 @@ def guarded(fn: Callable[..., T]) -> Callable[..., T]:
         except (CommandExit, KeyboardInterrupt):
             raise
         except Exception as err:  # a bug: keep the trace out of the terminal, on disk for the report
-            safe = _RUN_ID if RUN_ID.match(_RUN_ID) else new_run_id()
-            path = artifacts_root() / "internal-errors" / f"{safe}.txt"
+            raw = _raw_run_id()
+            path = artifacts_root() / "internal-errors" / f"{raw if RUN_ID.match(raw) else new_run_id()}.txt"
             write_atomic(path, traceback.format_exc())
             console.error(f"internal error: {type(err).__name__}: {err} (trace in {path})")
             raise CommandExit(int(ExitCode.INTERNAL)) from None

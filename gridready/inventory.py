@@ -13,9 +13,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from gridready import inventory_rules, secretscan
+from gridready import secretscan
 from gridready.errors import InvalidInput
-from gridready.spec import SLUG, ClusterSpec
+from gridready.spec import SLUG, ClusterSpec, rules
+from gridready.spec.gates import is_known_gate
 from gridready.yamlio import YamlError, is_vault_file, load_yaml
 
 HOST_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -84,14 +85,6 @@ class Inventory:
         for group in self.spec.node_groups:
             seen.extend(h for h in self.groups.get(group.name, []) if h not in seen)
         return seen
-
-
-def known_gates() -> set[str]:
-    """Every gate name a spec may waive or declare not applicable."""
-    from gridready.certify.fabric_spec import FABRIC_GATE_NAMES
-    from gridready.certify.judge import GATE_NAMES
-
-    return {"probe", *GATE_NAMES, *FABRIC_GATE_NAMES}
 
 
 def resolve(name_or_path: str | os.PathLike[str]) -> Path:
@@ -235,10 +228,9 @@ def _cross_check(file: str, spec: ClusterSpec, groups: dict[str, list[str]], hos
     if spec.serving.target == "kubernetes" and not spec.serving.kubeconfig:
         errors.append(f"{file}: serving.kubeconfig: required when serving.target is kubernetes")
     cert = spec.certification
-    known = known_gates()
     for key in ("waive", "not_applicable"):
         for i, gate in enumerate(getattr(cert, key)):
-            if gate not in known and not gate.startswith("outlier_"):
+            if not is_known_gate(gate):
                 errors.append(f"{file}: certification.{key}[{i}]: unknown gate {gate!r}")
     if cert.min_certified_nodes > len(owner) and owner:
         errors.append(
@@ -286,7 +278,7 @@ def load(name_or_path: str | os.PathLike[str]) -> Inventory:
         if groups:
             errors.extend(_cross_check(file, spec, groups, _display(inv_dir / "hosts.yml")))
         nodes = {g.name: len(groups.get(g.name, [])) for g in spec.node_groups}
-        errors.extend(f"{file}: {where}: {what}" for where, what in inventory_rules.check(spec, nodes))
+        errors.extend(f"{file}: {where}: {what}" for where, what in rules.check(spec, nodes))
     if errors or spec is None:
         raise InvalidInput(errors or [f"{file}: (file): could not be loaded"])
     return Inventory(name=name, path=inv_dir, spec=spec, hosts=hostvars, groups=groups)

@@ -7,7 +7,7 @@ import os
 
 from gridready.bench import Endpoint, Workload, verify_tier
 from gridready.bench.http import Url
-from gridready.serving.spec import Slo, Tier
+from gridready.spec import Slo, Tier
 from tests.unit.bench.test_bench_engine import FAST, call
 
 KEY = "k" * 43

@@ -19,7 +19,8 @@ from gridready.bench.client import run_level
 from gridready.bench.http import Url
 from gridready.bench.stats import percentile, summarize
 from gridready.bench.workload import Level
-from gridready.serving.spec import Slo
+from gridready.spec.serving import Slo
+from tests.unit.bench.conftest import triton_repository
 
 TTFT_MS, PREFILL_US, ITL_MS = 160.0, 200.0, 40.0
 INPUT, OUTPUT, CONC, N = 200, 12, 4, 16
@@ -39,8 +40,9 @@ def server_records(url: str) -> list[dict]:
 
 
 @pytest.mark.parametrize("mode", ["openai", "triton"])
-def test_ttft_itl_throughput_match_ground_truth(engine_factory, mode):
-    args = ("--mode", "triton", "--served-model-name", "m") if mode == "triton" else ("--model", "m")
+def test_ttft_itl_throughput_match_ground_truth(engine_factory, mode, tmp_path):
+    args = (("--mode", "triton", "--model-repository", triton_repository(tmp_path, "m")) if mode == "triton"
+            else ("--model", "m"))
     e = engine_factory(*args, *PROFILE)
     api = Api.TRITON_GENERATE if mode == "triton" else Api.OPENAI_CHAT
     wl = Workload(concurrency=[CONC], num_prompts=N, duration_s=30, input_len=INPUT, output_len=OUTPUT, warmup=1)
@@ -103,7 +105,7 @@ def test_percentile_matches_linear_interpolation():
 
 
 def test_endpoint_for_tier():
-    from gridready.serving.spec import Tier
+    from gridready.spec.serving import Tier
 
     t = Tier(name="trt", engine="triton-trtllm", model={"local_path": "/m"}, served_name="ensemble", port=9000)
     ep = Endpoint.for_tier(t, "10.77.0.12")  # defaults: Triton generate on 8000, metrics with the OpenAI frontend

@@ -6,7 +6,6 @@ from typing import Any
 
 from gridready.artifacts import RunContext
 from gridready.stages import serve
-from tests.unit.serving.conftest import certify_summary
 
 
 def test_pulumi_state_is_kept_out_of_the_artifacts(make_inv, write_certify, monkeypatch, tmp_path):
@@ -17,7 +16,7 @@ def test_pulumi_state_is_kept_out_of_the_artifacts(make_inv, write_certify, monk
     monkeypatch.delenv("GRIDREADY_STATE", raising=False)
     inv = make_inv(1, target="kubernetes")
     (inv.path / "kubeconfig.yml").write_text("apiVersion: v1\nkind: Config\n")
-    root = write_certify(certify_summary(["gpu01"]))
+    root = write_certify(inv, ["gpu01"])
     result = serve.run(inv, RunContext(customer="acme", run_id="r-state", root=root))
     assert result.exit_code == 0, result.messages
     assert {c["stack"] for c in calls} == {"platform", "serving"}

@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from gridready.spec import ClusterSpec
+from gridready.spec.cluster import ClusterSpec
 
 # Linux dev_valid_name() (net/core/dev.c): 1-15 bytes (IFNAMSIZ 16 with the NUL), not "." or "..", no '/',
 # ':' or whitespace; the character set is narrowed further to what NCCL/Gloo and systemd units take verbatim.

@@ -1,6 +1,6 @@
 """The Triton/TensorRT-LLM part of a serving tier: `tiers[].triton` in cluster.yml.
 
-`Tier` (gridready/serving/spec.py) references this as `triton: TritonSettings | None`; a tier with
+`Tier` (gridready/spec/serving.py) references this as `triton: TritonSettings | None`; a tier with
 `engine: triton-trtllm` and no `triton:` key gets `TritonSettings()` (LLM-API mode, Triton front).
 Only what is Triton-specific lives here; the tier's own fields are reused: model, tensor/pipeline parallel,
 max_model_len, max_num_seqs (max batch size), max_num_batched_tokens (max tokens per iteration), dtype,
@@ -65,6 +65,11 @@ class TritonSettings(BaseModel):
         default_factory=dict,
         description="extra config.pbtxt `parameters` per model, e.g. {tensorrt_llm: {kv_cache_host_memory_bytes: "
         "'0'}}; unknown models or keys fail generation",
+    )
+    model_family: str | None = Field(
+        None, pattern=r"^[a-z0-9_]+$",
+        description="engine mode: the TensorRT-LLM example whose convert_checkpoint.py converts this model "
+        "(examples/models/core/<family>); default: told from the model name (llama, mistral, qwen, gemma, phi)",
     )
     build_workers: PositiveInt | None = Field(None, description="trtllm-build --workers (default: TP x PP)")
     startup_timeout_s: PositiveInt = Field(1800, description="model load (and on Kubernetes, startup probe) budget")
