@@ -10,6 +10,7 @@ NODE_GATE_NAMES = (
     "probe", "software_versions", "services", "persistence_mode", "gpu_inventory", "pcie_link", "nvlink", "ecc",
     "row_remap", "xid", "clocks", "throttle", "power", "temperature", "iommu", "acs", "peermem", "dcgm", "gemm_bf16",
     "gemm_fp8", "hbm_bandwidth", "gpu_burn", "h2d_bandwidth", "peer_bandwidth", "nccl_allreduce",
+    "nccl_all_gather", "nccl_reduce_scatter", "nccl_alltoall", "nccl_sendrecv",  # where nccl.collectives names them
 )
 # Gates of the multi-node fabric phase.
 FABRIC_GATE_NAMES = (

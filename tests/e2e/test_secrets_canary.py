@@ -3,10 +3,13 @@ customer's vault and in the controller's environment, then every file under arti
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import subprocess
 import sys
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -67,11 +70,7 @@ def test_no_canary_in_any_artifact_or_output(run):
 
 
 def test_the_engine_refuses_requests_without_the_key(run):
-    fleet, artifacts, _ = run
-    import json
-    import urllib.error
-    import urllib.request
-
+    _, artifacts, _ = run
     summary = json.loads(next(artifacts.glob("*/*/serve/summary.json")).read_text())
     vllm = [e for e in summary["endpoints"] if e["engine"] == "vllm"]
     assert vllm

@@ -7,7 +7,7 @@ import json
 import re
 from typing import Any
 
-from . import openai_api, triton_api
+from . import openai_api, sglang_api, triton_api
 from .auth import ApiKeys
 from .core import Engine
 from .httpserver import Handler, Request, Responder, serve_connection
@@ -91,8 +91,17 @@ def metrics_handler(engine: Engine) -> Handler:
     return handle
 
 
+def _gridready_only(engine: Engine) -> Handler:
+    async def handle(req: Request, resp: Responder) -> None:
+        if not await _gridready_routes(engine, req, resp):
+            await _not_found(resp, req)
+
+    return handle
+
+
 async def start(engine: Engine, host: str, port: int, metrics_port: int | None = None,
-                openai_port: int | None = None, api_keys: list[str] | None = None) -> dict[str, Any]:
+                openai_port: int | None = None, enable_metrics: bool = True,
+                api_keys: list[str] | None = None) -> dict[str, Any]:
     """Start the listeners of engine.mode; returns {"servers": [...], "ports": {role: port}}."""
     servers: list[asyncio.base_events.Server] = []
     ports: dict[str, int] = {}
@@ -104,6 +113,8 @@ async def start(engine: Engine, host: str, port: int, metrics_port: int | None =
 
     if engine.mode == "openai":
         await listen("http", openai_handler(engine, keys=ApiKeys(api_keys or [])), port)
+    elif engine.mode == "sglang":
+        await listen("http", sglang_api.handler(engine, enable_metrics, _gridready_only(engine)), port)
     else:
         await listen("http", triton_handler(engine), port)
         if openai_port is None:  # tritonserver: metrics on --metrics-port (default 8002)

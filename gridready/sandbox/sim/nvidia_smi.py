@@ -140,6 +140,9 @@ def _q_values(g: Gpu, v: dict[str, str]) -> dict[str, object]:
         "clk_mem": g.sku["max_mem_clock_mhz"],
         "clk_max_sm": g.sku["max_sm_clock_mhz"],
         "clk_max_mem": g.sku["max_mem_clock_mhz"],
+        # nvidia-smi(1) "GPU Virtualization Mode": None on bare metal (apache/hadoop's real P100 capture reads None),
+        # Pass-Through for a GPU passed to a VM (shared/fixtures/h200x1 and h200x2)
+        "virt_mode": "Pass-Through" if g.sku.get("platform") == "passthrough" else "None",
         "fabric_state": "Completed" if g.sku["nvswitch"] else "N/A",
         "fabric_status": "Success" if g.sku["nvswitch"] else "N/A",
     }

@@ -73,7 +73,8 @@ def catalog_facts(sku_list: Any) -> dict[str, dict[str, Any]]:
             "power_limit_w": s.power_limit_w,
             "max_sm_clock_mhz": s.max_sm_clock_mhz,
             "max_mem_clock_mhz": s.max_mem_clock_mhz,
-            "nccl": [{"gpus": f.gpus, "algo": f.algo, "reference_gbps": f.reference_gbps} for f in s.nccl_floors],
+            "nccl": [{"gpus": f.gpus, "algo": f.algo, "collective": f.collective, "reference_gbps": f.reference_gbps}
+                     for f in s.nccl_floors],
             "shapes": [{"gpus": n.gpus, "platform": n.platform, "nvswitch": n.nvswitch, "nvlink_links": n.nvlink_links}
                        for n in s.shapes],
         }
@@ -293,8 +294,8 @@ def with_shape(sku: dict[str, Any], gpus: int, platform: str) -> dict[str, Any]:
     a 4-GPU HGX board has NVLink but no NVSwitch (catalog shapes, with their sources)."""
     shape = next((s for s in sku.get("shapes", []) if s["gpus"] == gpus and s["platform"] == platform), None)
     if shape is None:
-        return sku
-    return {**sku, "nvswitch": shape["nvswitch"], "nvlink_links": shape["nvlink_links"]}
+        return {**sku, "platform": platform}
+    return {**sku, "nvswitch": shape["nvswitch"], "nvlink_links": shape["nvlink_links"], "platform": platform}
 
 
 def from_dict(data: dict[str, Any]) -> Host:
