@@ -52,9 +52,9 @@ def test_command_line_keys_take_precedence_over_the_environment(engine_factory):
 def test_readiness_smoke_and_benchmark_send_the_key(engine_factory):
     e = engine_factory("--model", "m", *FAST, env={**os.environ, "VLLM_API_KEY": KEY})
     report = verify_tier(Endpoint.for_tier(TIER, "127.0.0.1", api_key=KEY).model_copy(update={"url": e.url}),
-                         TIER, WL, ready_timeout_s=10)
+                         TIER, WL, gpus=1, ready_timeout_s=10)
     assert report.ok, report.gate.message
-    refused = verify_tier(Endpoint(url=e.url, model="m"), TIER, WL, ready_timeout_s=3)
+    refused = verify_tier(Endpoint(url=e.url, model="m"), TIER, WL, gpus=1, ready_timeout_s=3)
     assert not refused.ok
 
 
