@@ -62,6 +62,10 @@ GATES: tuple[tuple[str, Gate], ...] = (
     ("h2d_bandwidth", transfer.h2d_bandwidth),
     ("peer_bandwidth", transfer.peer_bandwidth),
     ("nccl_allreduce", nccl.nccl_allreduce),
+    ("nccl_all_gather", nccl.nccl_all_gather),  # these four only where certification.nccl.collectives names them
+    ("nccl_reduce_scatter", nccl.nccl_reduce_scatter),
+    ("nccl_alltoall", nccl.nccl_alltoall),
+    ("nccl_sendrecv", nccl.nccl_sendrecv),
 )
 GATE_NAMES = tuple(n for n, _ in GATES)
 

@@ -24,7 +24,7 @@ from gridready.contracts import CertifySummary, Endpoint, HostOutcome, ServeSumm
 from gridready.errors import GridreadyError, InvalidInput, NotCertified
 from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory
-from gridready.serving import consistency, manifests, topology, vllm
+from gridready.serving import consistency, manifests, sglang, topology, vllm
 from gridready.serving.topology import Certification, TierPlan
 from gridready.stages.common import Timer, base_extravars, outcome_from_playbook
 from gridready.stages.fabric import SshRunner
@@ -135,6 +135,7 @@ def render(inv: Inventory, ctx: RunContext) -> dict[str, Any]:
 def hosts_extravars(inv: Inventory, cert: Certification, plans: list[TierPlan]) -> dict[str, Any]:
     mode = engine_mode(inv)
     out = base_extravars(inv) | vllm.hosts_extravars(plans, cert, inv.spec.serving, mode)
+    out["gridready_serve"]["sglang_units"] = sglang.units(plans, cert, inv.spec.serving, mode)
     if mode == "simulated":
         out["gridready_serve"]["ray_sizing"] = dict(SANDBOX_RAY)
         out["gridready_serve"]["ray_pip_spec"] = SANDBOX_RAY_PIP.format(version=inv.spec.serving.ray_version)
@@ -215,6 +216,8 @@ def _hosts(inv: Inventory, ctx: RunContext, cert: Certification, plans: list[Tie
 
 def unit_name(tier: Any) -> str:
     """The systemd unit that serves a tier on its head node (roles gridready_vllm, gridready_triton_trtllm)."""
+    if tier.engine == "sglang":
+        return f"sglang-{tier.name}"  # role gridready_sglang
     return f"vllm-{tier.name}" if tier.engine == "vllm" else f"gridready-triton-{tier.name}"
 
 
@@ -246,11 +249,14 @@ def verify_tiers(inv: Inventory, ctx: RunContext, cert: Certification, plans: li
         return "success", ExitCode.OK
     stage_dir = ctx.stage_dir(stage)
     reports = []
+    reuse = inv.spec.serving.decision.prefix_reuse
+    workload = (bench.Workload(shared_prefix_len=reuse.system_prompt_tokens, shared_prefix_share=reuse.share)
+                if reuse else bench.Workload())
     for plan in plans:
         head = plan.replicas[0].head
         endpoint = bench.Endpoint.for_tier(plan.tier, cert.certified[head].ip)
         unit_state, log_lines = unit_probes(inv, head, unit_name(plan.tier))
-        reports.append(bench.verify_tier(endpoint, plan.tier, bench.Workload(),
+        reports.append(bench.verify_tier(endpoint, plan.tier, workload,
                                          gpus=plan.gpus,
                                          ready_timeout_s=float(inv.spec.serving.wait_timeout_s),
                                          unit_state=unit_state, log_lines=log_lines))
@@ -291,6 +297,8 @@ def stack_configs(inv: Inventory, cert: Certification, plans: list[TierPlan]) ->
                                   rdma_resource=k.rdma_resource, gpu_product_label=k.gpu_product_label)
             for p in triton_plans
         ]
+    config["sglang_tiers"] = [sglang.k8s_tier(p, vllm.pod_env(p, cert, serving), serving)
+                              for p in plans if p.tier.engine == "sglang"]
     return {
         "platform": vllm.platform_stack_config(inv.customer, serving, cert, inv.hosts, groups),
         "serving": config,
