@@ -1,0 +1,30 @@
+"""The real LiteLLM router (from the role's hash-pinned lock) on loopback in front of simulated engines."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from gridready.sandbox.router_harness import Harness
+from gridready.serving.router_spec import Route, RouterSpec, RouteTarget
+
+MODEL = "llama-sim"
+
+
+@pytest.fixture(scope="module")
+def routed() -> Iterator[Harness]:
+    """Tiers `batch` (weight 3) and `hot` (weight 1) behind one model name, `spare` as the fallback tier; keys
+    `ci` (no limit) and `tight` (2 requests per minute)."""
+    h = Harness.create()
+    try:
+        for tier in ("batch", "hot", "spare"):
+            h.start_engine(tier, MODEL, "--ttft-ms", "5", "--itl-ms", "1", "--seed", "7")
+        spec = RouterSpec(enabled=True, keys=[{"name": "ci", "vault_var": "k"}], cooldown_s=60, num_retries=1,
+                          health_check_interval_s=5)
+        route = Route(model=MODEL, targets=[RouteTarget(tier="batch", weight=3), RouteTarget(tier="hot", weight=1)],
+                      fallback=["spare"])
+        h.start_router(spec, [route], {"ci": None, "tight": 2})
+        yield h
+    finally:
+        h.close()
