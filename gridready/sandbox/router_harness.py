@@ -121,7 +121,7 @@ class Harness:
             [{"name": n, "sha256": hashlib.sha256(k.encode()).hexdigest(), "rpm_limit": keys[n], "tpm_limit": None}
              for n, k in self.keys.items()]))
         shutil.copy(AUTH_HOOK_FILE, self.workdir / AUTH_HOOK_FILE.name)
-        ups = {t: router.Upstream(t, e.base_url, e.served_name) for t, e in self.engines.items()}
+        ups = {t: [router.Upstream(t, e.base_url, e.served_name)] for t, e in self.engines.items()}
         config = router.litellm_config(spec, routes, ups)
         (self.workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=True))
         self.router_port = free_port()

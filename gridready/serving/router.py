@@ -17,7 +17,7 @@ Secrets appear only as `os.environ/<NAME>` references; their values go to the un
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +25,7 @@ from gridready.serving.router_spec import Route, RouterSpec, RouteTarget
 
 MASTER_KEY_ENV = "LITELLM_MASTER_KEY"
 AUTH_HOOK = "gridready_router_auth.user_api_key_auth"
+REPLICA_SCALE = 12  # a tier's weight x 12 is shared by its replicas: 1-4 and 6 replicas split exactly
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,13 @@ def fallback_group(model: str, tier: str) -> str:
     return f"{model}--fallback--{tier}"
 
 
-def _deployment(group: str, up: Upstream, weight: int | None) -> dict[str, Any]:
+def _deployments(group: str, ups: Sequence[Upstream], weight: int | None) -> list[dict[str, Any]]:
+    """One LiteLLM deployment per replica of a tier; the tier's weight is shared evenly by its replicas."""
+    each = None if weight is None else max(1, round(weight * REPLICA_SCALE / len(ups)))
+    return [_deployment(group, up, each, i) for i, up in enumerate(ups)]
+
+
+def _deployment(group: str, up: Upstream, weight: int | None, replica: int) -> dict[str, Any]:
     params: dict[str, Any] = {
         "model": f"hosted_vllm/{up.served_name}",
         "api_base": up.base_url,
@@ -62,25 +69,27 @@ def _deployment(group: str, up: Upstream, weight: int | None) -> dict[str, Any]:
     }
     if weight is not None:
         params["weight"] = weight
-    return {"model_name": group, "litellm_params": params, "model_info": {"id": f"{group}@{up.tier}"}}
+    return {"model_name": group, "litellm_params": params, "model_info": {"id": f"{group}@{up.tier}-{replica}"}}
 
 
-def litellm_config(spec: RouterSpec, routes: list[Route], upstreams: Mapping[str, Upstream]) -> dict[str, Any]:
-    """The proxy's config.yaml as a dict. Raises ValueError naming a route's tier that has no upstream."""
+def litellm_config(spec: RouterSpec, routes: list[Route], upstreams: Mapping[str, Sequence[Upstream]]
+                   ) -> dict[str, Any]:
+    """The proxy's config.yaml as a dict from each tier's replicas. Raises ValueError naming a route's tier that
+    has no upstream."""
     model_list: list[dict[str, Any]] = []
     fallbacks: list[dict[str, list[str]]] = []
     for route in routes:
         for target in route.targets:
-            if target.tier not in upstreams:
+            if not upstreams.get(target.tier):
                 raise ValueError(f"route {route.model}: tier {target.tier} has no OpenAI-compatible endpoint")
             if target.weight > 0:
-                model_list.append(_deployment(route.model, upstreams[target.tier], target.weight))
+                model_list += _deployments(route.model, upstreams[target.tier], target.weight)
         groups = []
         for tier in route.fallback:
-            if tier not in upstreams:
+            if not upstreams.get(tier):
                 raise ValueError(f"route {route.model}: fallback tier {tier} has no OpenAI-compatible endpoint")
             groups.append(fallback_group(route.model, tier))
-            model_list.append(_deployment(groups[-1], upstreams[tier], None))
+            model_list += _deployments(groups[-1], upstreams[tier], None)
         if groups:
             fallbacks.append({route.model: groups})
     return {

@@ -3,11 +3,13 @@ weights within tolerance, streaming, per-key rate limits, its own keys, Promethe
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 
 import pytest
 
+from gridready.bench import router_overhead
 from gridready.sandbox.router_harness import Harness
 
 from .conftest import MODEL
@@ -60,6 +62,15 @@ def test_metrics_need_a_key_and_count_requests(routed: Harness) -> None:
     status, body, _ = routed.request("/metrics/", key=routed.keys["ci"])
     assert status == 200
     assert "litellm_" in body.decode()
+
+
+def test_router_overhead_is_measured_beside_direct_access(routed: Harness) -> None:
+    report = asyncio.run(router_overhead.measure(routed.engines["batch"].base_url.removesuffix("/v1"),
+                                                 routed.router_url, MODEL, routed.keys["ci"], n=40))
+    assert report.direct.errors == 0 and report.routed.errors == 0
+    assert report.routed.p50_ms > report.direct.p50_ms > 0  # the proxy hop costs something, and it is measured
+    assert report.added_p99_ms == round(report.routed.p99_ms - report.direct.p99_ms, 2)
+    print(f"router overhead over {report.requests} pairs: {report.model_dump_json()}")
 
 
 def test_failover_to_the_other_tier_then_the_fallback(routed: Harness) -> None:

@@ -9,9 +9,9 @@ from gridready.serving import router
 from gridready.serving.router_spec import Route, RouterSpec, RouteTarget
 
 UPS = {
-    "batch": router.Upstream("batch", "http://10.77.0.11:8000/v1", "llama", router.tier_key_env("batch")),
-    "hot": router.Upstream("hot", "http://10.77.0.12:8000/v1", "llama", None),
-    "spare": router.Upstream("spare", "http://10.77.0.13:8000/v1", "llama", None),
+    "batch": [router.Upstream("batch", "http://10.77.0.11:8000/v1", "llama", router.tier_key_env("batch"))],
+    "hot": [router.Upstream("hot", "http://10.77.0.12:8000/v1", "llama", None)],
+    "spare": [router.Upstream("spare", "http://10.77.0.13:8000/v1", "llama", None)],
 }
 SPEC = RouterSpec(enabled=True, keys=[{"name": "ci", "vault_var": "gridready_router_key_ci", "rpm_limit": 60}])
 
@@ -25,10 +25,17 @@ def test_weighted_deployments_share_the_model_name() -> None:
     cfg = router.litellm_config(SPEC, [route()], UPS)
     deps = cfg["model_list"]
     assert [d["model_name"] for d in deps] == ["llama", "llama"]
-    assert [d["litellm_params"]["weight"] for d in deps] == [3, 1]
+    assert [d["litellm_params"]["weight"] for d in deps] == [36, 12]  # 3:1
     assert deps[0]["litellm_params"]["model"] == "hosted_vllm/llama"
     assert deps[0]["litellm_params"]["api_base"] == "http://10.77.0.11:8000/v1"
     assert cfg["router_settings"]["routing_strategy"] == "simple-shuffle"
+
+
+def test_replicas_share_their_tier_weight() -> None:
+    ups = dict(UPS, hot=[router.Upstream("hot", f"http://10.77.0.{i}:8000/v1", "llama") for i in (20, 21, 22)])
+    deps = router.litellm_config(SPEC, [route()], ups)["model_list"]
+    weights = {d["model_info"]["id"]: d["litellm_params"]["weight"] for d in deps}
+    assert weights == {"llama@batch-0": 36, "llama@hot-0": 4, "llama@hot-1": 4, "llama@hot-2": 4}
 
 
 def test_secrets_are_only_environment_references() -> None:
