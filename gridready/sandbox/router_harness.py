@@ -95,9 +95,14 @@ class Harness:
     router_port: int = 0
     keys: dict[str, str] = field(default_factory=dict)  # name -> key (test-only, generated per harness)
 
+    owns_workdir: bool = False
+
     @classmethod
-    def create(cls) -> Harness:
-        return cls(Path(tempfile.mkdtemp(prefix="gridready-router-")))
+    def create(cls, workdir: Path | None = None) -> Harness:
+        """In `workdir` (kept, with the logs), or in a temporary folder removed by close()."""
+        if workdir is not None:
+            return cls(workdir)
+        return cls(Path(tempfile.mkdtemp(prefix="gridready-router-")), owns_workdir=True)
 
     def start_engine(self, tier: str, served_name: str, *flags: str) -> Engine:
         port = free_port()
@@ -159,4 +164,5 @@ class Harness:
             self.router.stop()
         for engine in self.engines.values():
             engine.proc.stop()
-        shutil.rmtree(self.workdir, ignore_errors=True)
+        if self.owns_workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)

@@ -13,10 +13,10 @@ MODEL = "llama-sim"
 
 
 @pytest.fixture(scope="module")
-def routed() -> Iterator[Harness]:
+def routed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Harness]:
     """Tiers `batch` (weight 3) and `hot` (weight 1) behind one model name, `spare` as the fallback tier; keys
     `ci` (no limit) and `tight` (2 requests per minute)."""
-    h = Harness.create()
+    h = Harness.create(tmp_path_factory.mktemp("router"))  # pytest keeps the logs of recent runs
     try:
         for tier in ("batch", "hot", "spare"):
             h.start_engine(tier, MODEL, "--ttft-ms", "5", "--itl-ms", "1", "--seed", "7")
