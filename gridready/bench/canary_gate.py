@@ -1,10 +1,11 @@
 """The canary's SLO gate on live metrics: p99s from the engine's own Prometheus histograms over the observed window.
 
 Two scrapes of the canary's /metrics (before and after the window) give per-bucket deltas; the p99 is interpolated
-inside its bucket the way PromQL's histogram_quantile does (https://prometheus.io/docs/prometheus/latest/querying/functions/#histogram_quantile).
+inside its bucket as PromQL's histogram_quantile does
+(https://prometheus.io/docs/prometheus/latest/querying/functions/#histogram_quantile).
 Metric names are vLLM's ("Production Metrics", https://docs.vllm.ai/en/latest/usage/metrics.html):
-time_to_first_token_seconds, request_time_per_output_token_seconds, e2e_request_latency_seconds. Too few requests in the window fails the gate:
-it never passes on missing data.
+time_to_first_token_seconds, request_time_per_output_token_seconds, e2e_request_latency_seconds.
+Too few requests in the window fails the gate: it never passes on missing data.
 """
 
 from __future__ import annotations
