@@ -79,13 +79,6 @@ class Engine:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def served_requests(self) -> float:
-        """vllm:request_success_total summed over its labels, from the engine's own /metrics."""
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=10) as resp:
-            text = resp.read().decode()
-        return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-                   if line.startswith("vllm:request_success_total"))
-
 
 @dataclass
 class Harness:
