@@ -5,10 +5,18 @@ Every figure carries its source in a comment. Abbreviations:
   DS-H200  NVIDIA H200 Tensor Core GPU datasheet (SXM column)
   FIX-H200 ../shared/fixtures/h200x2/README.md, measured on 2x H200 SXM on 2026-11-30 (copied to tests/fixtures)
   ANCH     ../shared/reference/certify-anchors.md (section given), which cites the upstream projects
+  FIX-H200x1 ../shared/fixtures/h200x1/README.md: one H200 passed through to a VM, fabric state N/A, no NVLinks exposed
+  FM       NVIDIA Fabric Manager User Guide, https://docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide
+           (fabric manager exists for NVSwitch-based HGX/DGX; virtualization models: full passthrough, shared NVSwitch
+           with 1/2/4/8-GPU partitions whose fabric manager runs in a service VM)
+  AIE-NVS  NVIDIA AI Enterprise, "NVIDIA NVSwitch", https://docs.nvidia.com/ai-enterprise/release-8/8.0/infra-software/
+           vgpu/features/nvswitch.html: NVSwitch on the HGX H100 and HGX H200 8-GPU baseboards
 Floors are what a healthy part must reach under gridready's own probes; the spec may override any of them.
 """
 
 from __future__ import annotations
+
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -22,6 +30,26 @@ class NcclFloor(BaseModel):
     algo: str  # "ring" (NCCL_NVLS_ENABLE=0) or "nvls"
     floor_gbps: float
     reference_gbps: float  # the published or measured figure the floor was derived from
+
+
+Platform = Literal["baremetal", "passthrough"]
+
+
+class NodeShape(BaseModel):
+    """One way a SKU is sold as a node: GPU count and platform, and what that shape makes checkable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    gpus: int
+    platform: Platform
+    nvswitch: bool  # NVSwitches reachable: fabric state must read Completed/Success
+    fabric_manager_on_node: bool  # the nvidia-fabricmanager unit runs in this OS (in VMs: in the host or service VM)
+    nvlink_links: int  # active NVLinks per GPU this shape exposes (0: a slice without NVLink)
+    source: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.gpus} GPU{'s' if self.gpus > 1 else ''} {self.platform}"
 
 
 class Sku(BaseModel):
@@ -50,12 +78,19 @@ class Sku(BaseModel):
     h2d_floor_gbps: float  # pinned host<->device, each direction
     peer_floor_gbps: float  # GPU->GPU copy over NVLink (0 where no NVLink)
     nccl_floors: tuple[NcclFloor, ...] = ()
+    shapes: tuple[NodeShape, ...] = ()
     max_gpu_temp_c: float = 85.0  # ANCH 3.8: SI 75 C at idle, ME example 84 under load
     max_mem_temp_c: float = 95.0  # ANCH 3.8: SI memory 95 C
 
     @property
     def nvlink_peak_gbps(self) -> float:
         return self.nvlink_links * self.nvlink_link_gbps
+
+    def shape(self, gpus: int, platform: str = "baremetal") -> NodeShape | None:
+        return next((s for s in self.shapes if s.gpus == gpus and s.platform == platform), None)
+
+    def shape_names(self) -> str:
+        return ", ".join(s.label for s in self.shapes)
 
     def nccl_floor(self, gpus: int, algo: str) -> NcclFloor | None:
         """The floor for exactly this GPU count and algorithm, else the nearest smaller count."""
@@ -74,6 +109,37 @@ _NVLINK4_NCCL = (
     NcclFloor(gpus=4, algo="ring", floor_gbps=320.0, reference_gbps=356.0),  # interpolated 2..8 GPUs (derived)
     NcclFloor(gpus=8, algo="ring", floor_gbps=330.0, reference_gbps=367.0),
     NcclFloor(gpus=8, algo="nvls", floor_gbps=460.0, reference_gbps=476.5),
+)
+
+_HGX_SRC = "AIE-NVS, FM: HGX 8-GPU baseboard with NVSwitch, fabric manager on the host"
+# HGX SXM nodes (H100 and H200 alike): 8 GPUs on NVSwitch, 4 GPUs joined directly (no NVSwitch, so no fabric manager),
+# and VM slices of an 8-GPU baseboard (FM: full passthrough or shared-NVSwitch partitions of 1/2/4/8 GPUs).
+_HGX_SHAPES = (
+    NodeShape(gpus=8, platform="baremetal", nvswitch=True, fabric_manager_on_node=True, nvlink_links=18,
+              source=_HGX_SRC),
+    NodeShape(gpus=4, platform="baremetal", nvswitch=False, fabric_manager_on_node=False, nvlink_links=18,
+              source="DS-H200/DS-H100: HGX 4-GPU form factor, GPUs joined by NVLink without NVSwitch; FM covers "
+                     "NVSwitch systems only"),
+    NodeShape(gpus=8, platform="passthrough", nvswitch=True, fabric_manager_on_node=False, nvlink_links=18,
+              source="FM: full passthrough / shared NVSwitch 8-GPU partition"),
+    NodeShape(gpus=4, platform="passthrough", nvswitch=True, fabric_manager_on_node=False, nvlink_links=18,
+              source="FM: shared NVSwitch 4-GPU partition"),
+    NodeShape(gpus=2, platform="passthrough", nvswitch=True, fabric_manager_on_node=False, nvlink_links=18,
+              source="FIX-H200: 2 GPUs in a VM, NV18, fabric state Completed/Success; FM 2-GPU partition"),
+    NodeShape(gpus=1, platform="passthrough", nvswitch=False, fabric_manager_on_node=False, nvlink_links=0,
+              source="FIX-H200x1: 1 GPU in a VM, fabric state N/A, `nvlink -s` empty; FM 1-GPU partition"),
+)
+# PCIe cards (H100 PCIe, H100 NVL): 1 to 8 per server, NVLink bridges join pairs (12 links), never an NVSwitch.
+_PCIE_SRC = "DS-H100 PCIe/NVL: PCIe card, 2-way NVLink bridge (600 GB/s = 12 links), no NVSwitch"
+_PCIE_SHAPES = (
+    NodeShape(gpus=1, platform="baremetal", nvswitch=False, fabric_manager_on_node=False, nvlink_links=0,
+              source=_PCIE_SRC),
+    *(NodeShape(gpus=n, platform="baremetal", nvswitch=False, fabric_manager_on_node=False, nvlink_links=12,
+                source=_PCIE_SRC) for n in (2, 4, 8)),
+    NodeShape(gpus=1, platform="passthrough", nvswitch=False, fabric_manager_on_node=False, nvlink_links=0,
+              source=_PCIE_SRC),
+    NodeShape(gpus=2, platform="passthrough", nvswitch=False, fabric_manager_on_node=False, nvlink_links=12,
+              source=_PCIE_SRC + "; a bridged pair passed through together"),
 )
 
 SKUS: tuple[Sku, ...] = (
@@ -100,6 +166,7 @@ SKUS: tuple[Sku, ...] = (
         h2d_floor_gbps=48.0,  # Azure NHC check_gpu_bw 48 GB/s (ANCH 3.5)
         peer_floor_gbps=335.0,  # Azure NHC P2P floor 335 GB/s (ANCH 3.4)
         nccl_floors=_NVLINK4_NCCL,
+        shapes=_HGX_SHAPES,
     ),
     Sku(
         name="H200-SXM-141GB",
@@ -124,6 +191,7 @@ SKUS: tuple[Sku, ...] = (
         h2d_floor_gbps=48.0,  # FIX-H200: 55.4 measured; Azure NHC 48 GB/s (ANCH 3.5)
         peer_floor_gbps=335.0,  # FIX-H200: 395 GB/s GPU0->GPU1; Azure NHC 335 (ANCH 3.4)
         nccl_floors=_NVLINK4_NCCL,
+        shapes=_HGX_SHAPES,
     ),
     Sku(
         name="H100-NVL-94GB",
@@ -148,6 +216,7 @@ SKUS: tuple[Sku, ...] = (
         h2d_floor_gbps=48.0,  # same Gen5 x16 link as SXM (ANCH 3.5)
         peer_floor_gbps=200.0,  # bridge pair: 300 GB/s one direction peak, ~67% floor (derived)
         nccl_floors=(NcclFloor(gpus=2, algo="ring", floor_gbps=200.0, reference_gbps=260.0),),
+        shapes=_PCIE_SHAPES,
     ),
     Sku(
         name="H100-PCIe-80GB",
@@ -172,6 +241,7 @@ SKUS: tuple[Sku, ...] = (
         h2d_floor_gbps=48.0,
         peer_floor_gbps=200.0,
         nccl_floors=(NcclFloor(gpus=2, algo="ring", floor_gbps=200.0, reference_gbps=260.0),),
+        shapes=_PCIE_SHAPES,
     ),
 )
 

@@ -39,6 +39,8 @@ class NodeGroup(BaseModel):
     name: str = Field(pattern=ANSIBLE_NAME, description="Ansible group in hosts.yml")
     sku: str = Field(description="catalog SKU name or PCI device id, e.g. H200-SXM-141GB or 0x2335")
     gpus_per_node: PositiveInt = Field(8, le=16)
+    platform: Literal["baremetal", "passthrough"] = Field(
+        "baremetal", description="bare metal, or GPUs passed through to a VM; with gpus_per_node a catalog node shape")
     os: Literal["ubuntu-22.04", "ubuntu-24.04", "debian-12"] = "ubuntu-22.04"
     nics: list[Nic] = Field(default_factory=list, description="HCAs/NICs every node of the group has")
     mgmt_interface: str | None = Field(None, description="interface for NCCL/Gloo bootstrap sockets")
@@ -61,6 +63,14 @@ class NodeGroup(BaseModel):
     def nic_bandwidth_gbytes(self) -> float:
         """Aggregate NIC bandwidth of one node in GB/s (8 x 400 Gb/s = 400 GB/s)."""
         return sum(n.rate_gbps for n in self.nics if n.kind != "ethernet") / 8
+
+    @model_validator(mode="after")
+    def _known_shape(self) -> NodeGroup:
+        sku = self.catalog_sku
+        if sku.shapes and sku.shape(self.gpus_per_node, self.platform) is None:
+            raise ValueError(f"{sku.name} does not come as {self.gpus_per_node} GPUs {self.platform}; catalog "
+                             f"shapes: {sku.shape_names()} (gpus_per_node, platform)")
+        return self
 
     @model_validator(mode="after")
     def _unique_nics(self) -> NodeGroup:

@@ -28,6 +28,20 @@ class Expectations:
     driver_branch: str | None = None  # SoftwarePins.driver_branch, e.g. "580"
     gpudirect_rdma: bool = True
     nics: tuple[str, ...] = ()  # HCA names the node group declares (mlx5_0 ...)
+    platform: str = "baremetal"  # NodeGroup.platform: baremetal | passthrough
+
+    @property
+    def shape(self) -> catalog.NodeShape | None:
+        """The catalog's shape for this GPU count and platform (None: the SKU is not sold that way)."""
+        return self.sku.shape(self.gpus, self.platform)
+
+    def shape_error(self, gate: str) -> GateResult:
+        return self.result(gate, GateStatus.ERROR, f"{self.gpus} x {self.sku.name} {self.platform} is not a shape the "
+                           f"catalog knows ({self.sku.shape_names()}): what this gate expects is unknown")
+
+    def not_applicable(self, gate: str, why: str) -> GateResult:
+        """A gate the node's shape makes meaningless: reported `skipped` with `n/a: <why>`, never passed."""
+        return self.result(gate, GateStatus.SKIPPED, f"n/a: {why}", required=False)
 
     def floor(self, name: str) -> Expected:
         """A spec override (source 'spec') or the catalog floor (source 'catalog: <sku>')."""
@@ -43,7 +57,7 @@ class Expectations:
 def from_target(node: str, spec: CertificationSpec, target: Any, *, driver_branch: str | None = None) -> Expectations:
     """`target` is a NodeGroup (lead's spec: .catalog_sku/.sku, .gpus_per_node, .nics, .gpudirect_rdma), a catalog
     Sku, or a SKU key ("h200", "0x2335"); with a Sku or key the GPU count defaults to 8."""
-    gpus, nics, gdr = 8, (), True
+    gpus, nics, gdr, platform = 8, (), True, "baremetal"
     sku: catalog.Sku | None
     if isinstance(target, catalog.Sku):
         sku = target
@@ -59,5 +73,6 @@ def from_target(node: str, spec: CertificationSpec, target: Any, *, driver_branc
         gpus = int(target.gpus_per_node)
         nics = tuple(n.name for n in getattr(target, "nics", []) or [])
         gdr = bool(getattr(target, "gpudirect_rdma", True))
+        platform = str(getattr(target, "platform", "baremetal"))
     return Expectations(node=node, sku=sku, gpus=gpus, spec=spec, driver_branch=driver_branch,
-                        gpudirect_rdma=gdr, nics=nics)
+                        gpudirect_rdma=gdr, nics=nics, platform=platform)

@@ -37,6 +37,9 @@ def sweep_points(doc: dict[str, Any]) -> tuple[str | None, list[dict[str, Any]]]
 
 def nccl_allreduce(doc: dict[str, Any], exp: Expectations) -> list[GateResult]:
     ns = exp.spec.nccl
+    if exp.gpus < 2:
+        return [exp.not_applicable("nccl_allreduce", "one GPU: an all-reduce has no peer (nccl-tests prints busbw 0 "
+                                   "for one rank by definition)")]
     spec_floor = exp.spec.floors.nccl_busbw_gbps
     cat = exp.sku.nccl_floor(exp.gpus, ns.algo)
     if spec_floor is not None:

@@ -39,15 +39,27 @@ def _errors(doc: dict[str, Any], g: dict[str, Any]) -> dict[str, int] | None:
 
 
 def nvlink(doc: dict[str, Any], exp: Expectations) -> list[GateResult]:
-    want = exp.sku.nvlink_links
-    if want == 0:
-        return [exp.result("nvlink", P, f"{exp.sku.name} has no NVLink")]
+    shape = exp.shape
+    if exp.sku.nvlink_links == 0:
+        return [exp.not_applicable("nvlink", f"{exp.sku.name} has no NVLink")]
+    if shape is None:
+        return [exp.shape_error("nvlink")]
+    want = shape.nvlink_links
     status = ((doc.get("nvidia_smi") or {}).get("nvlink_status") or {}).get("gpus") or {}
+    if want == 0:
+        exposed = {i: [n for n, sp in st["links"].items() if sp] for i, st in status.items()}
+        if any(exposed.values()):  # the shape exposes none: links that are up mean the spec names the wrong shape
+            return [exp.result("nvlink", F, f"a {shape.label} node exposes no NVLinks, yet GPUs "
+                               f"{', '.join(i for i, v in exposed.items() if v)} show active links: wrong shape in "
+                               "the spec (gpus_per_node/platform)", measured=exposed,
+                               evidence="raw.nvidia_smi_nvlink_s")]
+        return [exp.not_applicable("nvlink", f"a {shape.label} {exp.sku.name} node exposes no NVLinks "
+                                   f"({shape.source})")]
     rows = gpus(doc) or [{"index": int(i), "bus_id": None, "nvml": {}} for i in sorted(status, key=int)]
     if not rows:
         return [exp.result("nvlink", E, "no GPUs to read NVLink state from")]
     expected = Expected(equals={"active_links": want, "gbps_per_link": exp.sku.nvlink_link_gbps},
-                        source=f"catalog: {exp.sku.name}")
+                        source=f"catalog: {exp.sku.name} {shape.label}")
     out = []
     for g in rows:
         label = gpu_label(g)

@@ -42,10 +42,15 @@ def software_versions(doc: dict[str, Any], exp: Expectations) -> list[GateResult
 
 
 def services(doc: dict[str, Any], exp: Expectations) -> list[GateResult]:
-    """NVSwitch SKUs need the fabric manager: nvidia-smi -q `Fabric State: Completed / Status: Success` per GPU,
-    and the systemd unit active where systemd runs."""
-    if not exp.sku.nvswitch:
-        return [exp.result("services", P, f"{exp.sku.name} has no NVSwitch: no fabric manager needed")]
+    """Shapes with NVSwitches need the fabric manager: nvidia-smi `Fabric State: Completed / Status: Success` per
+    GPU, and the systemd unit active where it runs in this OS (bare-metal HGX; in a VM it runs in the host or a
+    service VM, FM user guide "Virtualization models"). No NVSwitch in the shape: n/a, with the reason."""
+    shape = exp.shape
+    if not exp.sku.nvswitch or (shape is not None and not shape.nvswitch):
+        where = f"a {shape.label} {exp.sku.name} node" if shape else exp.sku.name
+        return [exp.not_applicable("services", f"no NVSwitch in {where}: fabric manager does not apply")]
+    if shape is None:
+        return [exp.shape_error("services")]
     rows = gpus(doc)
     if not rows or not any(g["q"] for g in rows):
         return [exp.result("services", E, "no nvidia-smi -q output: fabric manager state unknown",
@@ -59,7 +64,7 @@ def services(doc: dict[str, Any], exp: Expectations) -> list[GateResult]:
     if bad:
         return [exp.result("services", F, "fabric manager not ready: " + "; ".join(bad), measured=measured,
                            evidence="raw.nvidia_smi_q")]
-    if fm is not None and fm != "active":
+    if shape.fabric_manager_on_node and fm is not None and fm != "active":
         return [exp.result("services", F, f"nvidia-fabricmanager unit is {fm}", measured=measured,
                            evidence="services.state")]
     return [exp.result("services", P, "fabric state Completed/Success on every GPU"

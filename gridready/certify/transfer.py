@@ -57,8 +57,12 @@ def h2d_bandwidth(doc: dict[str, Any], exp: Expectations) -> list[GateResult]:
 
 def peer_bandwidth(doc: dict[str, Any], exp: Expectations) -> list[GateResult]:
     expected = exp.floor("peer_gbps")
-    if exp.sku.nvlink_links == 0 or not expected.floor:
-        return [exp.result("peer_bandwidth", P, f"{exp.sku.name}: no NVLink peer floor", expected=expected)]
+    if exp.gpus < 2:
+        return [exp.not_applicable("peer_bandwidth", "one GPU: no peer to copy to")]
+    shape = exp.shape
+    if exp.sku.nvlink_links == 0 or (shape is not None and shape.nvlink_links == 0) or not expected.floor:
+        return [exp.not_applicable("peer_bandwidth", f"{exp.sku.name}"
+                                   f"{' ' + shape.label if shape else ''}: no NVLink between the GPUs, no peer floor")]
     why = torch_missing(doc)
     tests = _nvbw(doc)
     if why and tests is None:

@@ -21,6 +21,28 @@ class Ports(BaseModel):
     triton_metrics: int = 8002
 
 
+def _triton_setting(tier: Tier, key: str, default: Any) -> Any:
+    settings = getattr(tier, "triton", None)
+    value = settings.get(key) if isinstance(settings, dict) else getattr(settings, key, None)
+    return default if value is None else value
+
+
+def triton_metrics_port(tier: Tier, default: int = 8002) -> int:
+    """Where a Triton tier serves /metrics: tritonserver on --metrics-port; Triton's OpenAI frontend and
+    trtllm-serve on the tier's OpenAI port, where no metrics port listens (server:python/openai/openai_frontend/
+    frontend/fastapi/routers/observability.py; TensorRT-LLM docs, trtllm-serve: /metrics)."""
+    if _triton_setting(tier, "frontend", "triton") == "trtllm-serve" or _triton_setting(tier, "openai_frontend", True):
+        return tier.port
+    return int(_triton_setting(tier, "metrics_port", default))
+
+
+def triton_metrics_port_name(tier: Tier) -> str:
+    """The Service port name of a Triton tier's /metrics (stacks/serving/triton.py names ports after the plan)."""
+    metrics = _triton_setting(tier, "frontend", "triton") != "trtllm-serve" and not _triton_setting(
+        tier, "openai_frontend", True)
+    return "metrics" if metrics else "openai"
+
+
 def _job(name: str, groups: list[tuple[list[str], dict[str, str]]], interval: str) -> dict[str, Any]:
     return {"job_name": name, "scrape_interval": interval, "metrics_path": "/metrics",
             "static_configs": [{"targets": sorted(t), "labels": lb} for t, lb in groups if t]}
@@ -44,7 +66,7 @@ def scrape_config(customer: str, tiers: list[Tier], tier_hosts: dict[str, list[s
         if t.engine == "vllm":
             vllm.append(([f"{h}:{t.port}" for h in hosts], labels))
         else:
-            triton.append(([f"{h}:{p.triton_metrics}" for h in hosts], labels))
+            triton.append(([f"{h}:{triton_metrics_port(t, p.triton_metrics)}" for h in hosts], labels))
     jobs = [
         _job("gridready-vllm", vllm, interval),
         _job("gridready-triton", triton, interval),
@@ -123,8 +145,8 @@ def kubernetes_monitors(customer: str, tiers: list[Tier], namespace: str = "grid
             out.append({"apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor",
                         "metadata": {"name": f"{t.name}-engine", "namespace": namespace, "labels": meta_labels},
                         "spec": {"selector": selector, "namespaceSelector": {"matchNames": [namespace]},
-                                 "endpoints": [{"port": "metrics", "path": "/metrics", "interval": "15s",
-                                                "relabelings": relabel}]}})
+                                 "endpoints": [{"port": triton_metrics_port_name(t), "path": "/metrics",
+                                                "interval": "15s", "relabelings": relabel}]}})
     out.append({"apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor",
                 "metadata": {"name": "gridready-dcgm-exporter", "namespace": gpu_operator_namespace,
                              "labels": meta_labels},

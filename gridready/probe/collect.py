@@ -79,13 +79,24 @@ class Probe:
         for row in smi["query"]:
             if isinstance(row.get("index"), int) and row.get("pci.bus_id"):
                 self.bus_of_index[row["index"]] = str(row["pci.bus_id"])
-        q = self._tool("nvidia_smi_q", ["nvidia-smi", "-q"])
-        smi["q"] = nvsmi.parse_q(q) if q else None
+        smi["q"] = self._nvidia_smi_q()
         st = self._tool("nvidia_smi_nvlink_s", ["nvidia-smi", "nvlink", "-s"])
         smi["nvlink_status"] = nvsmi.parse_nvlink_status(st) if st is not None else None
         er = self._tool("nvidia_smi_nvlink_e", ["nvidia-smi", "nvlink", "-e"])
         smi["nvlink_errors"] = nvsmi.parse_nvlink_errors(er) if er is not None else None
         self._tool("nvidia_smi_topo", ["nvidia-smi", "topo", "-m"])
+
+    def _nvidia_smi_q(self) -> dict[str, Any] | None:
+        """`-q -x` (NVIDIA's machine-readable form) first; the `-q` text where the XML is refused or unreadable."""
+        res = run(["nvidia-smi", "-q", "-x"], timeout_s=60)
+        if res["rc"] == 0 and not res["timed_out"]:
+            self.doc["raw"]["nvidia_smi_q_x"] = res["stdout"]
+            try:
+                return nvsmi.parse_q_xml(res["stdout"])
+            except ValueError as exc:
+                self.err("nvidia_smi_q_x", f"{exc}; reading the -q text instead")
+        q = self._tool("nvidia_smi_q", ["nvidia-smi", "-q"])
+        return {**nvsmi.parse_q(q), "format": "text"} if q else None
 
     def nvml(self) -> None:
         if not nvml.available():

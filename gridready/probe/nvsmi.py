@@ -1,8 +1,14 @@
-"""Parsers for nvidia-smi outputs: `--query-gpu` CSV, `-q` text, `nvlink -s` and `nvlink -e`."""
+"""Parsers for nvidia-smi outputs: `--query-gpu` CSV, `-q -x` XML, `-q` text, `nvlink -s` and `nvlink -e`.
+
+`-q -x` is NVIDIA's documented machine-readable form (nvidia-smi(1): "-x, --xml-format: Produce XML output",
+validated by the DTD it names, `nvsmi_device_v<N>.dtd`); the probe prefers it and keeps `-q` text as the fallback.
+Both parsers return the same dict, so the gates do not care which one ran.
+"""
 
 from __future__ import annotations
 
 import re
+import xml.etree.ElementTree as ET
 from typing import Any
 
 QUERY_FIELDS = (
@@ -237,3 +243,110 @@ def parse_nvlink_errors(text: str) -> dict[str, Any]:
             k, _, v = ln.partition(":")
             link[k.strip()] = _value(v)
     return gpus
+
+
+# `<clocks_event_reason_X>` (R535+; `<clocks_throttle_reason_X>` before) -> the `-q` text key of the same reason
+_XML_REASONS = {"gpu_idle": "Idle", "applications_clocks_setting": "Applications Clocks Setting",
+                "sw_power_cap": "SW Power Cap", "hw_slowdown": "HW Slowdown",
+                "hw_thermal_slowdown": "HW Thermal Slowdown", "hw_power_brake_slowdown": "HW Power Brake Slowdown",
+                "sync_boost": "Sync Boost", "sw_thermal_slowdown": "SW Thermal Slowdown",
+                "display_clocks_setting": "Display Clock Setting"}
+
+
+def _x(el: ET.Element | None, path: str) -> str | None:
+    """Text at `path` below `el` (None when absent or a container)."""
+    if el is None:
+        return None
+    found = el.find(path)
+    if found is None or found.text is None or not found.text.strip():
+        return None
+    return found.text.strip()
+
+
+def _xnum(el: ET.Element | None, path: str) -> Any:
+    v = _x(el, path)
+    return _value(v) if v is not None else None
+
+
+def _xsum(el: ET.Element | None, *paths: str) -> int | None:
+    vals = [_xnum(el, p) for p in paths]
+    ints = [v for v in vals if isinstance(v, int)]
+    return sum(ints) if ints else None
+
+
+def parse_q_xml(text: str) -> dict[str, Any]:
+    """`nvidia-smi -q -x` -> the same dict as parse_q. Raises ValueError on a document that is not nvidia_smi_log."""
+    try:
+        root = ET.fromstring(text.encode() if isinstance(text, str) else text)  # the DOCTYPE names a DTD: not fetched
+    except ET.ParseError as exc:
+        raise ValueError(f"nvidia-smi -q -x: not XML ({exc})") from None
+    if root.tag != "nvidia_smi_log":
+        raise ValueError(f"nvidia-smi -q -x: root element <{root.tag}>, expected <nvidia_smi_log>")
+    out: dict[str, Any] = {"driver_version": _x(root, "driver_version"), "cuda_version": _x(root, "cuda_version"),
+                           "attached_gpus": _xnum(root, "attached_gpus"), "gpus": [], "format": "xml"}
+    for g in root.findall("gpu"):
+        vol, agg = g.find("ecc_errors/volatile"), g.find("ecc_errors/aggregate")
+        legacy = vol is not None and vol.find("single_bit") is not None  # pre-Hopper layout: single/double bit
+        reasons_el = g.find("clocks_event_reasons")
+        prefix = "clocks_event_reason_"
+        if reasons_el is None:
+            reasons_el, prefix = g.find("clocks_throttle_reasons"), "clocks_throttle_reason_"
+        reasons: dict[str, bool | None] = {}
+        for child in list(reasons_el) if reasons_el is not None else []:
+            name = child.tag.removeprefix(prefix)
+            reasons[_XML_REASONS.get(name, name)] = _active(child.text)
+        dev = _x(g, "pci/pci_device_id")
+        remap = g.find("remapped_rows")
+        remap = remap if remap is not None and len(remap) else None  # `<remapped_rows>N/A</remapped_rows>` pre-Ampere
+        sram_ue = ("sram_uncorrectable_parity", "sram_uncorrectable_secded", "sram_uncorrectable")
+        out["gpus"].append({
+            "bus_id": g.get("id"),
+            "name": _x(g, "product_name"),
+            "serial": _x(g, "serial"),
+            "uuid": _x(g, "uuid"),
+            "vbios": _x(g, "vbios_version"),
+            "persistence_mode": _x(g, "persistence_mode"),
+            "device_id": f"0x{dev}" if dev and not dev.lower().startswith("0x") else dev,
+            "pcie": {
+                "gen_max": _xnum(g, "pci/pci_gpu_link_info/pcie_gen/max_link_gen"),
+                "gen_current": _xnum(g, "pci/pci_gpu_link_info/pcie_gen/current_link_gen"),
+                "gen_device_max": _xnum(g, "pci/pci_gpu_link_info/pcie_gen/max_device_link_gen"),
+                "width_max": _value((_x(g, "pci/pci_gpu_link_info/link_widths/max_link_width") or "").rstrip("x")),
+                "width_current": _value((_x(g, "pci/pci_gpu_link_info/link_widths/current_link_width") or "")
+                                        .rstrip("x")),
+                "replays": _xnum(g, "pci/replay_counter"),
+            },
+            "ecc_mode": _x(g, "ecc_mode/current_ecc"),
+            "ecc": {
+                "volatile_sram_ce": _xsum(vol, "single_bit/total") if legacy else _xsum(vol, "sram_correctable"),
+                "volatile_sram_ue": None if legacy else _xsum(vol, *sram_ue),
+                "volatile_dram_ce": None if legacy else _xsum(vol, "dram_correctable"),
+                "volatile_dram_ue": _xsum(vol, "double_bit/total") if legacy else _xsum(vol, "dram_uncorrectable"),
+                "aggregate_sram_ce": None if legacy else _xsum(agg, "sram_correctable"),
+                "aggregate_sram_ue": None if legacy else _xsum(agg, *sram_ue),
+                "aggregate_dram_ce": None if legacy else _xsum(agg, "dram_correctable"),
+                "aggregate_dram_ue": None if legacy else _xsum(agg, "dram_uncorrectable"),
+                "sram_threshold_exceeded": _yes(_x(agg, "sram_threshold_exceeded")),
+            },
+            "retired_pages": {
+                "pending": _yes(_x(g, "retired_pages/pending_blacklist") or _x(g, "retired_pages/pending_retirement")),
+                "single_bit": _xnum(g, "retired_pages/multiple_single_bit_retirement/retired_count"),
+                "double_bit": _xnum(g, "retired_pages/double_bit_retirement/retired_count"),
+            },
+            "remap": {
+                "correctable": _xnum(remap, "remapped_row_corr"),
+                "uncorrectable": _xnum(remap, "remapped_row_unc"),
+                "pending": _yes(_x(remap, "remapped_row_pending")),
+                "failure": _yes(_x(remap, "remapped_row_failure")),
+            },
+            "clock_event_reasons": reasons,
+            "temperature_c": _xnum(g, "temperature/gpu_temp"),
+            "memory_temperature_c": _xnum(g, "temperature/memory_temp"),
+            "power_limit_w": _xnum(g, "gpu_power_readings/current_power_limit") or _xnum(
+                g, "power_readings/power_limit"),
+            "power_draw_w": _xnum(g, "gpu_power_readings/average_power_draw") or _xnum(
+                g, "gpu_power_readings/power_draw") or _xnum(g, "power_readings/power_draw"),
+            "max_clocks_mhz": {"sm": _xnum(g, "max_clocks/sm_clock"), "memory": _xnum(g, "max_clocks/mem_clock")},
+            "fabric": {"state": _x(g, "fabric/state"), "status": _x(g, "fabric/status")},
+        })
+    return out

@@ -1,7 +1,8 @@
 """Build a probe document from captured tool outputs (fixtures, simulator captures, a support bundle).
 
 The same parsers as the live probe, so a gate tested on a fixture is tested on what the probe would record.
-Keys of `outputs`: nvidia_smi_query, nvidia_smi_q, nvidia_smi_nvlink_s, nvidia_smi_nvlink_e, lspci_vvv,
+Keys of `outputs`: nvidia_smi_query, nvidia_smi_q_x (preferred),
+nvidia_smi_q, nvidia_smi_nvlink_s, nvidia_smi_nvlink_e, lspci_vvv,
 kernel_log, sysfs_links (one line per device dump), dcgmi_diag (JSON or text table), all_reduce_perf (text),
 all_reduce_perf_json, gpu_burn, nvbandwidth, torch_probe (the fixtures' torch_probe.json text).
 """
@@ -51,7 +52,8 @@ def doc_from_outputs(outputs: Mapping[str, str], *, host: str = "fixture", dcgm_
         doc["nvidia_smi"] = {
             "present": True,
             "query": nvsmi.parse_query_csv(outputs.get("nvidia_smi_query", "")),
-            "q": nvsmi.parse_q(outputs["nvidia_smi_q"]) if "nvidia_smi_q" in outputs else None,
+            "q": nvsmi.parse_q_xml(outputs["nvidia_smi_q_x"]) if "nvidia_smi_q_x" in outputs else
+            nvsmi.parse_q(outputs["nvidia_smi_q"]) if "nvidia_smi_q" in outputs else None,
             "nvlink_status": nvsmi.parse_nvlink_status(outputs["nvidia_smi_nvlink_s"])
             if "nvidia_smi_nvlink_s" in outputs else None,
             "nvlink_errors": nvsmi.parse_nvlink_errors(outputs["nvidia_smi_nvlink_e"])

@@ -98,6 +98,8 @@ class HardwareProfile(BaseModel):
     address: str | None = Field(None, description="the host's 10.77.0.x address (fabric agent binds it)")
     sku: str = Field("H200-SXM-141GB", description="catalog key: name, alias or PCI device id")
     gpus: int = Field(8, ge=1, le=8)
+    platform: Literal["baremetal", "passthrough"] = Field(
+        "baremetal", description="bare metal or GPUs passed through to a VM: with gpus, a catalog node shape")
     hcas: list[Hca] = Field(default_factory=list)
     faults: list[Fault] = Field(default_factory=list)
 
@@ -118,6 +120,9 @@ class HardwareProfile(BaseModel):
 
     @model_validator(mode="after")
     def _fault_targets(self) -> HardwareProfile:
+        if self.catalog_sku.shapes and self.catalog_sku.shape(self.gpus, self.platform) is None:
+            raise ValueError(f"{self.gpus} x {self.sku} {self.platform} is not a catalog shape "
+                             f"({self.catalog_sku.shape_names()})")
         names = [h.name for h in self.hcas]
         if len(set(names)) != len(names):
             raise ValueError("HCA names must be unique")
@@ -166,6 +171,7 @@ class HardwareProfile(BaseModel):
         address: str | None = None,
         sku: str = "H200-SXM-141GB",
         gpus: int = 8,
+        platform: Literal["baremetal", "passthrough"] = "baremetal",
         hcas: int = 8,
         link_layer: Literal["InfiniBand", "Ethernet"] = "InfiniBand",
         faults: list[Fault] | None = None,
@@ -176,6 +182,7 @@ class HardwareProfile(BaseModel):
             address=address,
             sku=sku,
             gpus=gpus,
+            platform=platform,
             hcas=[sample_hca(i, link_layer) for i in range(hcas)],
             faults=list(faults or []),
         )

@@ -174,6 +174,11 @@ class ServingSpec(BaseModel):
         default_factory=list,
         description="CIDRs besides the cluster members and the controller allowed to the API and metrics ports",
     )
+    network_isolated: bool = Field(
+        False,
+        description="only the tier's nodes and its clients reach the serving hosts (a private network); without "
+                    "it, serve fails a host where neither nftables nor ufw works (Ray has no authentication)",
+    )
     kubernetes: KubernetesServing = Field(default_factory=KubernetesServing)
     decision: DecisionSpec = Field(
         default_factory=DecisionSpec, description="how to choose between tiers that serve the same model"

@@ -27,7 +27,7 @@ from gridready.serving import engine_cache, triton_repo
 from gridready.serving.engine_cache import EngineRecord
 from gridready.serving.spec import Tier
 from gridready.serving.triton_build import build_script, engine_key
-from gridready.serving.triton_launch import EXTRA_LLM_API, launch_script, served_model
+from gridready.serving.triton_launch import EXTRA_LLM_API, entry_model, launch_script, model_dir, served_model
 from gridready.serving.triton_pbtxt import PLACEHOLDER, RepositoryError, render
 from gridready.serving.triton_plan import ENGINES_DIR, TritonPlan, make_plan
 from gridready.serving.triton_spec import TritonSettings
@@ -103,6 +103,21 @@ def _check_text(name: str, text: str) -> None:
             raise RepositoryError(f"{name}:{n}: unfilled template placeholder")
 
 
+# Triton model names are repository directory names; the OpenAI frontend's ids are the same names.
+MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+def _check_served_name(plan: TritonPlan, models: Mapping[str, Any]) -> None:
+    """served_name names the entry model's directory: a plain directory name, no other model's name."""
+    name, entry = served_model(plan), entry_model(plan)
+    if not MODEL_NAME.match(name):
+        raise RepositoryError(f"tier {plan.name}: served_name {name!r} cannot name a Triton model directory "
+                              f"(letters, digits, '.', '_', '-'; no '/')")
+    if name != entry and name in models:
+        raise RepositoryError(f"tier {plan.name}: served_name {name!r} is the name of another model of the "
+                              f"repository ({', '.join(sorted(models))})")
+
+
 def render_repository(plan: TritonPlan) -> Repository:
     """All files of the tier's repository, validated, in memory (path is unset until written)."""
     files: dict[str, str] = {}
@@ -112,19 +127,26 @@ def render_repository(plan: TritonPlan) -> Repository:
         extra = {k: v for k, v in args.items() if k in ("kv_cache_config", "enable_chunked_prefill", "lora_config")}
         files[EXTRA_LLM_API] = yaml.safe_dump(extra, sort_keys=False)
     elif plan.mode == "engine":
-        for name, msg in triton_repo.engine_models(plan).items():
-            text, cfg = render(msg, f"{name}/config.pbtxt", triton_repo.KNOWN_PARAMETERS[name])
-            files[f"{name}/config.pbtxt"], configs[name] = text, cfg
-        check_ensemble(configs["ensemble"], configs)
-        if "tensorrt_llm_bls" in configs:
-            target = configs["tensorrt_llm_bls"].parameters["tensorrt_llm_model_name"].string_value
+        msgs = triton_repo.engine_models(plan)
+        _check_served_name(plan, msgs)
+        for name, msg in msgs.items():
+            dirname = model_dir(plan, name)
+            text, cfg = render({**msg, "name": dirname}, f"{dirname}/config.pbtxt", triton_repo.KNOWN_PARAMETERS[name])
+            files[f"{dirname}/config.pbtxt"], configs[dirname] = text, cfg
+        check_ensemble(configs[model_dir(plan, "ensemble")], configs)
+        bls = model_dir(plan, "tensorrt_llm_bls")
+        if bls in configs:
+            target = configs[bls].parameters["tensorrt_llm_model_name"].string_value
             if target not in configs:
-                raise RepositoryError(f"tensorrt_llm_bls/config.pbtxt: tensorrt_llm_model_name {target!r} is no model")
+                raise RepositoryError(f"{bls}/config.pbtxt: tensorrt_llm_model_name {target!r} is no model")
     else:
+        dirname = served_model(plan)
+        _check_served_name(plan, {"tensorrt_llm": {}})
         known = triton_repo.LLMAPI_KNOWN_PARAMETERS["tensorrt_llm"]
-        text, cfg = render(triton_repo.llmapi_config(plan), "tensorrt_llm/config.pbtxt", known)
-        files["tensorrt_llm/config.pbtxt"], configs["tensorrt_llm"] = text, cfg
-        files["tensorrt_llm/1/model.yaml"] = triton_repo.model_yaml(plan)
+        msg = {**triton_repo.llmapi_config(plan), "name": dirname}
+        text, cfg = render(msg, f"{dirname}/config.pbtxt", known)
+        files[f"{dirname}/config.pbtxt"], configs[dirname] = text, cfg
+        files[f"{dirname}/1/model.yaml"] = triton_repo.model_yaml(plan)
     for name, text in files.items():
         _check_text(name, text)
         if name.endswith(".yaml"):

@@ -20,12 +20,16 @@ ENGINE_SUBDIR = "engine"  # what the cache keeps: <entry>/engine/{config.json, r
 
 
 def conversion_args(plan: TritonPlan) -> list[str]:
-    """The flags of convert_checkpoint.py (bf16/fp16) or quantize.py (fp8) that change the engine."""
+    """The flags of convert_checkpoint.py (bf16/fp16) or quantize.py (fp8) that change the engine.
+
+    The two scripts spell an FP8 KV cache differently: quantize.py `--kv_cache_dtype fp8` (beside `--qformat
+    fp8`), convert_checkpoint.py the switch `--fp8_kv_cache` (it has no --kv_cache_dtype and argparse refuses
+    it); TensorRT-LLM examples/quantization/quantize.py and examples/models/core/*/convert_checkpoint.py."""
     args = ["--dtype", plan.dtype, "--tp_size", str(plan.tp), "--pp_size", str(plan.pp)]
     if plan.fp8:
-        args += ["--qformat", "fp8"]
-    if plan.fp8_kv:
-        args += ["--kv_cache_dtype", "fp8"]
+        args += ["--qformat", "fp8", "--kv_cache_dtype", "fp8"]
+    elif plan.fp8_kv:
+        args += ["--fp8_kv_cache"]
     return args
 
 
@@ -128,7 +132,7 @@ def build_script(plan: TritonPlan, *, cache_dir: str = ENGINES_DIR) -> BuildScri
     entry = f"{cache_dir}/{key.dirname}"
     tmp = f"{cache_dir}/.{key.dirname}.partial"
     r = plan.release
-    script = (r.quantize_script if plan.fp8 else r.convert_script) or ""
+    script = (r.quantize_script if plan.fp8 else plan.convert_script) or ""
     conv = ["python3", script, "--model_dir", plan.weights_dir, "--output_dir", f"{tmp}/{CHECKPOINT_SUBDIR}"]
     conv += conversion_args(plan)
     build = ["trtllm-build", "--checkpoint_dir", f"{tmp}/{CHECKPOINT_SUBDIR}", "--output_dir", f"{tmp}/{ENGINE_SUBDIR}"]

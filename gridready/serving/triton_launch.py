@@ -28,11 +28,24 @@ done
 """
 
 
-def served_model(plan: TritonPlan) -> str:
-    """The Triton model clients (and readiness) address."""
+def entry_model(plan: TritonPlan) -> str:
+    """The template model clients address: the ensemble, the BLS model, or the LLM-API model."""
     if plan.mode == "engine":
         return "tensorrt_llm_bls" if plan.settings.bls else "ensemble"
     return "tensorrt_llm"
+
+
+def served_model(plan: TritonPlan) -> str:
+    """The Triton model name clients (and readiness) address: the entry model's directory is named after the
+    tier's served_name, because Triton knows a model only by its repository directory name (KServe
+    /v2/models/<name>), and the OpenAI frontend lists those names as model ids (server:python/openai/
+    openai_frontend/engine/triton_engine.py, https://github.com/triton-inference-server/server)."""
+    return plan.tier.served_name
+
+
+def model_dir(plan: TritonPlan, model: str) -> str:
+    """Repository directory of a template model."""
+    return served_model(plan) if model == entry_model(plan) else model
 
 
 def _tritonserver(plan: TritonPlan, rank: int) -> list[str]:
@@ -57,8 +70,13 @@ def _openai(plan: TritonPlan) -> list[str]:
     ]
 
 
-def _mpirun(plan: TritonPlan, hosts: Sequence[str]) -> list[str]:
+def _mpirun(plan: TritonPlan, hosts: Sequence[str], env_keys: Sequence[str] = ()) -> list[str]:
+    """mpirun starts remote ranks over ssh with their own environment: `-x NAME` exports the tier's NCCL/Gloo
+    settings to every rank (Open MPI mpirun(1), "-x <env>: Export the specified environment variables to the
+    remote nodes before executing the program", https://docs.open-mpi.org/en/main/man-openmpi/man1/mpirun.1.html)."""
     cmd = ["mpirun", "--allow-run-as-root"]
+    for key in sorted(env_keys):
+        cmd += ["-x", key]
     if plan.nodes > 1:
         listed = _LWS_HOSTS if list(hosts) == [_LWS_HOSTS] else ",".join(
             f"{h}:{plan.gpus_on_node}" for h in hosts[: plan.nodes]
@@ -67,7 +85,7 @@ def _mpirun(plan: TritonPlan, hosts: Sequence[str]) -> list[str]:
     return cmd
 
 
-def server_command(plan: TritonPlan, hosts: Sequence[str] = ()) -> list[str]:
+def server_command(plan: TritonPlan, hosts: Sequence[str] = (), env_keys: Sequence[str] = ()) -> list[str]:
     """argv of the server (no shell); `hosts` = the tier's node addresses, leader first (multi-node only)."""
     s = plan.settings
     if plan.nodes > 1 and len(hosts) < plan.nodes and list(hosts) != [_LWS_HOSTS]:
@@ -82,29 +100,26 @@ def server_command(plan: TritonPlan, hosts: Sequence[str] = ()) -> list[str]:
         ]
         if plan.nodes == 1:
             return cmd
-        return [*_mpirun(plan, hosts), "-n", str(plan.world_size), "trtllm-llmapi-launch", *cmd]
+        return [*_mpirun(plan, hosts, env_keys), "-n", str(plan.world_size), "trtllm-llmapi-launch", *cmd]
     front = _openai(plan) if s.openai_frontend else _tritonserver(plan, 0)
     if plan.mode == "llmapi":
         if plan.nodes == 1:
             return front
-        return [*_mpirun(plan, hosts), "-n", str(plan.world_size), "trtllm-llmapi-launch", *front]
+        return [*_mpirun(plan, hosts, env_keys), "-n", str(plan.world_size), "trtllm-llmapi-launch", *front]
     if plan.world_size == 1:
         return front
-    cmd = [*_mpirun(plan, hosts), "-n", "1", *front]
+    cmd = [*_mpirun(plan, hosts, env_keys), "-n", "1", *front]
     for rank in range(1, plan.world_size):
         cmd += [":", "-n", "1", *_tritonserver(plan, rank)]
     return cmd
 
 
-def launch_script(plan: TritonPlan, hosts: Sequence[str] = (), *, lws: bool = False) -> str:
-    """bash script run as the container's command: copy the repository, add the image's python models, exec.
-
-    Multi-node: `hosts` are the nodes' addresses (leader first), or `lws=True` to read them from the
-    LeaderWorkerSet environment at start."""
+def _prepare(plan: TritonPlan, what: str) -> list[str]:
+    """Script head shared by the leader and the MPI workers: the working repository every rank loads."""
     tmpl = plan.release.templates_dir
     lines = [
         "#!/bin/bash",
-        f"# gridready: Triton/TensorRT-LLM tier {plan.name} ({plan.mode}, TP {plan.tp} x PP {plan.pp})",
+        f"# gridready: Triton/TensorRT-LLM tier {plan.name} ({plan.mode}, TP {plan.tp} x PP {plan.pp}): {what}",
         "set -euo pipefail",
         f"rm -rf {REPO_DIR} && cp -rL {REPO_IN} {REPO_DIR}",
         f"rm -rf {REPO_DIR}/..?*  # a ConfigMap volume's ..data bookkeeping",
@@ -115,10 +130,29 @@ def launch_script(plan: TritonPlan, hosts: Sequence[str] = (), *, lws: bool = Fa
                 continue
             src = f"{tmpl}/{model}/1"
             # model.py (and helpers) of the pinned image; gridready's model.yaml/config.pbtxt are kept (-n)
-            lines.append(f"mkdir -p {REPO_DIR}/{model}/1 && cp -rn {src}/. {REPO_DIR}/{model}/1/")
+            dest = f"{REPO_DIR}/{model_dir(plan, model)}/1"
+            lines.append(f"mkdir -p {shlex.quote(dest)} && cp -rn {src}/. {shlex.quote(dest)}/")
+    return lines
+
+
+def launch_script(plan: TritonPlan, hosts: Sequence[str] = (), *, lws: bool = False,
+                  env_keys: Sequence[str] = ()) -> str:
+    """bash script run as the container's command: copy the repository, add the image's python models, exec.
+
+    Multi-node: `hosts` are the nodes' addresses (leader first), or `lws=True` to read them from the
+    LeaderWorkerSet environment at start; `env_keys` are exported to the remote ranks (mpirun -x)."""
+    lines = _prepare(plan, "server")
     if lws and plan.nodes > 1:
         lines.append(_LWS_PRELUDE.format(slots=plan.gpus_on_node).rstrip())
         hosts = [_LWS_HOSTS]
-    exec_line = "exec " + shlex.join(server_command(plan, hosts))
+    exec_line = "exec " + shlex.join(server_command(plan, hosts, env_keys))
     lines.append(exec_line.replace(_LWS_HOSTS, '"$GRIDREADY_MPI_HOSTS"'))
+    return "\n".join(lines) + "\n"
+
+
+def worker_script(plan: TritonPlan, ssh_port: int) -> str:
+    """An MPI worker pod: the same working repository as the leader (the ranks mpirun starts here over ssh
+    load /models/repo on this node, launch_triton_server.py's layout), then sshd in the foreground."""
+    lines = _prepare(plan, "MPI worker")
+    lines.append(f"mkdir -p /run/sshd && exec /usr/sbin/sshd -D -e -p {ssh_port}")
     return "\n".join(lines) + "\n"

@@ -89,6 +89,22 @@ class TritonPlan:
         return self.fp8 or self.tier.kv_cache_dtype.startswith("fp8")
 
     @property
+    def model_family(self) -> str | None:
+        """The TensorRT-LLM example family of the model: the setting, else told from the model's name."""
+        if self.settings.model_family:
+            return self.settings.model_family
+        name = self.model_id.lower().rsplit("/", 1)[-1]
+        return next((fam for key, fam in MODEL_FAMILIES if key in name), None)
+
+    @property
+    def convert_script(self) -> str | None:
+        """convert_checkpoint.py of the model's family (the pins hold the path with `{family}`)."""
+        script, family = self.release.convert_script, self.model_family
+        if not script or (family is None and "{family}" in script):
+            return None
+        return script.replace("{family}", family or "")
+
+    @property
     def kv_reuse(self) -> bool:
         return self.tier.enable_prefix_caching
 
@@ -117,13 +133,26 @@ class TritonPlan:
 
     @property
     def ports(self) -> dict[str, int]:
+        """Ports that listen. tritonserver: HTTP, gRPC and --metrics-port. Triton's OpenAI frontend: the OpenAI
+        port (it also serves /metrics) and the KServe HTTP/gRPC frontends, no metrics port (server:python/openai/
+        openai_frontend/main.py, frontend/fastapi/routers/observability.py). trtllm-serve: its one port."""
         s = self.settings
-        out = {"http": s.http_port, "grpc": s.grpc_port, "metrics": s.metrics_port}
         if s.frontend == "trtllm-serve":
             return {"openai": self.openai_port}
         if s.openai_frontend:
-            out["openai"] = self.openai_port
-        return out
+            return {"http": s.http_port, "grpc": s.grpc_port, "openai": self.openai_port}
+        return {"http": s.http_port, "grpc": s.grpc_port, "metrics": s.metrics_port}
+
+    @property
+    def metrics_port_name(self) -> str:
+        """The entry of `ports` that serves /metrics."""
+        return "metrics" if "metrics" in self.ports else "openai"
+
+
+# model name fragment -> examples/models/core/<family> of TensorRT-LLM (Mistral/Mixtral convert with the llama
+# example: TensorRT-LLM examples/models/core/llama/README.md)
+MODEL_FAMILIES = (("mixtral", "llama"), ("mistral", "llama"), ("llama", "llama"), ("qwen", "qwen"),
+                  ("gemma", "gemma"), ("phi", "phi"))
 
 
 def _problem(tier: Tier, key: str, msg: str) -> str:
@@ -173,6 +202,10 @@ def make_plan(
         problems.append(_problem(tier, "quantization", f"{tier.quantization!r} is not supported by the Triton tier"))
     if settings.mode == "engine" and not release.convert_script:
         problems.append(_problem(tier, "triton.versions", "engine mode needs a convert_script in the pins"))
+    elif settings.mode == "engine" and not plan.fp8 and plan.convert_script is None:
+        known = ", ".join(sorted({f for _, f in MODEL_FAMILIES}))
+        problems.append(_problem(tier, "triton.model_family", f"cannot tell which TensorRT-LLM example converts "
+                                 f"{plan.model_id!r}; set it (one of {known} or another examples/models/core dir)"))
     if not simulated and not release.image_digest:
         problems.append(
             _problem(

@@ -66,6 +66,11 @@ class TritonSettings(BaseModel):
         description="extra config.pbtxt `parameters` per model, e.g. {tensorrt_llm: {kv_cache_host_memory_bytes: "
         "'0'}}; unknown models or keys fail generation",
     )
+    model_family: str | None = Field(
+        None, pattern=r"^[a-z0-9_]+$",
+        description="engine mode: the TensorRT-LLM example whose convert_checkpoint.py converts this model "
+        "(examples/models/core/<family>); default: told from the model name (llama, mistral, qwen, gemma, phi)",
+    )
     build_workers: PositiveInt | None = Field(None, description="trtllm-build --workers (default: TP x PP)")
     startup_timeout_s: PositiveInt = Field(1800, description="model load (and on Kubernetes, startup probe) budget")
     versions: VersionOverride = Field(default_factory=VersionOverride)

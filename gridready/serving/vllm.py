@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gridready.errors import InvalidInput
 from gridready.serving.spec import ServingSpec
 from gridready.serving.topology import Certification, CertifiedNode, TierPlan, common_hcas, rdma_hcas
 
@@ -126,9 +127,27 @@ def llm_config(plan: TierPlan, env: dict[str, str] | None = None) -> dict[str, A
             "max_ongoing_requests": auto.max_ongoing_requests,
         },
     }
+    if tier.lora_adapters:
+        cfg["lora_config"] = lora_config(plan)
     if env:
         cfg["runtime_env"] = {"env_vars": dict(env)}
     return cfg
+
+
+def lora_config(plan: TierPlan) -> dict[str, Any]:
+    """Ray Serve LLM `lora_config`: adapters load on demand from <dynamic_lora_loading_path>/<adapter name>, and
+    clients address one as `<model_id>:<adapter name>` (Ray docs, Multi-LoRA deployment and
+    ray.serve.llm.LoraConfig, https://docs.ray.io/en/latest/serve/llm/user-guides/multi-lora.html). Without it,
+    `enable_lora` alone registers no adapter."""
+    tier = plan.tier
+    parents = {a.path.rstrip("/").rsplit("/", 1)[0] for a in tier.lora_adapters}
+    misnamed = [a.name for a in tier.lora_adapters if a.path.rstrip("/").rsplit("/", 1)[-1] != a.name]
+    if len(parents) != 1 or misnamed:
+        raise InvalidInput(
+            f"serving.tiers[{tier.name}].lora_adapters: on Kubernetes every adapter's path must be "
+            f"<one directory>/<adapter name> (Ray Serve LLM dynamic_lora_loading_path); got "
+            f"{', '.join(f'{a.name}={a.path}' for a in tier.lora_adapters)}")
+    return {"dynamic_lora_loading_path": parents.pop(), "max_num_adapters_per_replica": tier.max_loras}
 
 
 def hosts_extravars(
@@ -181,6 +200,7 @@ def hosts_extravars(
             "wait_timeout_s": serving.wait_timeout_s,
             "members": members,
             "firewall_clients": list(serving.firewall_clients),
+            "network_isolated": serving.network_isolated,
             "hosts": hosts,
             "tiers": tiers,
         }
@@ -219,7 +239,7 @@ def pod_env(plan: TierPlan, cert: Certification, serving: ServingSpec) -> dict[s
     env = {"NCCL_SOCKET_IFNAME": ifname, "GLOO_SOCKET_IFNAME": ifname, "TP_SOCKET_IFNAME": ifname,
            "RAY_USAGE_STATS_ENABLED": "0"}
     hcas = common_hcas(plan, cert)
-    if hcas and serving.kubernetes.rdma_resource:
+    if hcas and serving.kubernetes.rdma_resource and plan.nodes_per_replica > 1:
         env["NCCL_IB_HCA"] = "=" + ",".join(hcas)
     elif plan.nodes_per_replica > 1:
         env["NCCL_IB_DISABLE"] = "1"
@@ -247,7 +267,8 @@ def serving_stack_config(
                 "llm_config": cfg,
                 "worker_replicas": plan.nodes_per_replica * max_replicas,
                 "gpus_per_node": plan.gpus_per_node,
-                "rdma_resource": k.rdma_resource,
+                # one node per replica exchanges nothing across nodes: no RDMA device to wait for
+                "rdma_resource": k.rdma_resource if plan.nodes_per_replica > 1 else None,
                 "env": pod_env(plan, cert, serving),
                 "shm_size": k.shm_size,
                 "worker_cpu": k.worker_cpu,

@@ -271,7 +271,7 @@ def stack_configs(inv: Inventory, cert: Certification, plans: list[TierPlan]) ->
         k = serving.kubernetes
         component = gpulumi.stack_module("serving", "triton")
         config["triton_tiers"] = [
-            component.tier_config(triton.plan_for(p, simulated=False), k.namespace,
+            component.tier_config(triton.plan_for(p, simulated=False), k.namespace, env=vllm.pod_env(p, cert, serving),
                                   rdma_resource=k.rdma_resource, gpu_product_label=k.gpu_product_label)
             for p in triton_plans
         ]

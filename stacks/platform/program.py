@@ -3,6 +3,8 @@
 - namespaces for the operators and the serving tiers;
 - NVIDIA GPU Operator with its driver, container toolkit and DCGM disabled (Ansible owns those on the hosts);
 - the KubeRay operator, at the version of the CRDs gridready validates against;
+- the LeaderWorkerSet controller (multi-node Triton tiers), chart `lws` from registry.k8s.io (LWS docs,
+  Installation: https://lws.sigs.k8s.io/docs/installation/), at the version of the vendored LWS CRD;
 - node labels from certification (`gridready.io/certified=true|false`) and the taint
   `gridready.io/quarantined=true:NoSchedule` on quarantined nodes (server-side apply patches).
 """
@@ -17,6 +19,8 @@ CERTIFIED_LABEL = "gridready.io/certified"
 QUARANTINE_TAINT = "gridready.io/quarantined"
 NVIDIA_HELM_REPO = "https://helm.ngc.nvidia.com/nvidia"
 KUBERAY_HELM_REPO = "https://ray-project.github.io/kuberay-helm/"
+LWS_CHART = "oci://registry.k8s.io/lws/charts/lws"
+LWS_VERSION = "0.10.0"  # the tag (v0.10.0) of /work/shared/schemas/leaderworkerset.x-k8s.io_leaderworkersets.yaml
 
 
 class NodeState(BaseModel):
@@ -37,12 +41,14 @@ class PlatformConfig(BaseModel):
     gpu_operator_version: str
     kuberay_namespace: str = "kuberay-system"
     kuberay_version: str
+    lws_namespace: str = "lws-system"
+    lws_version: str = LWS_VERSION
     serving_namespace: str
     nodes: list[NodeState] = Field(default_factory=list)
 
 
 class GpuPlatform(pulumi.ComponentResource):
-    """Namespaces, the two operators and the certification marks on the nodes."""
+    """Namespaces, the operators (GPU, KubeRay, LeaderWorkerSet) and the certification marks on the nodes."""
 
     def __init__(self, name: str, config: PlatformConfig, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gridready:platform:GpuPlatform", name, None, opts)
@@ -52,7 +58,8 @@ class GpuPlatform(pulumi.ComponentResource):
             ns: k8s.core.v1.Namespace(
                 f"ns-{ns}", metadata=k8s.meta.v1.ObjectMetaArgs(name=ns, labels=labels), opts=child
             )
-            for ns in (config.gpu_operator_namespace, config.kuberay_namespace, config.serving_namespace)
+            for ns in (config.gpu_operator_namespace, config.kuberay_namespace, config.lws_namespace,
+                       config.serving_namespace)
         }
         self.gpu_operator = k8s.helm.v3.Release(
             "gpu-operator",
@@ -83,10 +90,20 @@ class GpuPlatform(pulumi.ComponentResource):
             atomic=True,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.namespaces[config.kuberay_namespace]]),
         )
+        self.lws = k8s.helm.v3.Release(
+            "lws",
+            name="lws",
+            chart=LWS_CHART,
+            version=config.lws_version,
+            namespace=config.lws_namespace,
+            atomic=True,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.namespaces[config.lws_namespace]]),
+        )
         self.node_patches = [self._mark(node, child) for node in config.nodes]
         self.register_outputs({
             "gpu_operator": self.gpu_operator.status,
             "kuberay": self.kuberay.status,
+            "lws": self.lws.status,
             "certified_nodes": [n.name for n in config.nodes if n.certified],
             "quarantined_nodes": [n.name for n in config.nodes if not n.certified],
         })

@@ -18,6 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field
 SERVE_PORT = 8000  # Ray Serve's HTTP proxy inside the pods
 TIER_LABEL = "gridready.io/tier"
 CERTIFIED_LABEL = "gridready.io/certified"
+# the taint GPU node pools commonly carry (the GPU Operator's docs and the managed pools' default)
+GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 
 
 class RayServiceTier(BaseModel):
@@ -88,7 +90,10 @@ class VllmRayService(pulumi.ComponentResource):
                 "metadata": {"labels": labels},
                 "spec": {
                     "enableServiceLinks": False,
-                    "nodeSelector": {CERTIFIED_LABEL: "true"},
+                    # the head takes no GPU (num-gpus 0): any node will do. It tolerates the GPU taint so a
+                    # cluster of GPU nodes only still schedules it; a nodeSelector on the certified (GPU) nodes
+                    # without that toleration left it Pending on tainted GPU pools.
+                    "tolerations": [GPU_TOLERATION],
                     "containers": [{
                         "name": "ray-head",
                         "image": tier.image,
@@ -122,7 +127,7 @@ class VllmRayService(pulumi.ComponentResource):
                 "spec": {
                     "enableServiceLinks": False,
                     "nodeSelector": selector,
-                    "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+                    "tolerations": [GPU_TOLERATION],
                     "containers": [{
                         "name": "ray-worker",
                         "image": tier.image,

@@ -22,7 +22,7 @@ import pulumi_kubernetes as k8s
 from pydantic import BaseModel, ConfigDict, Field
 
 from gridready.serving import triton
-from gridready.serving.triton_launch import REPO_IN
+from gridready.serving.triton_launch import REPO_IN, worker_script
 from gridready.serving.triton_plan import ENGINES_DIR, WEIGHTS_DIR, TritonPlan
 
 TIER_LABEL = "gridready.io/tier"
@@ -50,6 +50,8 @@ class TritonTierConfig(BaseModel):
     startup_timeout_s: int
     repository: dict[str, str] = Field(description="relative path -> text of the generated model repository")
     launch_script: str
+    worker_script: str = Field("", description="MPI worker pods (multi-node): prepare the repository, run sshd")
+    env: dict[str, str] = Field(default_factory=dict, description="the tier's NCCL/Gloo environment (every pod)")
     build_script: str = ""
     engine_key: str | None = None
     engine_cache_size: str = "1Ti"
@@ -64,8 +66,11 @@ class TritonTierConfig(BaseModel):
     mpi_ssh_secret: str | None = Field(None, description="Secret with id_rsa/authorized_keys for mpirun (multi-node)")
 
 
-def tier_config(plan: TritonPlan, namespace: str, **options: Any) -> dict[str, Any]:
-    """The stack config entry of one tier, from its plan (options: the optional fields of TritonTierConfig)."""
+def tier_config(plan: TritonPlan, namespace: str, *, env: dict[str, str] | None = None,
+                **options: Any) -> dict[str, Any]:
+    """The stack config entry of one tier, from its plan (options: the optional fields of TritonTierConfig);
+    `env` reaches every pod and, through mpirun -x, every remote rank."""
+    env = dict(env or {})
     repo = triton.render_repository(plan)
     build = triton.build_script(plan).text if plan.mode == "engine" else ""
     return TritonTierConfig(
@@ -82,7 +87,9 @@ def tier_config(plan: TritonPlan, namespace: str, **options: Any) -> dict[str, A
         ports=plan.ports,
         startup_timeout_s=plan.settings.startup_timeout_s,
         repository=repo.files,
-        launch_script=triton.launch_script(plan, lws=plan.nodes > 1),
+        launch_script=triton.launch_script(plan, lws=plan.nodes > 1, env_keys=list(env)),
+        worker_script=worker_script(plan, MPI_SSH_PORT) if plan.nodes > 1 else "",
+        env=env,
         build_script=build,
         engine_key=repo.manifest["engine_key"],
         **options,
@@ -115,6 +122,8 @@ class TritonTier(pulumi.ComponentResource):
                        TIER_LABEL: cfg.name}
         data = {_key(p): t for p, t in cfg.repository.items()}
         data["launch.sh"] = cfg.launch_script
+        if cfg.worker_script:
+            data["worker.sh"] = cfg.worker_script
         if cfg.build_script:
             data["build-engine.sh"] = cfg.build_script
         self.checksum = hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
@@ -159,7 +168,10 @@ class TritonTier(pulumi.ComponentResource):
                 metadata=self._meta(cfg.name),
                 spec={
                     "replicas": 1,
-                    "startupPolicy": "LeaderReady",
+                    # LeaderCreated (the CRD's default): workers start with the leader. LeaderReady would create
+                    # them only once the leader is Ready, and the leader gets Ready only after mpirun reached the
+                    # workers' sshd: a deadlock (LWS CRD v0.10.0, spec.startupPolicy).
+                    "startupPolicy": "LeaderCreated",
                     "leaderWorkerTemplate": {
                         "size": cfg.nodes,
                         "restartPolicy": "RecreateGroupOnPodRestart",
@@ -169,7 +181,9 @@ class TritonTier(pulumi.ComponentResource):
                 },
                 opts=after,
             )
-            selector = {"leaderworkerset.sigs.k8s.io/name": cfg.name, "role": "leader"}
+            # labels the LWS controller puts on every pod of the set; the leader is worker-index 0
+            # (kubernetes-sigs/lws api/leaderworkerset/v1/leaderworkerset_types.go)
+            selector = {"leaderworkerset.sigs.k8s.io/name": cfg.name, "leaderworkerset.sigs.k8s.io/worker-index": "0"}
         self.service = k8s.core.v1.Service(
             f"{name}-svc",
             metadata=self._meta(cfg.name),
@@ -191,6 +205,8 @@ class TritonTier(pulumi.ComponentResource):
         cfg = self.config
         items = [k8s.core.v1.KeyToPathArgs(key=_key(p), path=p) for p in cfg.repository]
         scripts = [k8s.core.v1.KeyToPathArgs(key="launch.sh", path="launch.sh")]
+        if cfg.worker_script:
+            scripts.append(k8s.core.v1.KeyToPathArgs(key="worker.sh", path="worker.sh"))
         if cfg.build_script:
             scripts.append(k8s.core.v1.KeyToPathArgs(key="build-engine.sh", path="build-engine.sh"))
         cm = f"{cfg.name}-triton"
@@ -241,6 +257,7 @@ class TritonTier(pulumi.ComponentResource):
     def _env(self, hf_secret: str | None) -> list[Any]:
         env = [k8s.core.v1.EnvVarArgs(name="OMPI_MCA_plm_rsh_args",
                                       value=f"-p {MPI_SSH_PORT} -o StrictHostKeyChecking=no")]
+        env += [k8s.core.v1.EnvVarArgs(name=k, value=v) for k, v in sorted(self.config.env.items())]
         if hf_secret:
             env.append(k8s.core.v1.EnvVarArgs(
                 name="HF_TOKEN",
@@ -276,7 +293,7 @@ class TritonTier(pulumi.ComponentResource):
                 "liveness_probe": _probe(cfg, live, port, 30, 10),
             }
         else:  # an MPI worker: mpirun on the leader starts the ranks here over ssh
-            command = ["bash", "-c", f"mkdir -p /run/sshd && exec /usr/sbin/sshd -D -e -p {MPI_SSH_PORT}"]
+            command = ["bash", f"{SCRIPTS_DIR}/worker.sh"]
             ports = [k8s.core.v1.ContainerPortArgs(name="mpi-ssh", container_port=MPI_SSH_PORT)]
             probes = {"readiness_probe": k8s.core.v1.ProbeArgs(
                 tcp_socket=k8s.core.v1.TCPSocketActionArgs(port=MPI_SSH_PORT), period_seconds=10)}

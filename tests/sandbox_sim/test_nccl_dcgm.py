@@ -24,7 +24,7 @@ def peak_busbw(out: str) -> float:
 
 
 def test_all_reduce_has_the_fixture_layout(use_profile, monkeypatch):
-    use_profile(gpus=2, hcas=0)
+    use_profile(gpus=2, platform="passthrough", hcas=0)
     monkeypatch.setenv("NCCL_NVLS_ENABLE", "0")
     rc, out = nccl("-b", "8", "-e", "8G", "-f", "2", "-g", "2", "-n", "20", "-w", "5")
     real = (FIXTURES / "h200x2/all_reduce_perf.txt").read_text().splitlines()

@@ -116,14 +116,38 @@ def test_q_has_the_real_sections_and_marker(healthy):
     assert out.count("\nGPU 00000000:") == 8
 
 
-def test_q_xml_parses_and_is_marked(use_profile):
+def _tag_paths(el: ET.Element, prefix: str = "") -> list[str]:
+    out = []
+    for child in el:
+        path = f"{prefix}/{child.tag}"
+        out += [path, *_tag_paths(child, path)]
+    return out
+
+
+def test_q_xml_has_nvidias_tags_and_is_marked(use_profile):
     use_profile({"kind": "pcie_downtrained", "gpu": 1})
-    root = ET.fromstring(smi("-q", "-x"))
-    assert root.findtext("gridready_simulated") == "yes"
+    text = smi("-q", "-x")
+    assert "<!-- gridready-sim: simulated output" in text
+    root = ET.fromstring(text)
     gpus = root.findall("gpu")
     assert len(gpus) == 8
-    assert gpus[1].findtext("pci/gpu_link_info/link_width/current") == "8x"
-    assert gpus[0].findtext("pci/gpu_link_info/pcie_generation/current") == "5"
+    real = ET.parse(FX.parent / "h200x1" / "nvidia-smi-q-x.xml").getroot()
+    assert _tag_paths(gpus[0]) == _tag_paths(real.find("gpu"))  # NVIDIA's element names and order, nothing added
+    assert [c.tag for c in root if c.tag != "gpu"] == [c.tag for c in real if c.tag != "gpu"]
+    assert gpus[1].findtext("pci/pci_gpu_link_info/link_widths/current_link_width") == "8x"
+    assert gpus[0].findtext("pci/pci_gpu_link_info/pcie_gen/current_link_gen") == "5"
+    assert gpus[0].findtext("fabric/state") == "Completed"
+
+
+def test_q_xml_and_text_read_the_same(use_profile):
+    from gridready.probe import nvsmi
+
+    use_profile({"kind": "row_remap_pending", "gpu": 2}, {"kind": "hw_slowdown", "gpu": 3})
+    x, t = nvsmi.parse_q_xml(smi("-q", "-x")), nvsmi.parse_q(smi("-q"))
+    for gx, gt in zip(x["gpus"], t["gpus"], strict=True):
+        assert {k: v for k, v in gx.items() if k != "power_draw_w"} == {
+            k: v for k, v in gt.items() if k != "power_draw_w"}
+    assert x["gpus"][2]["remap"]["pending"] is True and x["gpus"][3]["clock_event_reasons"]["HW Slowdown"] is True
 
 
 def test_list_and_topology(healthy):

@@ -35,7 +35,7 @@ def test_q_tree_parses_like_the_fixture(healthy):
 
 
 def test_nccl_text_parses_like_the_fixture(use_profile, monkeypatch):
-    use_profile(gpus=2)
+    use_profile(gpus=2, platform="passthrough")
     monkeypatch.setenv("NCCL_NVLS_ENABLE", "0")
     sim = nccl.parse_text(call("nccl_tests", ["-b", "8", "-e", "8G", "-f", "2", "-g", "2"], prog="all_reduce_perf")[1])
     real = nccl.parse_text((FX / "all_reduce_perf.txt").read_text())

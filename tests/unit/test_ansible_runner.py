@@ -21,7 +21,8 @@ def local_inv(tmp_path, monkeypatch):
     inv = tmp_path / "inventories" / "lab"
     inv.mkdir(parents=True)
     (inv / "cluster.yml").write_text(yaml.safe_dump({
-        "customer": "lab", "node_groups": [{"name": "gpu_nodes", "sku": "h200", "gpus_per_node": 2}],
+        "customer": "lab",
+        "node_groups": [{"name": "gpu_nodes", "sku": "h200", "gpus_per_node": 2, "platform": "passthrough"}],
     }))
     hosts = {"all": {"children": {"gpu_nodes": {"hosts": {
         "node-a": {"ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}"},

@@ -101,9 +101,13 @@ async def start(engine: Engine, host: str, port: int, metrics_port: int | None =
         await listen("http", openai_handler(engine), port)
     else:
         await listen("http", triton_handler(engine), port)
-        await listen("metrics", metrics_handler(engine), 8002 if metrics_port is None else metrics_port)
-        if openai_port is not None:
-            await listen("openai", openai_handler(engine), openai_port)  # Triton's frontend serves /metrics too
+        if openai_port is None:  # tritonserver: metrics on --metrics-port (default 8002)
+            await listen("metrics", metrics_handler(engine), 8002 if metrics_port is None else metrics_port)
+        else:
+            # Triton's OpenAI frontend runs Triton in-process (tritonserver Python API) with the KServe frontends
+            # beside it and serves /metrics on the OpenAI port; no metrics port listens (server:python/openai/
+            # openai_frontend/main.py and frontend/fastapi/routers/observability.py, triton-inference-server/server)
+            await listen("openai", openai_handler(engine), openai_port)
     return {"servers": servers, "ports": ports}
 
 

@@ -32,7 +32,9 @@ def parser() -> argparse.ArgumentParser:
                     "profile-driven token timing. Unknown flags (vLLM's) are accepted and ignored.")
     ap.add_argument("--model", dest="model_opt", help="model name or path (also accepted as the first argument)")
     ap.add_argument("--mode", choices=("openai", "triton"), default="openai")
-    ap.add_argument("--served-model-name", nargs="+", help="names clients use (default: the model)")
+    ap.add_argument("--served-model-name", nargs="+", help="openai mode: names clients use (default: the model)")
+    ap.add_argument("--model-repository", type=Path,
+                    help="triton mode (required): serve the models of this Triton model repository by their names")
     ap.add_argument("--host", default="0.0.0.0")
     ap.add_argument("--port", type=int, default=8000, help="HTTP port (0 = any free port)")
     ap.add_argument("--metrics-port", type=int, default=None, help="triton mode: metrics port (default 8002)")
@@ -46,12 +48,28 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--hardware-profile", default="auto",
                     help="scale timing by the simulated host hardware: a profile.json, 'auto' "
                          "($GRIDREADY_SIM_PROFILE or /etc/gridready-sim/profile.json if present) or 'none'")
+    # vLLM's parallelism flags (vllm/engine/arg_utils.py); with the ray backend every rank's node imports the engine
+    ap.add_argument("--tensor-parallel-size", type=int, default=1)
+    ap.add_argument("--pipeline-parallel-size", type=int, default=1)
+    ap.add_argument("--distributed-executor-backend", choices=("ray", "mp", "uni", "external_launcher"))
     ap.add_argument("--ray-address", help="join this Ray cluster (host:port or 'auto'); standalone if not given")
     ap.add_argument("--ray-python", help="interpreter with Ray (default: this one, /opt/ray/venv, /opt/rayvenv)")
     ap.add_argument("--ray-timeout", type=float, default=60.0, help="seconds to wait for the Ray join")
     ap.add_argument("--ray-required", action="store_true", help="exit 1 if the Ray join fails (no fallback)")
     ap.add_argument("--log-level", default="INFO")
     return ap
+
+
+def repository_models(repo: Path) -> list[str]:
+    """Triton knows a model only by its directory in the repository (a directory holding config.pbtxt); clients
+    address exactly those names (Triton docs, Model Repository: "The name of the model directory ... must match
+    the name of the model specified in the model configuration",
+    https://docs.nvidia.com/deeplearning/triton-inference-server/user-guide/docs/user_guide/model_repository.html)."""
+    names = sorted(d.name for d in repo.iterdir() if (d / "config.pbtxt").is_file()) if repo.is_dir() else []
+    if not names:
+        raise SystemExit(f"error: no model in the model repository {repo} (SIMULATED Triton, as tritonserver "
+                         "fails to start on an empty or missing repository)")
+    return names
 
 
 def build_profile(args: argparse.Namespace) -> Profile:
@@ -67,8 +85,12 @@ def name_flag(flag: str) -> str:
 
 
 async def run(args: argparse.Namespace, ignored: list[str]) -> int:
-    model = args.model_opt or ("ensemble" if args.mode == "triton" else "gridready-sim-model")
-    names = args.served_model_name or [model]
+    if args.mode == "triton":
+        names = repository_models(args.model_repository)
+        model = str(args.model_repository)
+    else:
+        model = args.model_opt or "gridready-sim-model"
+        names = args.served_model_name or [model]
     profile, hw = hardware.apply(build_profile(args), hardware.resolve_path(args.hardware_profile))
     engine = Engine(profile, names, args.mode)
     engine.info = {"model": model, "ignored_args": ignored, **hw}
@@ -87,8 +109,10 @@ async def run(args: argparse.Namespace, ignored: list[str]) -> int:
     link = RayLink()
     if args.ray_address:
         name = f"gridready-sim-{names[0].replace('/', '-')}-{started['ports']['http']}"
+        ranks = args.tensor_parallel_size * args.pipeline_parallel_size
+        world = ranks if args.mode == "openai" and args.distributed_executor_backend == "ray" else 0
         ok = await link.join(args.ray_address, name, {"models": names, "mode": args.mode, "simulated": True},
-                             args.ray_python, args.ray_timeout)
+                             args.ray_python, args.ray_timeout, world)
         log.info("ray: %s", link.status)
         if not ok and args.ray_required:
             log.error("ray join required and failed: %s", link.status.get("reason"))
@@ -114,7 +138,13 @@ def main(argv: list[str] | None = None) -> int:
         argv.pop(0)
     if argv and not argv[0].startswith("-"):  # a leading positional is the model
         argv = ["--model", argv[0], *argv[1:]]
-    args, ignored = parser().parse_known_args(argv)
+    ap = parser()
+    args, ignored = ap.parse_known_args(argv)
+    if args.mode == "triton" and (args.served_model_name or args.model_opt or not args.model_repository):
+        # tritonserver has no --served-model-name/--model; names come from the repository only
+        ap.error("triton mode takes --model-repository and no --model/--served-model-name (SIMULATED tritonserver)")
+    if args.openai_port is not None and args.metrics_port is not None:  # openai_frontend/main.py has no such flag
+        ap.error("--metrics-port with --openai-port: Triton's OpenAI frontend serves /metrics on its own port")
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s gridready-sim %(levelname)s %(message)s")
     if ignored:

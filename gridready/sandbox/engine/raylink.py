@@ -32,7 +32,8 @@ class RayLink:
         self.status: dict[str, Any] = {"ray": "standalone", "reason": "no --ray-address given"}
 
     async def join(self, address: str, name: str, info: dict[str, Any], python: str | None,
-                   timeout_s: float) -> bool:
+                   timeout_s: float, world_size: int = 0) -> bool:
+        """Join as a driver; with world_size > 0 also place the ranks as vLLM's Ray executor does (ray_member.py)."""
         exe = find_ray_python(python)
         if exe is None:
             self.status = {"ray": "standalone", "address": address,
@@ -41,6 +42,8 @@ class RayLink:
         member = str(Path(__file__).with_name("ray_member.py"))
         self.proc = await asyncio.create_subprocess_exec(
             exe, member, "--address", address, "--name", name, "--info", json.dumps(info),
+            "--world-size", str(world_size), "--engine-dir", str(Path(__file__).resolve().parent),
+            "--pg-timeout", str(timeout_s),
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=None)
         assert self.proc.stdout is not None
         try:

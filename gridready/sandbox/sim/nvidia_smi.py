@@ -1,8 +1,8 @@
 """Simulated `nvidia-smi`: the table, -L, -q, -q -x, --query-gpu, --query-remapped-rows, topo -m, nvlink -s/-e/-c.
 
 Formats follow ../shared/fixtures/h200x2 (driver 580, 2x H200). Markers: a `# gridready-sim:` line heads the
-table, topo and nvlink outputs; -q has a `Simulated` key in its header block; -q -x an XML comment and a
-<gridready_simulated> element; csv and -L carry none (their parsers count lines and read the first as the header).
+table, topo and nvlink outputs; -q has a `Simulated` key in its header block; -q -x an XML comment (an
+element would break NVIDIA's DTD); csv and -L carry none (their parsers count lines and read the first as the header).
 """
 
 from __future__ import annotations
@@ -165,47 +165,27 @@ def query(host: Host, v: dict[str, str], gpus: list[Gpu]) -> str:
     return "\n".join(head) + "\n" + "".join(tmpl.format(**_q_values(g, v)) + "\n" for g in gpus)
 
 
-def _tag(key: str) -> str:
-    t = "".join(c.lower() if c.isalnum() else "_" for c in key.strip())
-    while "__" in t:
-        t = t.replace("__", "_")
-    return t.strip("_") or "value"
-
-
 def query_xml(host: Host, v: dict[str, str], gpus: list[Gpu]) -> str:
-    """-q -x: the -q tree as XML (tags are the -q keys in snake_case; the real DTD's names may differ)."""
+    """-q -x: NVIDIA's XML. The <gpu> element is a real capture's (nvsmi_q_gpu.xml, from shared/fixtures/h200x1,
+    driver 580.159.04, DOCTYPE nvsmi_device_v13.dtd) with this GPU's values; the simulation marker is an XML
+    comment, which any XML reader skips as the DTD allows."""
     out = [
         '<?xml version="1.0" ?>',
-        '<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v12.dtd">',
+        '<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v13.dtd">',
         f"<!-- gridready-sim: simulated output (profile {host.name}) -->",
         "<nvidia_smi_log>",
         f"\t<timestamp>{time.strftime(TS_FMT)}</timestamp>",
         f"\t<driver_version>{v['driver']}</driver_version>",
         f"\t<cuda_version>{v['cuda']}</cuda_version>",
-        "\t<gridready_simulated>yes</gridready_simulated>",
         f"\t<attached_gpus>{len(host.gpus)}</attached_gpus>",
     ]
-    tmpl = (HERE / "nvsmi_q_gpu.txt").read_text()
+    tmpl = (HERE / "nvsmi_q_gpu.xml").read_text().split("-->\n", 1)[1]
     for g in gpus:
-        lines = tmpl.format(**_q_values(g, v)).splitlines()
+        vals = {k: escape(str(x)) for k, x in _q_values(g, v).items()}
+        vals.update(device_id_x=vals["device_id"].removeprefix("0x"), subsys_x=vals["subsys"].removeprefix("0x"),
+                    pci_bus_x=f"{g.bus:02X}", pci_device_x="00")
         out.append(f'\t<gpu id="{g.bus_id}">')
-        stack: list[str] = []
-        for ln in lines[1:]:
-            if not ln.strip():
-                continue
-            level = (len(ln) - len(ln.lstrip())) // 4 - 1
-            while len(stack) > level:
-                tag = stack.pop()
-                out.append("\t" * (len(stack) + 2) + f"</{tag}>")
-            if " : " in ln:
-                key, val = ln.split(" : ", 1)
-                out.append("\t" * (level + 2) + f"<{_tag(key)}>{escape(val.strip())}</{_tag(key)}>")
-            else:
-                out.append("\t" * (level + 2) + f"<{_tag(ln)}>")
-                stack.append(_tag(ln))
-        while stack:
-            tag = stack.pop()
-            out.append("\t" * (len(stack) + 2) + f"</{tag}>")
+        out.append(tmpl.format(**vals).rstrip("\n"))
         out.append("\t</gpu>")
     out.append("</nvidia_smi_log>")
     return "\n".join(out) + "\n"
@@ -407,8 +387,10 @@ def topo(host: Host) -> str:
 def nvlink(host: Host, args: list[str], gpus: list[Gpu]) -> str:
     out = [simcore.marker(host.name)]
     for g in gpus:
-        out.append(f"GPU {g.index}: {g.display['name']} (UUID: {g.uuid})")
         links, active = int(g.sku["nvlink_links"]), g.nvlinks_active
+        if links == 0:  # a slice exposing no NVLinks prints nothing at all (shared/fixtures/h200x1/nvlink-s.txt)
+            continue
+        out.append(f"GPU {g.index}: {g.display['name']} (UUID: {g.uuid})")
         if "-s" in args or "--status" in args:
             if active == 0:
                 out.append("NVML: Unable to retrieve NVLink information as all links are inactive")

@@ -74,6 +74,8 @@ def catalog_facts(sku_list: Any) -> dict[str, dict[str, Any]]:
             "max_sm_clock_mhz": s.max_sm_clock_mhz,
             "max_mem_clock_mhz": s.max_mem_clock_mhz,
             "nccl": [{"gpus": f.gpus, "algo": f.algo, "reference_gbps": f.reference_gbps} for f in s.nccl_floors],
+            "shapes": [{"gpus": n.gpus, "platform": n.platform, "nvswitch": n.nvswitch, "nvlink_links": n.nvlink_links}
+                       for n in s.shapes],
         }
     return out
 
@@ -285,8 +287,19 @@ def load(path: Path | None = None) -> Host:
     return from_dict(data)
 
 
+def with_shape(sku: dict[str, Any], gpus: int, platform: str) -> dict[str, Any]:
+    """What the node's shape exposes: a one-GPU VM slice reads fabric state N/A and prints no NVLinks
+    (shared/fixtures/h200x1: real `nvidia-smi -q -x` <fabric><state>N/A, `nvidia-smi nvlink -s` empty, exit 0);
+    a 4-GPU HGX board has NVLink but no NVSwitch (catalog shapes, with their sources)."""
+    shape = next((s for s in sku.get("shapes", []) if s["gpus"] == gpus and s["platform"] == platform), None)
+    if shape is None:
+        return sku
+    return {**sku, "nvswitch": shape["nvswitch"], "nvlink_links": shape["nvlink_links"]}
+
+
 def from_dict(data: dict[str, Any]) -> Host:
     name, sku = resolve_sku(data.get("sku", "H200-SXM-141GB"), skus())
+    sku = with_shape(sku, int(data.get("gpus", 8)), data.get("platform", "baremetal"))
     host = data.get("host", "sim-host")
     faults = list(data.get("faults", []))
     hca_specs = data.get("hcas", [])

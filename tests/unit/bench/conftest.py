@@ -36,7 +36,7 @@ def start_engine(tmp: Path, *args: str, python: str = sys.executable, module: st
     cmd = [python, "-m", module, "--host", "127.0.0.1", "--port", "0", "--port-file", str(pf), *args]
     if "--hardware-profile" not in args:  # known timing: never scaled by a simulated host profile
         cmd += ["--hardware-profile", "none"]
-    if "--mode" in args and "triton" in args and "--metrics-port" not in args:
+    if "--mode" in args and "triton" in args and "--metrics-port" not in args and "--openai-port" not in args:
         cmd += ["--metrics-port", "0"]
     proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=err.open("wb"), env=env)
     deadline = time.monotonic() + 20
@@ -47,6 +47,15 @@ def start_engine(tmp: Path, *args: str, python: str = sys.executable, module: st
         time.sleep(0.02)
     ports = json.loads(pf.read_text()) if wait else {}
     return RunningEngine(proc, ports, err)
+
+
+def triton_repository(tmp: Path, *names: str) -> str:
+    """A model repository with one directory (config.pbtxt) per name: what the simulated Triton serves."""
+    repo = tmp / f"repo-{time.monotonic_ns()}"
+    for name in names:
+        (repo / name / "1").mkdir(parents=True)
+        (repo / name / "config.pbtxt").write_text(f'name: "{name}"\nplatform: "ensemble"\n')
+    return str(repo)
 
 
 @pytest.fixture

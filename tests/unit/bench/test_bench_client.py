@@ -20,6 +20,7 @@ from gridready.bench.http import Url
 from gridready.bench.stats import percentile, summarize
 from gridready.bench.workload import Level
 from gridready.serving.spec import Slo
+from tests.unit.bench.conftest import triton_repository
 
 TTFT_MS, PREFILL_US, ITL_MS = 160.0, 200.0, 40.0
 INPUT, OUTPUT, CONC, N = 200, 12, 4, 16
@@ -39,8 +40,9 @@ def server_records(url: str) -> list[dict]:
 
 
 @pytest.mark.parametrize("mode", ["openai", "triton"])
-def test_ttft_itl_throughput_match_ground_truth(engine_factory, mode):
-    args = ("--mode", "triton", "--served-model-name", "m") if mode == "triton" else ("--model", "m")
+def test_ttft_itl_throughput_match_ground_truth(engine_factory, mode, tmp_path):
+    args = (("--mode", "triton", "--model-repository", triton_repository(tmp_path, "m")) if mode == "triton"
+            else ("--model", "m"))
     e = engine_factory(*args, *PROFILE)
     api = Api.TRITON_GENERATE if mode == "triton" else Api.OPENAI_CHAT
     wl = Workload(concurrency=[CONC], num_prompts=N, duration_s=30, input_len=INPUT, output_len=OUTPUT, warmup=1)

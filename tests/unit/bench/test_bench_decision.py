@@ -11,7 +11,7 @@ import pytest
 from gridready.bench import DecisionSpec, Endpoint, Workload, decide, verify_tier, write_decision
 from gridready.bench.protocols import Api
 from gridready.serving.spec import Slo, Tier
-from tests.unit.bench.conftest import start_engine
+from tests.unit.bench.conftest import start_engine, triton_repository
 
 WL = Workload(concurrency=[1, 4], num_prompts=8, duration_s=5, input_len=16, output_len=8, warmup=0)
 SLO = Slo(ttft_ms_p99=500, tpot_ms_p99=100)
@@ -21,8 +21,8 @@ SLO = Slo(ttft_ms_p99=500, tpot_ms_p99=100)
 def reports(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("decision")
     fast = start_engine(tmp, "--model", "m", "--ttft-ms", "20", "--itl-ms", "8", "--batch-slowdown", "0.02")
-    slow = start_engine(tmp, "--mode", "triton", "--served-model-name", "m", "--ttft-ms", "30", "--itl-ms", "16",
-                        "--batch-slowdown", "0.02")
+    slow = start_engine(tmp, "--mode", "triton", "--model-repository", triton_repository(tmp, "m"), "--ttft-ms", "30",
+                        "--itl-ms", "16", "--batch-slowdown", "0.02")
     try:
         a = verify_tier(Endpoint(url=fast.url, model="m"),
                         Tier(name="fast-a", engine="vllm", model={"local_path": "/m"}, served_name="m", slo=SLO,

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.bench.conftest import REPO, start_engine
+from tests.unit.bench.conftest import REPO, start_engine, triton_repository
 
 
 def call(url: str, path: str, body: dict | None = None) -> tuple[int, dict[str, str], bytes]:
@@ -90,8 +90,8 @@ def test_load_time_makes_health_503_then_200(engine_factory):
     assert call(e.url, "/health")[0] == 200
 
 
-def test_triton_endpoints_and_metrics(engine_factory):
-    e = engine_factory("--mode", "triton", "--served-model-name", "ensemble", *FAST)
+def test_triton_endpoints_and_metrics(engine_factory, tmp_path):
+    e = engine_factory("--mode", "triton", "--model-repository", triton_repository(tmp_path, "ensemble"), *FAST)
     assert call(e.url, "/v2/health/live")[0] == 200
     assert call(e.url, "/v2/health/ready")[0] == 200
     assert call(e.url, "/v2/models/ensemble/ready")[0] == 200
@@ -234,3 +234,22 @@ def test_timing_scales_with_the_simulated_hardware(engine_factory, tmp_path):
     assert info["profile"]["ttft_ms"] == pytest.approx(60)
     plain = engine_factory("--model", "m", "--itl-ms", "20")
     assert json.loads(call(plain.url, "/gridready/info")[2])["profile"]["itl_ms"] == 20
+
+
+def test_simulated_triton_serves_only_its_repository_names(engine_factory, tmp_path):
+    e = engine_factory("--mode", "triton", "--model-repository", triton_repository(tmp_path, "llama-8b"), *FAST)
+    assert call(e.url, "/v2/models/llama-8b/ready")[0] == 200
+    assert call(e.url, "/v2/models/ensemble/ready")[0] == 400  # a name that is no directory of the repository
+
+
+def test_simulated_triton_refuses_what_tritonserver_has_no_flag_for(tmp_path):
+    for extra in (("--served-model-name", "x"), ()):  # no --served-model-name; a repository is required
+        with pytest.raises(RuntimeError, match="triton mode takes --model-repository"):
+            start_engine(tmp_path, "--mode", "triton", *extra)
+
+
+def test_openai_frontend_serves_metrics_on_its_port_and_no_metrics_port(engine_factory, tmp_path):
+    e = engine_factory("--mode", "triton", "--model-repository", triton_repository(tmp_path, "m"),
+                       "--openai-port", "0", *FAST)
+    assert set(e.ports) == {"event", "simulated", "http", "openai"}
+    assert call(f"http://127.0.0.1:{e.ports['openai']}", "/metrics")[0] == 200

@@ -34,7 +34,8 @@ def test_scrape_config_for_hosts():
     assert jobs["gridready-vllm"]["static_configs"] == [
         {"targets": ["10.77.0.11:8000"], "labels": {"customer": "acme", "tier": "llama-a", "engine": "vllm",
                                                     "model": "llama"}}]
-    assert jobs["gridready-triton"]["static_configs"][0]["targets"] == ["10.77.0.12:8002", "10.77.0.13:8002"]
+    # Triton's OpenAI frontend (the default) serves /metrics on the tier port; nothing listens on 8002 there
+    assert jobs["gridready-triton"]["static_configs"][0]["targets"] == ["10.77.0.12:8010", "10.77.0.13:8010"]
     assert jobs["gridready-textfile"]["static_configs"][0]["targets"] == ["10.77.0.1:9100"]
     assert cfg["global"]["external_labels"] == {"customer": "acme"}
 
@@ -85,3 +86,14 @@ def test_dashboard_is_committed_in_sync_and_well_formed():
         for x2, y2, w2, h2 in boxes[i + 1:]:
             assert x + w <= x2 or x2 + w2 <= x or y + h <= y2 or y2 + h2 <= y
     assert all(re.fullmatch(r"[A-Z]", t["refId"]) for p in d["panels"] for t in p.get("targets", []))
+
+
+def test_plain_tritonserver_is_scraped_on_its_metrics_port():
+    plain = Tier.model_validate({**TIERS[1].model_dump(), "triton": {"openai_frontend": False, "metrics_port": 8102}})
+    cfg = scrape_config("acme", [plain], {"llama-b": ["10.77.0.12"]}, ["10.77.0.12"])
+    (job,) = [j for j in cfg["scrape_configs"] if j["job_name"] == "gridready-triton"]
+    assert job["static_configs"][0]["targets"] == ["10.77.0.12:8102"]
+    (monitor,) = [o for o in kubernetes_monitors("acme", [plain]) if o["metadata"]["name"] == "llama-b-engine"]
+    assert monitor["spec"]["endpoints"][0]["port"] == "metrics"
+    (default,) = [o for o in kubernetes_monitors("acme", TIERS) if o["metadata"]["name"] == "llama-b-engine"]
+    assert default["spec"]["endpoints"][0]["port"] == "openai"

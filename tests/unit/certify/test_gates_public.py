@@ -18,10 +18,10 @@ from gridready.probe.offline import doc_from_outputs
 from tests.unit.certify.fixtures_io import pub
 
 
-def exp(sku: str = "h100", gpus: int = 8, **spec: Any) -> Expectations:
+def exp(sku: str = "h100", gpus: int = 8, platform: str = "baremetal", **spec: Any) -> Expectations:
     found = catalog.lookup(sku)
     assert found is not None
-    return Expectations(node="n1", sku=found, gpus=gpus, spec=CertificationSpec(**spec))
+    return Expectations(node="n1", sku=found, gpus=gpus, spec=CertificationSpec(**spec), platform=platform)
 
 
 def statuses(results: list[Any]) -> set[S]:
@@ -88,7 +88,7 @@ def _nvlink_doc(name: str) -> dict[str, Any]:
 def test_h100_18_links_pass() -> None:
     doc = _nvlink_doc("nvlink-s-i0__H100-SXM")
     doc["nvidia_smi"]["nvlink_errors"] = {"0": {"0": ZERO}}
-    (r,) = nvlink.nvlink(doc, exp("h100", 1))
+    (r,) = nvlink.nvlink(doc, exp("h100", 8))  # one GPU's excerpt of an 8-GPU node
     assert r.status is S.PASS and "18 of 18" in r.reason
 
 
@@ -100,14 +100,14 @@ def test_h800_8_links_fail_on_an_18_link_sku() -> None:
 def test_12_links_pass_on_a_12_link_sku_partial_nvlink_trap() -> None:
     doc = _nvlink_doc("nvlink-s-i7__A100__ok")
     doc["nvidia_smi"]["nvlink_errors"] = {"7": {"0": ZERO}}
-    (r,) = nvlink.nvlink(doc, exp("h100-nvl", 1))  # 12 x 25 GB/s by design (AzNHC #162)
+    (r,) = nvlink.nvlink(doc, exp("h100-nvl", 2))  # 12 x 25 GB/s by design (AzNHC #162)
     assert r.status is S.PASS and "12 of 12" in r.reason
-    (bad,) = nvlink.nvlink(doc, exp("h100", 1))
+    (bad,) = nvlink.nvlink(doc, exp("h100", 8))
     assert bad.status is S.FAIL and "12 of 18" in bad.reason
 
 
 def test_all_links_inactive_fails() -> None:
-    (r,) = nvlink.nvlink(_nvlink_doc("FAIL-all-links-inactive"), exp("h100-nvl", 1))
+    (r,) = nvlink.nvlink(_nvlink_doc("FAIL-all-links-inactive"), exp("h100-nvl", 2))
     assert r.status is S.FAIL and r.reason == "GPU 6: all NVLinks inactive"
 
 

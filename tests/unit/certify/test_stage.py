@@ -22,7 +22,8 @@ from tests.unit.certify.fixtures_io import probe_quick
 def _inv(tmp: Path, policy: str = "quarantine", minimum: int = 1) -> Inventory:
     spec = ClusterSpec.model_validate({
         "customer": "acme",
-        "node_groups": [{"name": "gpu_nodes", "sku": "H200-SXM-141GB", "gpus_per_node": 2, "gpudirect_rdma": False}],
+        "node_groups": [{"name": "gpu_nodes", "sku": "H200-SXM-141GB", "gpus_per_node": 2, "platform": "passthrough",
+                         "gpudirect_rdma": False}],
         "certification": {"profile": "quick", "not_applicable": ["dcgm"], "failure_policy": policy,
                           "min_certified_nodes": minimum, "fabric": {"enabled": False}},
     })

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from gridready.probe import dcgm, gpu_burn, kernel_log, lspci, nccl_tests, nvsmi
@@ -211,3 +213,35 @@ def test_nvbandwidth_matrices() -> None:
     assert p["version"] == "v0.6"
     assert p["tests"]["host_to_device_memcpy_ce"]["sum"] == 1985.60
     assert nvbandwidth.per_gpu(p["tests"], "host_to_device_memcpy_ce") == {0: 369.36, 1: 269.33, 2: 412.11}
+
+
+# ---- nvidia-smi -q -x (NVIDIA's XML) ------------------------------------------------------------------------
+
+def test_q_xml_reads_what_the_text_reads_on_the_real_h200_capture() -> None:
+    """The one-GPU H200 VM captured both forms in one minute: every field the gates use agrees (power draw moved)."""
+    fx = Path(__file__).resolve().parents[2] / "fixtures" / "h200x1"
+    x = nvsmi.parse_q_xml((fx / "nvidia-smi-q-x.xml").read_text())
+    t = nvsmi.parse_q((fx / "nvidia-smi-q.txt").read_text())
+    assert (x["driver_version"], x["cuda_version"], x["attached_gpus"]) == ("580.159.04", "13.0", 1)
+    (gx,), (gt,) = x["gpus"], t["gpus"]
+    assert {k: v for k, v in gx.items() if k != "power_draw_w"} == {k: v for k, v in gt.items() if k != "power_draw_w"}
+    assert gx["device_id"] == "0x233510DE" and gx["fabric"] == {"state": "N/A", "status": "N/A"}
+    assert gx["pcie"]["gen_current"] == 5 and gx["pcie"]["width_current"] == 16
+    assert gx["clock_event_reasons"]["HW Slowdown"] is False and gx["max_clocks_mhz"] == {"sm": 1980, "memory": 3201}
+
+
+def test_q_xml_faults_read_through() -> None:
+    fx = Path(__file__).resolve().parents[2] / "fixtures" / "h200x1"
+    text = (fx / "nvidia-smi-q-x.xml").read_text()
+    bad = (text.replace("<remapped_row_pending>No", "<remapped_row_pending>Yes")
+           .replace("<current_link_width>16x", "<current_link_width>8x")
+           .replace("<clocks_event_reason_hw_slowdown>Not Active", "<clocks_event_reason_hw_slowdown>Active"))
+    (g,) = nvsmi.parse_q_xml(bad)["gpus"]
+    assert g["remap"]["pending"] is True and g["pcie"]["width_current"] == 8
+    assert g["clock_event_reasons"]["HW Slowdown"] is True
+
+
+@pytest.mark.parametrize("text", ["", "<html/>", "==============NVSMI LOG=============="])
+def test_q_xml_refuses_what_is_not_nvidia_smi_log(text: str) -> None:
+    with pytest.raises(ValueError, match="nvidia-smi -q -x"):
+        nvsmi.parse_q_xml(text)

@@ -52,7 +52,7 @@ def test_render_writes_valid_manifests_without_a_cluster(make_inv, write_certify
     assert {d["kind"] for d in docs} >= {"RayService", "Service", "Secret", "Namespace", "Node"}
     assert manifests.validate(docs) == []
     releases = yaml.safe_load((out / "platform" / "helm-releases.yaml").read_text())
-    assert {r["chart"] for r in releases} == {"gpu-operator", "kuberay-operator"}
+    assert {r["chart"] for r in releases} == {"gpu-operator", "kuberay-operator", "oci://registry.k8s.io/lws/charts/lws"}
     assert result.data["plan"][0]["pipeline_parallel"] == 2
 
 

@@ -40,12 +40,16 @@ def test_platform_helm_releases(k8s):
     kuberay = releases["kuberay-operator"]
     assert (kuberay["chart"], kuberay["version"], kuberay["namespace"]) == ("kuberay-operator", "1.7.0",
                                                                           "kuberay-system")
+    # LeaderWorkerSet objects (multi-node Triton) need their controller: the platform installs it
+    lws = releases["lws"]
+    assert (lws["chart"], lws["version"], lws["namespace"]) == ("oci://registry.k8s.io/lws/charts/lws", "0.10.0",
+                                                                "lws-system")
 
 
 def test_platform_namespaces_and_node_marks(k8s):
     docs = k8s["platform"].manifests
     assert {d["metadata"]["name"] for d in docs if d["kind"] == "Namespace"} == {
-        "gpu-operator", "kuberay-system", "gridready-serving"}
+        "gpu-operator", "kuberay-system", "lws-system", "gridready-serving"}
     nodes = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Node"}
     assert set(nodes) == {"gpu01", "gpu02", "gpu03", "gpu04"}
     assert nodes["gpu01"]["metadata"]["labels"]["gridready.io/certified"] == "true"
@@ -65,6 +69,10 @@ def test_rayservice(k8s):
     assert head["rayStartParams"]["num-gpus"] == "0"
     head_res = head["template"]["spec"]["containers"][0]["resources"]
     assert "nvidia.com/gpu" not in head_res["limits"]
+    # no GPU: no selector onto the (tainted) certified GPU nodes; where only GPU nodes exist it tolerates their taint
+    assert "nodeSelector" not in head["template"]["spec"]
+    assert head["template"]["spec"]["tolerations"] == [
+        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
     (worker,) = spec["rayClusterConfig"]["workerGroupSpecs"]
     assert worker["replicas"] == worker["minReplicas"] == worker["maxReplicas"] == 3  # PP=3 on what is left
     pod = worker["template"]["spec"]
@@ -100,7 +108,7 @@ def test_services_and_secret(k8s):
 
 def test_every_rendered_manifest_validates(k8s):
     docs = k8s["platform"].manifests + k8s["serving"].manifests
-    assert len(docs) == 10
+    assert len(docs) == 11
     assert manifests.validate(docs) == []
 
 
@@ -134,3 +142,35 @@ def test_components_expose_outputs_under_plain_mocks():
         assert spec["rayClusterConfig"]["workerGroupSpecs"][0]["groupName"] == "gpu"
 
     return pulumi.Output.all(comp.endpoint, comp.ray_service.spec).apply(check)
+
+
+def _serving(make_inv, tier):
+    inv = make_inv(4, [tier], target="kubernetes")
+    cert = topology.read_certification(inv, (Path("s.json"), certify_summary(["gpu01", "gpu02", "gpu03"], [])))
+    plans = topology.plan_tiers(inv, cert)
+    return gpulumi.render("serving", serve.stack_configs(inv, cert, plans)["serving"], "acme")
+
+
+def test_a_single_node_tier_requests_no_rdma_device(make_inv):
+    rs = _one(_serving(make_inv, vllm_tier(tensor_parallel=8, pipeline_parallel=1)).manifests, "RayService")
+    (worker,) = rs["spec"]["rayClusterConfig"]["workerGroupSpecs"]
+    limits = worker["template"]["spec"]["containers"][0]["resources"]["limits"]
+    assert "rdma/ib" not in limits and limits["nvidia.com/gpu"] == 8
+    env = {e["name"] for e in worker["template"]["spec"]["containers"][0]["env"]}
+    assert "NCCL_IB_HCA" not in env
+
+
+def test_lora_adapters_are_registered_with_ray_serve_llm(make_inv):
+    adapters = [{"name": "support", "path": "/adapters/support"}, {"name": "sql", "path": "/adapters/sql"}]
+    rs = _one(_serving(make_inv, vllm_tier(lora_adapters=adapters, max_loras=2)).manifests, "RayService")
+    llm = yaml.safe_load(rs["spec"]["serveConfigV2"])["applications"][0]["args"]["llm_configs"][0]
+    assert llm["engine_kwargs"]["enable_lora"] is True
+    assert llm["lora_config"] == {"dynamic_lora_loading_path": "/adapters", "max_num_adapters_per_replica": 2}
+
+
+def test_lora_adapters_ray_serve_cannot_find_are_refused(make_inv):
+    from gridready.errors import InvalidInput
+
+    adapters = [{"name": "support", "path": "/a/support-v2"}]
+    with pytest.raises(InvalidInput, match=r"serving.tiers\[llama70b\].lora_adapters: .*support=/a/support-v2"):
+        _serving(make_inv, vllm_tier(lora_adapters=adapters))

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from gridready.serving import triton
-from gridready.serving.triton_build import build_flags, conversion_args
+from gridready.serving.triton_build import build_flags, build_script, conversion_args
 from gridready.serving.triton_launch import server_command
 
 from .conftest import plan
@@ -74,7 +74,13 @@ def test_build_flags_follow_the_tier() -> None:
     assert "--use_paged_context_fmha" not in no_reuse
     fp8 = plan("8b", mode="engine", tier_over={"quantization": "fp8"})
     assert "--use_fp8_context_fmha" in build_flags(fp8)
-    assert conversion_args(fp8)[-4:] == ["--qformat", "fp8", "--kv_cache_dtype", "fp8"]
+    assert conversion_args(fp8)[-4:] == ["--qformat", "fp8", "--kv_cache_dtype", "fp8"]  # quantize.py
+    kv_only = plan("8b", mode="engine", tier_over={"kv_cache_dtype": "fp8"})  # bf16 weights: convert_checkpoint.py
+    assert conversion_args(kv_only)[-1] == "--fp8_kv_cache" and "--kv_cache_dtype" not in conversion_args(kv_only)
+    real = plan("8b", mode="engine", simulated=False, versions={"image_digest": "sha256:" + "5e" * 32},
+                tier_over={"kv_cache_dtype": "fp8"})
+    text = build_script(real).text
+    assert "/convert_checkpoint.py --model_dir" in text and "--fp8_kv_cache" in text
     lora = build_flags(plan("8b", mode="engine",
                             tier_over={"lora_adapters": [{"name": "a", "path": "/adapters/a"}], "max_lora_rank": 32}))
     assert lora[lora.index("--lora_plugin") + 1] == "auto"
@@ -114,3 +120,22 @@ def test_generated_scripts_are_valid_bash(tmp_path: Path, settings: dict, tp: in
         f.write_text(text)
         proc = subprocess.run(["bash", "-n", str(f)], capture_output=True, text=True, check=False)
         assert proc.returncode == 0, proc.stderr + text
+
+
+@pytest.mark.parametrize(("hf_id", "family"), [("Qwen/Qwen2.5-7B-Instruct", "qwen"),
+                                                ("mistralai/Mistral-7B-Instruct-v0.3", "llama"),
+                                                ("google/gemma-2-9b-it", "gemma")])
+def test_the_convert_script_is_the_model_familys(hf_id: str, family: str) -> None:
+    p = plan("8b", mode="engine", simulated=False, versions={"image_digest": "sha256:" + "5e" * 32},
+             tier_over={"model": {"hf_id": hf_id, "revision": "0123abcd"}})
+    assert f"/app/examples/models/core/{family}/convert_checkpoint.py --model_dir" in build_script(p).text
+
+
+def test_a_model_of_no_known_family_needs_model_family() -> None:
+    from gridready.errors import InvalidInput
+
+    over = {"model": {"hf_id": "acme/house-model-13b", "revision": "0123abcd"}}
+    with pytest.raises(InvalidInput, match=r"triton.model_family: cannot tell"):
+        plan("8b", mode="engine", tier_over=over)
+    p = plan("8b", mode="engine", tier_over=over, model_family="llama")
+    assert p.convert_script == "/app/examples/models/core/llama/convert_checkpoint.py"

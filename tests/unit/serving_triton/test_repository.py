@@ -26,7 +26,8 @@ def test_engine_mode_renders_and_every_config_parses(model: str, tp: int, pp: in
     p = plan(model, tp, pp, mode="engine", bls=True)
     repo = triton.render_repository(p)
     pbtxt = {k: v for k, v in repo.files.items() if k.endswith("config.pbtxt")}
-    assert {k.split("/")[0] for k in pbtxt} == ENGINE_MODELS | {"tensorrt_llm_bls"}
+    # the BLS model is the entry: its directory (= its Triton name, = the OpenAI model id) is the served_name
+    assert {k.split("/")[0] for k in pbtxt} == ENGINE_MODELS | {p.tier.served_name}
     for name, text in pbtxt.items():
         cfg = _parse(text)
         assert cfg.name == name.split("/")[0]
@@ -39,17 +40,21 @@ def test_engine_mode_renders_and_every_config_parses(model: str, tp: int, pp: in
     manifest = json.loads(repo.files[triton.MANIFEST])
     assert manifest["world_size"] == tp * pp  # derived, never typed
     assert manifest["nodes"] == (2 if pp == 2 else 1)
-    assert manifest["served_model"] == "tensorrt_llm_bls"
+    assert manifest["served_model"] == p.tier.served_name != "tensorrt_llm_bls"
+    bls = _parse(pbtxt[f"{p.tier.served_name}/config.pbtxt"])
+    assert bls.backend == "python" and bls.parameters["tensorrt_llm_model_name"].string_value == "tensorrt_llm"
 
 
 @pytest.mark.parametrize(("model", "tp", "pp"), MATRIX)
 def test_llmapi_mode_renders_model_yaml(model: str, tp: int, pp: int) -> None:
     p = plan(model, tp, pp)
     repo = triton.render_repository(p)
-    cfg = _parse(repo.files["tensorrt_llm/config.pbtxt"])
-    assert cfg.backend == "python"
+    served = p.tier.served_name
+    assert "tensorrt_llm/config.pbtxt" not in repo.files  # the LLM-API model is named after served_name
+    cfg = _parse(repo.files[f"{served}/config.pbtxt"])
+    assert cfg.backend == "python" and cfg.name == served
     assert {t.name for t in cfg.input} >= {"text_input", "streaming", "sampling_param_max_tokens"}
-    doc = yaml.safe_load(repo.files["tensorrt_llm/1/model.yaml"])
+    doc = yaml.safe_load(repo.files[f"{served}/1/model.yaml"])
     assert doc["backend"] == "pytorch"
     assert (doc["tensor_parallel_size"], doc["pipeline_parallel_size"]) == (tp, pp)
     assert doc["triton_config"] == {"max_batch_size": 0, "decoupled": True}
@@ -73,7 +78,7 @@ def test_write_repository_is_atomic_and_has_version_dirs(tmp_path) -> None:
     (dest / "stale.txt").write_text("from an older run")
     repo = triton.write_repository(p, dest)
     assert not (dest / "stale.txt").exists()
-    for model in ENGINE_MODELS:
+    for model in ENGINE_MODELS - {"ensemble"} | {p.tier.served_name}:
         assert (dest / model / "1").is_dir()
         _parse((dest / model / "config.pbtxt").read_text())
     assert repo.path == dest
@@ -82,7 +87,7 @@ def test_write_repository_is_atomic_and_has_version_dirs(tmp_path) -> None:
 
 def test_fp8_and_lora_reach_the_llm_api() -> None:
     over = {"quantization": "fp8", "lora_adapters": [{"name": "support", "path": "/adapters/support"}]}
-    doc = yaml.safe_load(triton.render_repository(plan("8b", tier_over=over)).files["tensorrt_llm/1/model.yaml"])
+    doc = yaml.safe_load(triton.render_repository(plan("8b", tier_over=over)).files["llama-8b/1/model.yaml"])
     assert doc["kv_cache_config"]["dtype"] == "fp8"
     assert doc["lora_config"] == {"lora_dir": ["/adapters/support"], "max_lora_rank": 16}
 
@@ -91,3 +96,21 @@ def test_extra_parameters_are_written() -> None:
     p = plan("8b", mode="engine", parameters={"tensorrt_llm": {"kv_cache_host_memory_bytes": "45000000000"}})
     cfg = triton.render_repository(p).configs["tensorrt_llm"]
     assert cfg.parameters["kv_cache_host_memory_bytes"].string_value == "45000000000"
+
+
+def test_the_entry_model_is_named_after_served_name() -> None:
+    p = plan("8b", 1, 1, mode="engine")
+    repo = triton.render_repository(p)
+    served = p.tier.served_name
+    ens = _parse(repo.files[f"{served}/config.pbtxt"])
+    assert ens.name == served and ens.platform == "ensemble"
+    assert "ensemble/config.pbtxt" not in repo.files
+    assert [s.model_name for s in ens.ensemble_scheduling.step] == ["preprocessing", "tensorrt_llm", "postprocessing"]
+
+
+@pytest.mark.parametrize(("served", "why"), [("meta-llama/Llama-3.1-8B", "no '/'"),
+                                              ("preprocessing", "another model")])
+def test_a_served_name_triton_cannot_use_is_refused(served: str, why: str) -> None:
+    p = plan("8b", 1, 1, mode="engine", tier_over={"served_name": served})
+    with pytest.raises(triton.RepositoryError, match=why):
+        triton.render_repository(p)

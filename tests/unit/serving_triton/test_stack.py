@@ -100,17 +100,41 @@ def test_engine_job_uses_the_serving_image_and_writes_the_cache(rendered) -> Non
 def test_multi_node_is_a_leaderworkerset_with_a_leader_service(rendered) -> None:
     lws = _doc(rendered, "LeaderWorkerSet", "trt-70b")
     tmpl = lws["spec"]["leaderWorkerTemplate"]
-    assert tmpl["size"] == 2 and lws["spec"]["startupPolicy"] == "LeaderReady"
+    # LeaderReady would wait for a leader that is Ready only once mpirun reached the workers: a deadlock
+    assert tmpl["size"] == 2 and lws["spec"]["startupPolicy"] == "LeaderCreated"
     leader = tmpl["leaderTemplate"]["spec"]["containers"][0]
     worker = tmpl["workerTemplate"]["spec"]["containers"][0]
     assert leader["resources"]["limits"]["nvidia.com/gpu"] == "8"
     assert leader["resources"]["limits"]["rdma/ib"] == "1"
-    assert "sshd" in " ".join(worker["command"])
+    assert worker["command"] == ["bash", "/gridready/worker.sh"]
     svc = _doc(rendered, "Service", "trt-70b")
-    assert svc["spec"]["selector"] == {"leaderworkerset.sigs.k8s.io/name": "trt-70b", "role": "leader"}
-    assert {p["name"] for p in svc["spec"]["ports"]} == {"http", "grpc", "metrics", "openai"}
+    # the LWS controller labels the leader pod worker-index "0"; no pod carries `role: leader`
+    assert svc["spec"]["selector"] == {"leaderworkerset.sigs.k8s.io/name": "trt-70b",
+                                       "leaderworkerset.sigs.k8s.io/worker-index": "0"}
+    assert {p["name"] for p in svc["spec"]["ports"]} == {"http", "grpc", "openai"}  # OpenAI frontend: no 8002
     cm = _doc(rendered, "ConfigMap", "trt-70b-triton")
     assert '--host "$GRIDREADY_MPI_HOSTS" -n 16' in cm["data"]["launch.sh"]
+
+
+def test_engine_mode_workers_prepare_the_repository_their_ranks_load(rendered) -> None:
+    cm = _doc(rendered, "ConfigMap", "trt-70b-eng-triton")
+    worker = cm["data"]["worker.sh"]
+    assert "cp -rL /models/repo.in /models/repo" in worker and "tritonserver" not in worker
+    assert worker.rstrip().endswith("exec /usr/sbin/sshd -D -e -p 2222")
+    assert "--load-model=tensorrt_llm" in cm["data"]["launch.sh"]  # ranks > 0 load the repository above
+
+
+def test_the_tier_env_reaches_every_pod_and_every_rank() -> None:
+    env = {"NCCL_SOCKET_IFNAME": "eth0", "NCCL_IB_HCA": "=mlx5_0,mlx5_1"}
+    cfg = {"customer": "acme", "namespace": NS,
+           "triton_tiers": [tier_config(_real("70b", 8, 2, mode="engine"), NS, env=env)]}
+    r = gpulumi.render("serving", cfg, "acme")
+    tmpl = _doc(r, "LeaderWorkerSet", "trt-70b")["spec"]["leaderWorkerTemplate"]
+    for pod in ("leaderTemplate", "workerTemplate"):
+        got = {e["name"]: e.get("value") for e in tmpl[pod]["spec"]["containers"][0]["env"]}
+        assert {k: got.get(k) for k in env} == env, pod
+    launch = _doc(r, "ConfigMap", "trt-70b-triton")["data"]["launch.sh"]
+    assert "mpirun --allow-run-as-root -x NCCL_IB_HCA -x NCCL_SOCKET_IFNAME --host" in launch
 
 
 def test_a_new_engine_key_is_a_new_job() -> None:

@@ -1,0 +1,127 @@
+"""Is each figure of gridready's node probe within 3% of the best method, measured side by side in one run?
+
+On a GPU machine: runs the probe's torch benchmarks (gridready/probe/torch_bench.py, with a certification
+profile's sizes and trials) and, on the same GPUs in the same process, a reference per figure that spends far more
+time to find the best the hardware gives:
+  - bf16 / fp8 GEMM: the same sizes, best of 10 runs of 50 calls (the reference_probe.json method of
+    ../shared/fixtures/h200x1, 5 x 20, doubled);
+  - HBM copy: 8 GiB buffers, best of 10 runs of 20 copies (bytes read + written);
+  - host<->device: 2 GiB pinned, best of 10 runs of 10 copies each way;
+  - peer copy (2+ GPUs): best of 10 runs of 20 copies of 2 GiB per ordered pair;
+  - all-reduce busbw (2+ GPUs, where nccl-tests' all_reduce_perf is found): nccl-tests' out-of-place busbw against
+    the probe's torch.distributed sweep at every size >= 512 MiB.
+Prints one JSON document (figures, ratios probe/best, within_3pct) and writes a Markdown table with --md.
+
+    python3 benchmarks/probe_vs_best.py --profile quick --out probe_vs_best.json --md probe_vs_best.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from gridready.probe import nccl_tests, torch_bench
+from gridready.probe.profiles import PROFILES, GiB, MiB
+
+TOLERANCE = 0.03
+
+
+def reference(dev: int, prof: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {"bf16_gemm_tflops": {}, "fp8_gemm_tflops": {}}
+    for n in prof["gemm_sizes"]:
+        out["bf16_gemm_tflops"][str(n)] = torch_bench.gemm_bf16(dev, n, 50, 10)
+    for n in prof["fp8_sizes"]:
+        out["fp8_gemm_tflops"][str(n)] = torch_bench.gemm_fp8(dev, n, 50, 10)
+    out["hbm_copy_tbps"] = torch_bench.hbm_copy(dev, 8 * GiB, 20, 10)
+    out.update(torch_bench.host_copies(dev, 2 * GiB, 10, None, 10))
+    return out
+
+
+def _pairs(probe: dict[str, Any], ref: dict[str, Any]) -> list[tuple[str, float | None, float | None]]:
+    rows: list[tuple[str, float | None, float | None]] = []
+    for kind in ("bf16_gemm_tflops", "fp8_gemm_tflops"):
+        for size, val in probe[kind].items():
+            rows.append((f"{kind}[{size}]", val, ref[kind].get(size)))
+    for key in ("hbm_copy_tbps", "h2d_gbps", "d2h_gbps"):
+        rows.append((key, probe.get(key), ref.get(key)))
+    return rows
+
+
+def nccl_tests_busbw(world: int, max_bytes: int) -> dict[int, float]:
+    """all_reduce_perf -g <world> (one process), out-of-place busbw per size, parsed by the probe's parser."""
+    binary = nccl_tests.find_binary("all_reduce_perf", os.environ.get("NCCL_TESTS_DIR"))
+    if binary is None:
+        return {}
+    res = subprocess.run([binary, "-b", str(512 * MiB), "-e", str(max_bytes), "-f", "2", "-g", str(world),
+                          "-n", "20", "-w", "5"], capture_output=True, text=True, timeout=600, check=False)
+    parsed = nccl_tests.parse_text(res.stdout)
+    return {r["bytes"]: r["oop"]["busbw"] for r in parsed["rows"] if r.get("oop")}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--profile", default="quick", choices=sorted(PROFILES))
+    ap.add_argument("--out", type=Path)
+    ap.add_argument("--md", type=Path)
+    args = ap.parse_args()
+    import torch
+
+    prof = PROFILES[args.profile]
+    world = torch.cuda.device_count()
+    t0 = time.monotonic()
+    errors: list[dict[str, str]] = []
+    probe = torch_bench.run_all(prof, None, errors)
+    probe_s = round(time.monotonic() - t0, 1)
+    rows: list[dict[str, Any]] = []
+    for g in probe["gpus"]:
+        ref = reference(g["index"], prof)
+        for name, got, best in _pairs(g, ref):
+            ratio = got / best if got and best else None
+            rows.append({"gpu": g["index"], "figure": name, "probe": got, "best": best, "ratio": ratio,
+                         "within_3pct": ratio is not None and ratio >= 1 - TOLERANCE})
+    for p in probe["peer"]:
+        best = torch_bench.peer_copy(p["src"], p["dst"], 2 * GiB, 20, 10)
+        ratio = p["gbps"] / best if p.get("gbps") and best else None
+        rows.append({"gpu": f"{p['src']}->{p['dst']}", "figure": "peer_gbps", "probe": p.get("gbps"), "best": best,
+                     "ratio": ratio, "within_3pct": ratio is not None and ratio >= 1 - TOLERANCE})
+    if world >= 2:
+        from gridready.probe import torch_allreduce
+
+        ref_bw = nccl_tests_busbw(world, 8 * GiB)
+        sizes = sorted(ref_bw) or [512 * MiB, GiB, 2 * GiB, 4 * GiB, 8 * GiB]
+        sweep = torch_allreduce.sweep(world, sizes, prof["ar_iters"], prof["ar_warmup"], 2,
+                                      {"NCCL_NVLS_ENABLE": "0"}, 600.0)
+        for r in sweep["sizes"]:
+            best = ref_bw.get(r["bytes"])
+            ratio = r["busbw_gbps"] / best if best else None
+            rows.append({"gpu": "all", "figure": f"allreduce_busbw_gbps[{r['bytes'] >> 20} MiB]",
+                         "probe": r["busbw_gbps"], "best": best, "ratio": ratio,
+                         "within_3pct": ratio is not None and ratio >= 1 - TOLERANCE, "best_source": "nccl-tests"})
+    doc = {"schema": "gridready.probe-vs-best/1", "profile": args.profile, "gpus": world,
+           "device": torch.cuda.get_device_name(0), "torch": torch.__version__, "probe_wall_s": probe_s,
+           "tolerance": TOLERANCE, "rows": rows, "errors": errors,
+           "all_within_3pct": all(r["within_3pct"] for r in rows if r["best"] is not None)}
+    text = json.dumps(doc, indent=1)
+    if args.out:
+        args.out.write_text(text + "\n")
+    if args.md:
+        lines = [f"probe ({args.profile} profile, {probe_s} s) vs best method on {world} x {doc['device']}", "",
+                 "| GPU | figure | probe | best | probe/best | within 3% |", "|---|---|---|---|---|---|"]
+        lines += [f"| {r['gpu']} | {r['figure']} | {r['probe']:.2f} | "
+                  + (f"{r['best']:.2f} | {r['ratio']:.3f} | {'yes' if r['within_3pct'] else 'NO'} |"
+                     if r["best"] else "- | - | no reference |") for r in rows]
+        args.md.write_text("\n".join(lines) + "\n")
+    print(text)
+    return 0 if doc["all_within_3pct"] else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

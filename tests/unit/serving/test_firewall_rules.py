@@ -1,0 +1,62 @@
+"""The Ray nftables table (roles/gridready_ray_node/templates/gridready-ray.nft.j2) rendered as the role renders it.
+
+Members reach each other on every port (NCCL/Gloo bootstrap, TCPStore and vLLM's internal sockets are ephemeral);
+from anywhere else Ray's ports, its worker range and the ephemeral range are closed, the API only to clients.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jinja2
+import yaml
+
+ROLE = Path(__file__).resolve().parents[3] / "roles" / "gridready_ray_node"
+
+
+def _render(**over: object) -> list[str]:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(ROLE / "templates"), undefined=jinja2.StrictUndefined)
+    values = {
+        "ansible_managed": "managed",
+        "gridready_ray_node_firewall_members": ["10.0.0.1", "10.0.0.2"],
+        "__gridready_ray_node_clients": ["192.0.2.0/24"],
+        "__gridready_ray_node_ray_ports": [6380, 6381, 6379, 8265, 10001],
+        "__gridready_ray_node_worker_range": "11000-11999",
+        "__gridready_ray_node_ephemeral_range": "32768-60999",
+        "__gridready_ray_node_client_ports": [8000, 8080],
+        **over,
+    }
+    text = env.get_template("gridready-ray.nft.j2").render(**values)
+    return [line.strip() for line in text.splitlines() if line.strip() and not line.strip().startswith("#")]
+
+
+def test_members_reach_every_port_before_any_drop() -> None:
+    rules = _render()
+    chain = rules[rules.index("chain input {") + 1:]
+    first_drop = next(i for i, r in enumerate(chain) if r.endswith("drop"))
+    assert "ip saddr @members accept" in chain[:first_drop]  # no port list: all traffic between members
+    assert "ct state established,related accept" in chain[:first_drop]
+
+
+def test_ephemeral_and_ray_ports_are_closed_to_everyone_else() -> None:
+    rules = _render()
+    assert "tcp dport { 6380, 6381, 6379, 8265, 10001, 11000-11999, 32768-60999 } drop" in rules
+    assert "udp dport { 32768-60999 } drop" in rules
+    api = [r for r in rules if r.startswith("tcp dport { 8000, 8080 }")]
+    assert api == ["tcp dport { 8000, 8080 } ip saddr @clients accept", "tcp dport { 8000, 8080 } drop"]
+
+
+def test_the_role_reads_the_ephemeral_range_of_the_host() -> None:
+    tasks = yaml.safe_load((ROLE / "tasks" / "firewall.yml").read_text())
+    slurp = [t for t in tasks if "ansible.builtin.slurp" in t]
+    assert slurp and slurp[0]["ansible.builtin.slurp"]["src"] == "/proc/sys/net/ipv4/ip_local_port_range"
+    ufw = next(t for t in tasks if t["name"] == "Allow all traffic from the members in ufw")
+    assert ufw["ansible.builtin.command"]["argv"][:3] == ["/usr/sbin/ufw", "allow", "from"]
+    assert "port" not in ufw["ansible.builtin.command"]["argv"]
+
+
+def test_no_working_firewall_fails_the_host_unless_isolated() -> None:
+    tasks = yaml.safe_load((ROLE / "tasks" / "firewall.yml").read_text())
+    fail = next(t for t in tasks if "ansible.builtin.fail" in t)
+    assert fail["when"] == ["__gridready_ray_node_fw_tool == 'none'",
+                            "not (gridready_ray_node_network_isolated | bool)"]
