@@ -7,10 +7,19 @@ The inventory is configuration for the whole line: `invoke -f inventories/<c>/in
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 from invoke import Collection, Context, task
 
 from gridready import cli
+from gridready.artifacts import RunContext
+from gridready.contracts import StageSummary
+from gridready.stages import bench as bench_stage
+from gridready.stages import certify as certify_stage
+from gridready.stages import provision as provision_stage
+from gridready.stages import serve as serve_stage
+
+StageRun = Callable[[cli.Inventory, RunContext], StageSummary]
 
 HELP = {
     "check": "Ansible check mode (--check --diff): report what would change, change nothing",
@@ -37,16 +46,13 @@ def validate(c: Context) -> None:
                      f"{len(inv.spec.serving.tiers)} serving tiers)")
 
 
-def _stage(c: Context, stage: str, **flags: object) -> None:
-    from importlib import import_module
-
+def _stage(c: Context, run: StageRun, **flags: object) -> None:
     inv = _inv(c)
     as_json = bool(flags.pop("json", False)) or bool(c.config.gridready.json)
     flags["check"] = bool(flags.get("check")) or bool(c.config.gridready.check)
     cli.ensure_sandbox(inv)
     ctx = cli.context(inv, json=as_json, **flags)  # type: ignore[arg-type]
-    summary = import_module(f"gridready.stages.{stage}").run(inv, ctx)
-    cli.finish(summary, as_json)
+    cli.finish(run(inv, ctx), as_json)
 
 
 @task(pre=[validate], help=HELP)
@@ -54,7 +60,7 @@ def _stage(c: Context, stage: str, **flags: object) -> None:
 def provision(c: Context, check: bool = False, limit: str | None = None, tags: str | None = None,
               json: bool = False) -> None:
     """Install and pin driver, fabric manager, DCGM, NCCL, RDMA, container toolkit; tune the hosts."""
-    _stage(c, "provision", check=check, limit=limit, tags=tags, json=json)
+    _stage(c, provision_stage.run, check=check, limit=limit, tags=tags, json=json)
 
 
 @task(pre=[validate], help={**_pick("check", "limit", "json"),
@@ -63,7 +69,7 @@ def provision(c: Context, check: bool = False, limit: str | None = None, tags: s
 def certify(c: Context, check: bool = False, limit: str | None = None, force: bool = False,
             json: bool = False) -> None:
     """Probe every node, judge every gate, certify the fabric, quarantine bad nodes, write the reports."""
-    _stage(c, "certify", check=check, limit=limit, force=force, json=json)
+    _stage(c, certify_stage.run, check=check, limit=limit, force=force, json=json)
 
 
 @task(pre=[validate], help={**_pick("check", "limit", "json"),
@@ -72,21 +78,21 @@ def certify(c: Context, check: bool = False, limit: str | None = None, force: bo
 def serve(c: Context, check: bool = False, limit: str | None = None, render: bool = False,
           json: bool = False) -> None:
     """Deploy the serving tiers on certified nodes, then readiness, smoke, benchmark and SLO gate."""
-    _stage(c, "serve", check=check, limit=limit, render=render, json=json)
+    _stage(c, serve_stage.run, check=check, limit=limit, render=render, json=json)
 
 
 @task(pre=[validate], help=_pick("json"))
 @cli.guarded
 def bench(c: Context, json: bool = False) -> None:
     """Re-run readiness, smoke, the load benchmark and the SLO gate against the deployed tiers."""
-    _stage(c, "bench", json=json)
+    _stage(c, bench_stage.run, json=json)
 
 
 @task(pre=[validate], help={"json": HELP["json"]})
 @cli.guarded
 def plan(c: Context, json: bool = False) -> None:
     """What each stage would do: provision in check mode and the rendered serving manifests."""
-    from gridready import plan as planner
+    from gridready.stages import plan as planner
 
     inv = _inv(c)
     cli.ensure_sandbox(inv)

@@ -21,8 +21,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from gridready.certify.fabric_phase import SshRunner, run_fabric_phase  # noqa: E402
-from gridready.certify.fabric_spec import FabricSettings  # noqa: E402
+from gridready.spec.fabric import FabricSettings  # noqa: E402
+from gridready.stages.fabric import SshRunner, run_fabric_phase  # noqa: E402
 
 
 def fake(n: int, faulted: list[str], per_run: float, prefilter: bool, parallel: bool) -> dict:

@@ -18,11 +18,16 @@ from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory, load, project_root
 
 T = TypeVar("T")
-_RUN_ID = os.environ.get("GRIDREADY_RUN_ID") or new_run_id()  # one run id for the whole command line
 
 
 class CommandExit(SystemExit):
     """Carries an exit code and an already-printed message up to invoke."""
+
+
+@functools.cache
+def run_id() -> str:
+    """One run id for the whole command line (every stage of `invoke provision certify serve`), made on first use."""
+    return os.environ.get("GRIDREADY_RUN_ID") or new_run_id()
 
 
 def artifacts_root() -> Path:
@@ -35,7 +40,7 @@ def inventory(name: str) -> Inventory:
 
 
 def context(inv: Inventory, **flags: Any) -> RunContext:
-    return RunContext(customer=inv.customer, run_id=_RUN_ID, root=artifacts_root(), **flags)
+    return RunContext(customer=inv.customer, run_id=run_id(), root=artifacts_root(), **flags)
 
 
 def guarded(fn: Callable[..., T]) -> Callable[..., T]:
@@ -52,7 +57,7 @@ def guarded(fn: Callable[..., T]) -> Callable[..., T]:
         except (CommandExit, KeyboardInterrupt):
             raise
         except Exception as err:  # a bug: keep the trace out of the terminal, on disk for the report
-            path = artifacts_root() / "internal-errors" / f"{_RUN_ID}.txt"
+            path = artifacts_root() / "internal-errors" / f"{run_id()}.txt"
             write_atomic(path, traceback.format_exc())
             console.error(f"internal error: {type(err).__name__}: {err} (trace in {path})")
             raise CommandExit(int(ExitCode.INTERNAL)) from None

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from gridready.errors import InvalidInput
 from gridready.spec import SLUG, ClusterSpec
+from gridready.spec.gates import is_known_gate
 from gridready.yamlio import YamlError, is_vault_file, load_yaml
 
 HOST_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -82,14 +83,6 @@ class Inventory:
         for group in self.spec.node_groups:
             seen.extend(h for h in self.groups.get(group.name, []) if h not in seen)
         return seen
-
-
-def known_gates() -> set[str]:
-    """Every gate name a spec may waive or declare not applicable."""
-    from gridready.certify.fabric_spec import FABRIC_GATE_NAMES
-    from gridready.certify.judge import GATE_NAMES
-
-    return {"probe", *GATE_NAMES, *FABRIC_GATE_NAMES}
 
 
 def resolve(name_or_path: str | os.PathLike[str]) -> Path:
@@ -229,10 +222,9 @@ def _cross_check(file: str, spec: ClusterSpec, groups: dict[str, list[str]], hos
     if spec.serving.target == "kubernetes" and not spec.serving.kubeconfig:
         errors.append(f"{file}: serving.kubeconfig: required when serving.target is kubernetes")
     cert = spec.certification
-    known = known_gates()
     for key in ("waive", "not_applicable"):
         for i, gate in enumerate(getattr(cert, key)):
-            if gate not in known and not gate.startswith("outlier_"):
+            if not is_known_gate(gate):
                 errors.append(f"{file}: certification.{key}[{i}]: unknown gate {gate!r}")
     if cert.min_certified_nodes > len(owner) and owner:
         errors.append(

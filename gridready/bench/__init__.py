@@ -12,7 +12,6 @@ See docs/bench.md.
 """
 
 from gridready.bench.decision import Decision, TierNumbers, decide
-from gridready.bench.decision_spec import DecisionSpec
 from gridready.bench.endpoint import Endpoint
 from gridready.bench.gate import GateOutcome, SloCheck, slo_gate
 from gridready.bench.outputs import write_json, write_junit, write_prom, write_tier_reports
@@ -23,6 +22,7 @@ from gridready.bench.smoke import SmokeReport, smoke
 from gridready.bench.stats import LevelSummary, Stats
 from gridready.bench.verify import TierReport, averify_tier, tier_gpus, verify_tier
 from gridready.bench.workload import Level, Workload
+from gridready.spec.decision import DecisionSpec
 
 __all__ = [
     "Api", "Decision", "DecisionSpec", "Endpoint", "GateOutcome", "Level", "LevelSummary", "ReadinessReport",

@@ -16,7 +16,7 @@ from gridready.bench.protocols import Api
 from gridready.bench.verify import verify_tier
 from gridready.bench.workload import Workload
 from gridready.exitcodes import ExitCode
-from gridready.serving.spec import Slo, Tier
+from gridready.spec.serving import Slo, Tier
 
 
 def parser() -> argparse.ArgumentParser:

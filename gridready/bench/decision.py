@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from gridready.bench.decision_spec import DecisionSpec, Objective
 from gridready.bench.verify import TierReport
+from gridready.spec.decision import DecisionSpec, Objective
 
 ORDER: tuple[Objective, ...] = ("goodput", "throughput", "cost")
 UNITS = {"goodput": "req/s at SLO", "throughput": "output tok/s", "cost": "USD per 1M output tokens"}

@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gridready.bench.http import Url
 from gridready.bench.protocols import Api
-from gridready.serving.spec import Tier
+from gridready.spec.serving import Tier
 
 
 class Endpoint(BaseModel):

@@ -7,7 +7,7 @@ from pydantic import BaseModel, ConfigDict
 from gridready.bench.stats import LevelSummary
 from gridready.errors import StageFailed
 from gridready.exitcodes import ExitCode
-from gridready.serving.spec import Slo
+from gridready.spec.serving import Slo
 
 
 class SloCheck(BaseModel):

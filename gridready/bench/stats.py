@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict
 from gridready.bench.client import LevelRun
 from gridready.bench.protocols import RequestResult
 from gridready.bench.workload import Level
-from gridready.serving.spec import Slo
+from gridready.spec.serving import Slo
 
 
 def percentile(values: Sequence[float], q: float) -> float:

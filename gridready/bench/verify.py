@@ -18,7 +18,7 @@ from gridready.bench.smoke import SmokeReport, smoke
 from gridready.bench.stats import LevelSummary, summarize
 from gridready.bench.workload import Workload
 from gridready.exitcodes import ExitCode
-from gridready.serving.spec import Slo, Tier
+from gridready.spec.serving import Slo, Tier
 
 Progress = Callable[[str], None]
 

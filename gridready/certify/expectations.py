@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from gridready import catalog
-from gridready.certify.profile import CertificationSpec
 from gridready.certify.result import Expected, GateResult, GateStatus
+from gridready.spec.certification import CertificationSpec
 
 # spec floor name -> catalog attribute
 _FLOOR_ATTR = {

@@ -11,10 +11,10 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from gridready.certify.fabric_spec import FabricSettings
 from gridready.certify.result import Expected, GateResult, GateStatus
 from gridready.probe.hca import nearest_nics
 from gridready.spec import Nic, NodeGroup
+from gridready.spec.fabric import FabricSettings
 
 S = GateStatus
 LINK_LAYER = {"infiniband": "InfiniBand", "roce": "Ethernet", "ethernet": "Ethernet"}
@@ -336,12 +336,25 @@ def judge_hcas(
     return out
 
 
+def _takes_hca_out(r: GateResult) -> bool:
+    """A result that takes its HCA out of service: blocking, or failed/errored but waived (a waiver keeps the node
+    certified, it does not put a bad port back into NCCL's list); unread counters do not count."""
+    if r.gate == "hca_counters" and r.status is S.ERROR:
+        return False
+    return r.blocks_certification or (r.waived and r.status in (S.FAIL, S.ERROR))
+
+
+def hca_verdicts(results: Iterable[GateResult], node: str) -> tuple[list[str] | None, list[str]]:
+    """(HCAs of `node` that passed, HCAs that failed), in the order the gates saw them. Passed is None only when
+    no HCA gate ran on the node at all; an HCA counts as passed only when its presence gate passed."""
+    mine = [r for r in results if r.node == node and r.hca]
+    if not mine:
+        return None, []
+    failed = [h for h in dict.fromkeys(r.hca for r in mine if _takes_hca_out(r)) if h]
+    seen = [r.hca for r in mine if r.gate == "hca_present" and r.status is S.PASS]
+    return [h for h in dict.fromkeys(seen) if h and h not in failed], failed
+
+
 def passing_hcas(results: Iterable[GateResult], node: str) -> list[str]:
-    """HCAs of `node` none of whose gates block certification (for NCCL_IB_HCA); unread counters do not count."""
-    blocked = {
-        r.hca for r in results
-        if r.node == node and r.hca and r.blocks_certification
-        and not (r.gate == "hca_counters" and r.status is S.ERROR)
-    }
-    seen = [r.hca for r in results if r.node == node and r.gate == "hca_present" and r.status is S.PASS]
-    return [h for h in dict.fromkeys(seen) if h and h not in blocked]
+    """HCAs of `node` none of whose gates failed (for NCCL_IB_HCA)."""
+    return hca_verdicts(results, node)[0] or []

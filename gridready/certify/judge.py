@@ -28,9 +28,9 @@ from gridready.certify import (
     xid,
 )
 from gridready.certify.expectations import Expectations, from_target
-from gridready.certify.profile import CertificationSpec, FailurePolicy
 from gridready.certify.result import GateResult, GateStatus
 from gridready.exitcodes import ExitCode
+from gridready.spec.certification import CertificationSpec, FailurePolicy
 
 CERT_SCHEMA = "gridready.certification/1"
 FLEET_SCHEMA = "gridready.fleet-report/1"

@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gridready.certify.fabric_spec import FabricSettings
 from gridready.certify.result import Expected, GateResult, GateStatus
+from gridready.spec.fabric import FabricSettings
 
 S = GateStatus
 NCCL_ALGO = {"ring": "Ring", "tree": "Tree", "nvls": "NVLS", "collnet": "CollNet"}

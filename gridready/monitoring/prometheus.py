@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from gridready.monitoring import names
-from gridready.serving.spec import Tier
+from gridready.spec.serving import Tier
 
 
 class Ports(BaseModel):

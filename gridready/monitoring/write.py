@@ -8,7 +8,7 @@ import yaml
 
 from gridready.monitoring.dashboard import render
 from gridready.monitoring.prometheus import Ports, alert_rules, kubernetes_monitors, scrape_config
-from gridready.serving.spec import Tier
+from gridready.spec.serving import Tier
 
 
 def _dump(path: Path, docs: list[object]) -> Path:

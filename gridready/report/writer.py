@@ -30,7 +30,7 @@ def write_all(fleet: FleetVerdict, out_dir: Path, *, command: str | None = None,
              "per-GPU compute and bandwidth": per_gpu_plot(fleet, out_dir / "per_gpu.png")}
     paths.update({f"plot:{p.stem}": p for p in plots.values() if p})
     md, page = render_md(fleet, plots, command), render_html(fleet, plots, command)
-    if fabric is not None:  # gridready.certify.fabric_phase.FabricResult
+    if fabric is not None:  # gridready.certify.fabric.FabricResult
         md += "\n".join(render_fabric_md(fabric, out_dir)) + "\n"
         page = page.replace("</body>", render_fabric_html(fabric, out_dir) + "\n</body>")
     paths["report_md"] = write_atomic(out_dir / "report.md", md)

@@ -19,9 +19,10 @@ import yaml
 from gridready.errors import GridreadyError
 from gridready.exitcodes import ExitCode
 from gridready.sandbox import alloc, config, fleet, paths
+from gridready.spec import names as spec_names
 
 BASE = paths.repo_root() / "inventories" / "sandbox"
-SLUG = re.compile(r"^[a-z][a-z0-9-]{1,30}$")
+SLUG = re.compile(spec_names.SLUG)
 
 
 def new_name(prefix: str = "t") -> str:

@@ -12,12 +12,12 @@ import math
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
+from gridready.contracts import CertifySummary
 from gridready.errors import InvalidInput, NotCertified
 from gridready.inventory import Inventory
-from gridready.serving.spec import Tier
 from gridready.spec import NodeGroup
+from gridready.spec.serving import Tier
 
 RDMA_KINDS = ("infiniband", "roce")
 
@@ -38,7 +38,7 @@ class CertifiedNode:
     name: str
     group: str
     ip: str  # Ray node IP = VLLM_HOST_IP
-    hcas: tuple[str, ...] | None  # HCAs that passed; None when the summary does not say
+    hcas: tuple[str, ...] | None  # HCAs that passed certification; None when no HCA gate ran on the node
 
 
 @dataclass
@@ -50,16 +50,6 @@ class Certification:
     certified: dict[str, CertifiedNode] = field(default_factory=dict)
     quarantined: list[str] = field(default_factory=list)
     messages: list[str] = field(default_factory=list)
-
-
-def _parse_time(value: Any) -> datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        stamp = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)
 
 
 def node_ip(inv: Inventory, host: str) -> str:
@@ -76,37 +66,20 @@ def node_ip(inv: Inventory, host: str) -> str:
     return value
 
 
-def _hca_names(entry: Any) -> tuple[str, ...] | None:
-    """HCAs that passed from a per-host entry: ["mlx5_0", ...] or [{"name": .., "status": "pass"}, ...]."""
-    if not isinstance(entry, dict):
-        return None
-    for key in ("hcas_passed", "hcas"):
-        raw = entry.get(key)
-        if isinstance(raw, list):
-            names = []
-            for item in raw:
-                if isinstance(item, str):
-                    names.append(item)
-                elif isinstance(item, dict) and item.get("status", "pass") in ("pass", "warn"):
-                    names.append(str(item.get("name") or item.get("hca")))
-            return tuple(names)
-    return None
-
-
 def read_certification(
-    inv: Inventory, found: tuple[Path, dict[str, Any]] | None, now: datetime | None = None
+    inv: Inventory, found: tuple[Path, CertifySummary] | None, now: datetime | None = None
 ) -> Certification:
-    """Fail closed: no summary, a stale one, a check-mode one or an unreadable one raises NotCertified."""
+    """Fail closed: no summary, a stale one, a check-mode one or one that ended in an error raises NotCertified.
+    `found` is what `contracts.latest(..., CertifySummary)` returned (validated against the certify contract)."""
     if found is None:
         raise NotCertified(f"serve: no certification found for {inv.customer}; run `invoke certify` first")
     path, summary = found
-    if summary.get("stage") not in (None, "certify") or summary.get("check"):
-        raise NotCertified(f"serve: {path} is not a certification run (check mode or another stage)")
-    if summary.get("status") == "error":
+    if summary.check:
+        raise NotCertified(f"serve: {path} is a check-mode certification run")
+    if summary.status == "error":
         raise NotCertified(f"serve: the last certification ended in an error ({path})")
-    finished = _parse_time(summary.get("finished_at")) or _parse_time(summary.get("started_at"))
-    if finished is None:
-        raise NotCertified(f"serve: {path} has no finished_at; cannot tell whether it is current")
+    finished = datetime.fromisoformat(summary.finished_at or summary.started_at)
+    finished = finished if finished.tzinfo else finished.replace(tzinfo=UTC)
     now = now or datetime.now(UTC)
     valid = timedelta(hours=inv.spec.certification.validity_hours)
     if now - finished > valid:
@@ -114,26 +87,15 @@ def read_certification(
             f"serve: the certification of {finished.isoformat()} is older than "
             f"certification.validity_hours ({inv.spec.certification.validity_hours}); run `invoke certify`"
         )
-    data = summary.get("data") or {}
-    hosts = summary.get("hosts") or {}
-    listed_ok = set(data.get("certified") or [])
-    listed_bad = set(data.get("quarantined") or []) | set(data.get("uncertified") or [])
     cert = Certification(source=str(path), finished_at=finished)
     for host in inv.gpu_hosts():
-        entry = hosts.get(host) or {}
-        status = entry.get("status")
-        bad = host in listed_bad or status in ("quarantined", "failed", "error", "unreachable")
-        ok = (host in listed_ok or status == "certified") and not bad
-        if not ok:
-            if host in listed_bad or status is not None:
-                cert.quarantined.append(host)
+        node = summary.hosts.get(host)
+        if node is None:
             continue
-        detail = entry.get("detail") if isinstance(entry.get("detail"), dict) else {}
-        hcas = _hca_names(detail)
-        if hcas is None:
-            hcas = _hca_names((data.get("nodes") or {}).get(host))
-        if hcas is None and isinstance(data.get("hcas"), dict) and isinstance(data["hcas"].get(host), list):
-            hcas = tuple(str(h) for h in data["hcas"][host])
+        if node.status != "certified" or host not in summary.certified or host in summary.quarantined:
+            cert.quarantined.append(host)
+            continue
+        hcas = None if node.hcas_passed is None else tuple(node.hcas_passed)
         group = inv.node_group_of(host) or ""
         cert.certified[host] = CertifiedNode(name=host, group=group, ip=node_ip(inv, host), hcas=hcas)
     missing = [h for h in inv.gpu_hosts() if h not in cert.certified and h not in cert.quarantined]

@@ -25,13 +25,13 @@ import yaml
 
 from gridready.serving import engine_cache, triton_repo
 from gridready.serving.engine_cache import EngineRecord
-from gridready.serving.spec import Tier
 from gridready.serving.triton_build import build_script, engine_key
 from gridready.serving.triton_launch import EXTRA_LLM_API, entry_model, launch_script, model_dir, served_model
 from gridready.serving.triton_pbtxt import PLACEHOLDER, RepositoryError, render
 from gridready.serving.triton_plan import ENGINES_DIR, TritonPlan, make_plan
-from gridready.serving.triton_spec import TritonSettings
 from gridready.serving.triton_wiring import check_ensemble
+from gridready.spec.serving import Tier
+from gridready.spec.triton import TritonSettings
 
 __all__ = [
     "Repository", "RepositoryError", "TritonPlan", "build_script", "engine_records_from_events", "ensure_engine",

@@ -12,9 +12,9 @@ from typing import Literal
 
 from gridready.catalog import Sku
 from gridready.errors import InvalidInput
-from gridready.serving.spec import Tier
-from gridready.serving.triton_spec import TritonSettings
 from gridready.serving.triton_versions import ReleaseLine, release_line
+from gridready.spec.serving import Tier
+from gridready.spec.triton import TritonSettings
 
 # Paths inside the serving container (the role and the Kubernetes component mount host/PVC paths here).
 REPO_DIR = "/models/repo"

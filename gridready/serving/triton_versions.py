@@ -9,7 +9,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict
 
-from gridready.serving.triton_spec import VersionOverride
+from gridready.spec.triton import VersionOverride
 
 
 class ReleaseLine(BaseModel):

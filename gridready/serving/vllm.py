@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from gridready.errors import InvalidInput
-from gridready.serving.spec import ServingSpec
 from gridready.serving.topology import Certification, CertifiedNode, TierPlan, common_hcas, rdma_hcas
+from gridready.spec.serving import ServingSpec
 
 SIM_ENGINE_DIR = "/opt/gridready/sim/engine"  # the simulated engine directory on sandbox hosts
 RAY_PYTHON = "/opt/ray/venv/bin/python3"

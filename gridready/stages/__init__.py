@@ -1,1 +1,1 @@
-"""The pipeline stages; each `run(inv, ctx)` returns a StageResult and writes <stage>/summary.json."""
+"""The pipeline stages; each `run(inv, ctx)` writes and returns its stage contract (gridready/contracts.py)."""

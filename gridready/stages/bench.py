@@ -1,46 +1,63 @@
-"""bench: re-run readiness, smoke, the load benchmark and the SLO gate against tiers `serve` deployed.
+"""bench: re-run readiness, smoke, the load benchmark and the SLO gate against the tiers `serve` deployed.
 
-Same plan as `serve` (certified nodes from disk), no deployment; writes artifacts/.../bench/ with the tier reports,
-the decision record and summary.json. Exit 3 when a tier misses its SLO, 5 without a current certification.
+Reads the newest serve summary (its endpoints) and the certification it was deployed on, both validated against
+their contracts; no deployment. Writes artifacts/.../bench/ with the tier reports, the decision record and
+summary.json. Exit 3 when a tier misses its SLO, 5 without a current certification, 2 without a serve run that
+matches the current plan (or with a foreign summary).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from gridready import artifacts
+from gridready import contracts
 from gridready.artifacts import RunContext
+from gridready.contracts import BenchSummary, ServeSummary
 from gridready.errors import InvalidInput, NotCertified
 from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory
 from gridready.serving import topology
 from gridready.stages import serve
-from gridready.stages.common import StageResult, Timer
+from gridready.stages.common import Timer
 
 STAGE = "bench"
 
 
-def run(inv: Inventory, ctx: RunContext) -> StageResult:
+def deployed(inv: Inventory, ctx: RunContext, plans: list[topology.TierPlan]) -> str:
+    """The serve summary whose endpoints are the tiers planned now; InvalidInput when there is none."""
+    found = contracts.latest(ctx.root, inv.customer, ServeSummary)
+    if found is None:
+        raise InvalidInput(f"bench: no serve run found for {inv.customer}; run `invoke serve` first")
+    path, summary = found
+    served = {e.tier: e.heads for e in summary.endpoints}
+    planned = {p.tier.name: [r.head for r in p.replicas] for p in plans}
+    if served != planned:
+        raise InvalidInput(f"{path}: endpoints: {served} differ from the tiers planned on the current "
+                           f"certification {planned}; run `invoke serve` again")
+    return str(path)
+
+
+def run(inv: Inventory, ctx: RunContext) -> BenchSummary:
     timer = Timer()
     messages: list[str] = []
     data: dict[str, Any] = {}
+    served: str | None = None
     if inv.spec.serving.target != "hosts":
         status, code = "error", ExitCode.INVALID
         messages.append("invoke bench drives tiers on target hosts; Kubernetes Services are cluster-internal")
     else:
         try:
-            cert = topology.read_certification(inv, artifacts.latest_summary(ctx.root, inv.customer, "certify"))
+            cert = serve.current_certification(inv, ctx)
             plans = topology.plan_tiers(inv, cert)
+            served = deployed(inv, ctx, plans)
         except (NotCertified, InvalidInput) as err:
             status, code = ("not-certified" if err.code == ExitCode.NOT_CERTIFIED else "error"), err.code
             messages += str(err).splitlines()
         else:
             data["plan"] = serve.plan_summary(plans, cert)
             status, code = serve.verify_tiers(inv, ctx, cert, plans, data, messages, stage=STAGE)
-    summary = StageResult(
-        stage=STAGE, customer=inv.customer, run_id=ctx.run_id, status=status, exit_code=int(code),  # type: ignore[arg-type]
+    return BenchSummary(
+        customer=inv.customer, run_id=ctx.run_id, status=status, exit_code=int(code),  # type: ignore[arg-type]
         check=ctx.check, started_at=timer.started_at, seconds=timer.seconds, messages=messages, data=data,
-    )
-    summary.finished_at = Timer().started_at
-    summary.write(ctx)
-    return summary
+        serve_summary=served,
+    ).close(ctx)

@@ -12,18 +12,23 @@ from an earlier run is still inside the validity window are not probed again unl
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from gridready import ansible
-from gridready.artifacts import RunContext, latest_summary
+from pydantic import ValidationError
+
+from gridready import ansible, contracts
+from gridready.artifacts import RunContext
+from gridready.certify.fabric import FabricResult
+from gridready.certify.hca import hca_verdicts
 from gridready.certify.judge import FleetVerdict, NodeVerdict, judge_fleet, judge_node, still_valid
-from gridready.certify.profile import CertificationSpec
+from gridready.contracts import CertifySummary, NodeCertification
 from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory
 from gridready.report import write_all
-from gridready.stages.common import HostOutcome, StageResult, Timer, base_extravars
+from gridready.spec.certification import CertificationSpec
+from gridready.stages.common import Timer, base_extravars
+from gridready.stages.fabric import run_fabric_phase
 
 STAGE = "certify"
 PROBES = "probes"
@@ -57,24 +62,30 @@ def _in_limit(inv: Inventory, host: str, limit: str | None) -> bool:
     return any(host == t or host in inv.groups.get(t, []) for t in tokens)
 
 
-def reusable(ctx: RunContext, spec: CertificationSpec, hosts: list[str]) -> dict[str, dict[str, Any]]:
-    """Hosts whose last certification is still valid (certified, same profile, inside the window)."""
+def reusable(ctx: RunContext, spec: CertificationSpec, hosts: list[str]) -> dict[str, tuple[str, NodeVerdict]]:
+    """Hosts whose last certification is still valid (certified, same profile, inside the window): the path of
+    their certification.json and its verdict."""
     if ctx.force:
         return {}
-    found = latest_summary(ctx.root, ctx.customer, STAGE)
+    found = contracts.latest(ctx.root, ctx.customer, CertifySummary)
     if not found:
         return {}
     summary_path, summary = found
     out = {}
     for host in hosts:
-        detail = ((summary.get("hosts") or {}).get(host) or {}).get("detail") or {}
-        cert_path = Path(detail.get("certification") or summary_path.parent / "nodes" / host / "certification.json")
+        node = summary.hosts.get(host)
+        cert_path = Path(node.certification if node and node.certification
+                         else summary_path.parent / "nodes" / host / "certification.json")
         try:
             cert = json.loads(cert_path.read_text())
         except (OSError, ValueError):
             continue
         if still_valid(cert, spec):
-            out[host] = {"valid_until": cert["valid_until"], "certification": str(cert_path)}
+            try:
+                verdict = NodeVerdict.model_validate(cert)
+            except ValidationError:
+                continue  # an older certification.json: probe the node again
+            out[host] = (str(cert_path), verdict)
     return out
 
 
@@ -94,13 +105,12 @@ def judge_probes(inv: Inventory, hosts: list[str], fetch_dir: Path) -> list[Node
     return verdicts
 
 
-def fabric_results(inv: Inventory, ctx: RunContext, verdicts: list[NodeVerdict]) -> Any:
-    """The multi-node phase (gridready.certify.fabric_phase, issue 6) over the nodes that passed single-node:
+def fabric_results(inv: Inventory, ctx: RunContext, verdicts: list[NodeVerdict]) -> FabricResult | None:
+    """The multi-node phase (gridready.stages.fabric) over the nodes that passed single-node:
     its FabricResult, or None when it does not apply."""
     passed = [v.node for v in verdicts if v.certified]
     if not inv.spec.certification.fabric.enabled or len(passed) < 2:
         return None  # the fabric phase needs a pair of nodes that passed on their own
-    from gridready.certify.fabric_phase import run_fabric_phase
     probe_hca = {}
     for v in verdicts:
         try:
@@ -111,7 +121,7 @@ def fabric_results(inv: Inventory, ctx: RunContext, verdicts: list[NodeVerdict])
     return run_fabric_phase(inv, ctx, passed, probe_hca=probe_hca)
 
 
-def run(inv: Inventory, ctx: RunContext) -> StageResult:
+def run(inv: Inventory, ctx: RunContext) -> CertifySummary:
     timer = Timer()
     stage_dir = ctx.stage_dir(STAGE)
     spec = inv.spec.certification
@@ -128,54 +138,72 @@ def run(inv: Inventory, ctx: RunContext) -> StageResult:
                                       extravars=extravars(inv, fetch_dir))
         unreachable = sorted(result.unreachable_hosts)
         playbook = {"runner_status": result.status, "runner_rc": result.rc, "playbook_seconds": result.seconds}
-    if reused:
-        messages.append(f"still certified from an earlier run (use --force to re-probe): {', '.join(sorted(reused))}")
     verdicts = judge_probes(inv, todo, fetch_dir)
     fabric = fabric_results(inv, ctx, verdicts) if todo else None
     extra = fabric.node_results if fabric is not None else {}
     fleet = judge_fleet(spec, verdicts, reused=reused, customer=inv.customer, run_id=ctx.run_id, extra=extra)
     reports = write_all(fleet, stage_dir, command=f"invoke certify ({inv.name})", fabric=fabric)
+    if reused:
+        messages.append(f"still certified from an earlier run (use --force to re-probe): {', '.join(sorted(reused))}")
+    if todo and set(unreachable) >= set(todo) and not reused:
+        messages.append(f"no node reachable: {', '.join(unreachable)}")
+    return write_summary(
+        inv, ctx, fleet, hosts=hosts, reused=reused, unreachable=unreachable, messages=messages, timer=timer,
+        reports={k: str(p.relative_to(stage_dir)) for k, p in reports.items()},
+        data={**playbook, "fabric": None if fabric is None else {
+            "status": fabric.status, "reason": fabric.reason, "quarantined": fabric.quarantined,
+            "pairwise_run_count": fabric.pairwise_run_count, "floor_gbps": fabric.floor_gbps,
+            "set_busbw_gbps": [r.busbw_gbps for r in fabric.set_runs]}},
+    )
+
+
+def write_summary(inv: Inventory, ctx: RunContext, fleet: FleetVerdict, *, hosts: list[str] | None = None,
+                  reused: dict[str, tuple[str, NodeVerdict]] | None = None, unreachable: list[str] | None = None,
+                  messages: list[str] | None = None, timer: Timer | None = None,
+                  reports: dict[str, str] | None = None, data: dict[str, Any] | None = None) -> CertifySummary:
+    """The certify stage's writer: the fleet verdict (and nodes reused from an earlier run) as the CertifySummary
+    contract, with the exit code the policy gives; written to <stage_dir>/summary.json."""
+    reused, unreachable, timer = reused or {}, unreachable or [], timer or Timer()
+    hosts = hosts if hosts is not None else [h for h in inv.gpu_hosts() if h in fleet.nodes or h in reused]
+    messages = [*(messages or []), *fleet.messages]
     code = ExitCode(fleet.exit_code)
+    todo = [h for h in hosts if h not in reused]
     if todo and set(unreachable) >= set(todo) and not reused:
         code = ExitCode.UNREACHABLE
-        messages.append(f"no node reachable: {', '.join(unreachable)}")
-    messages += fleet.messages
-    outcomes: dict[str, HostOutcome] = {}
-    for host in hosts:
-        if host in reused:
-            outcomes[host] = HostOutcome(status="certified", detail={**reused[host], "reused": True})
-            continue
-        v = fleet.nodes[host]
-        state = "unreachable" if host in unreachable else "certified" if v.certified else "quarantined"
-        outcomes[host] = HostOutcome(status=state, detail={  # type: ignore[arg-type]
-            "valid_until": v.valid_until, "blocking": v.blocking,
-            "certification": str(stage_dir / "nodes" / host / "certification.json")})
     if ctx.check and code is ExitCode.NOT_CERTIFIED:
         code = ExitCode.OK  # check mode records verdicts and enforces none; serve never reads a check summary
         messages.append("check mode: verdicts recorded, nothing quarantined; would quarantine "
                         + ", ".join(fleet.quarantined))
     status = "success" if code is ExitCode.OK else "unreachable" if code is ExitCode.UNREACHABLE else "not-certified"
-    summary = StageResult(
-        stage=STAGE, customer=inv.customer, run_id=ctx.run_id, status=status, exit_code=int(code),  # type: ignore[arg-type]
-        check=ctx.check, started_at=timer.started_at, seconds=timer.seconds, hosts=outcomes, messages=messages,
-        data={"certified": fleet.certified, "quarantined": fleet.quarantined, "reused": sorted(reused),
-              "fleet_status": fleet.status, "profile": fleet.profile, "failure_policy": fleet.failure_policy,
-              "valid_until": {h: (fleet.nodes[h].valid_until if h in fleet.nodes else reused[h]["valid_until"])
-                              for h in fleet.certified},
-              "reports": {k: str(p.relative_to(stage_dir)) for k, p in reports.items()}, **playbook,
-              "fabric": None if fabric is None else {
-                  "status": fabric.status, "reason": fabric.reason, "quarantined": fabric.quarantined,
-                  "pairwise_run_count": fabric.pairwise_run_count, "floor_gbps": fabric.floor_gbps,
-                  "set_busbw_gbps": [r.busbw_gbps for r in fabric.set_runs]}},
-    )
-    summary.finished_at = Timer().started_at
-    summary.write(ctx)
-    return summary
+    return CertifySummary(
+        customer=inv.customer, run_id=ctx.run_id, status=status, exit_code=int(code),  # type: ignore[arg-type]
+        check=ctx.check, started_at=timer.started_at, seconds=timer.seconds, messages=messages,
+        hosts=node_entries(hosts, fleet, reused, unreachable, ctx.stage_dir(STAGE)),
+        certified=fleet.certified, quarantined=sorted(fleet.quarantined), reused=sorted(reused),
+        fleet_status=fleet.status, profile=fleet.profile, failure_policy=fleet.failure_policy,
+        validity_hours=inv.spec.certification.validity_hours, reports=reports or {}, data=data or {},
+    ).close(ctx)
 
 
-def certified_nodes(summary: Mapping[str, Any]) -> list[str]:
-    """For `serve`: the nodes a certify summary.json lists as certified (valid_until checked by the caller)."""
-    return list((summary.get("data") or {}).get("certified") or [])
+def node_entries(hosts: list[str], fleet: FleetVerdict, reused: dict[str, tuple[str, NodeVerdict]],
+                 unreachable: list[str], stage_dir: Path) -> dict[str, NodeCertification]:
+    """Each node's entry in the summary: verdict, validity, and the HCAs serve may hand to NCCL."""
+    out: dict[str, NodeCertification] = {}
+    for host in hosts:
+        if host in reused:
+            path, v = reused[host]
+            passed, failed = hca_verdicts(v.gates, host)
+            out[host] = NodeCertification(status="certified", valid_until=v.valid_until, certification=path,
+                                          reused=True, hcas_passed=passed, hcas_failed=failed)
+            continue
+        v = fleet.nodes[host]
+        passed, failed = hca_verdicts(v.gates, host)
+        state = "unreachable" if host in unreachable else "certified" if v.certified else "quarantined"
+        out[host] = NodeCertification(
+            status=state, valid_until=v.valid_until, blocking=v.blocking,  # type: ignore[arg-type]
+            certification=str(stage_dir / "nodes" / host / "certification.json"),
+            hcas_passed=passed, hcas_failed=failed)
+    return out
 
 
-__all__ = ["STAGE", "FleetVerdict", "certified_nodes", "run"]
+__all__ = ["STAGE", "FleetVerdict", "run"]

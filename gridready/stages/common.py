@@ -1,59 +1,15 @@
-"""StageResult, the summary every stage writes, and helpers the stages share."""
+"""Helpers the stages share; the summaries themselves are the stage contracts in gridready/contracts.py."""
 
 from __future__ import annotations
 
-import platform
 import time
 from datetime import UTC, datetime
-from importlib import metadata
-from pathlib import Path
-from typing import Any, Literal
-
-from pydantic import BaseModel, Field
+from typing import Any
 
 from gridready.ansible import PlaybookResult
-from gridready.artifacts import RunContext, write_json_atomic
+from gridready.contracts import HostOutcome
 from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory
-
-SCHEMA_VERSION = 1
-
-
-def tool_versions() -> dict[str, str]:
-    """Versions of the controller-side tools every summary records."""
-    versions = {"python": platform.python_version()}
-    for dist in ("gridready", "ansible-core", "ansible-runner", "pydantic", "invoke", "pulumi", "pulumi-kubernetes"):
-        try:
-            versions[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            continue
-    return versions
-
-
-class HostOutcome(BaseModel):
-    status: Literal["ok", "changed", "failed", "unreachable", "skipped", "certified", "quarantined", "error"]
-    changed: int = 0
-    detail: dict[str, Any] = Field(default_factory=dict)
-
-
-class StageResult(BaseModel):
-    schema_version: int = SCHEMA_VERSION
-    stage: str
-    customer: str
-    run_id: str
-    status: Literal["success", "failed", "changes-pending", "not-certified", "unreachable", "error"]
-    exit_code: int
-    check: bool = False
-    started_at: str
-    finished_at: str | None = None
-    seconds: float = 0.0
-    hosts: dict[str, HostOutcome] = Field(default_factory=dict)
-    messages: list[str] = Field(default_factory=list)
-    versions: dict[str, str] = Field(default_factory=tool_versions)
-    data: dict[str, Any] = Field(default_factory=dict, description="stage-specific results")
-
-    def write(self, ctx: RunContext) -> Path:
-        return write_json_atomic(ctx.stage_dir(self.stage) / "summary.json", self)
 
 
 class Timer:

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 from gridready import ansible
 from gridready.artifacts import RunContext
+from gridready.contracts import ProvisionSummary
 from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory
-from gridready.stages.common import StageResult, Timer, base_extravars, outcome_from_playbook
+from gridready.provision_vars import role_vars
+from gridready.stages.common import Timer, base_extravars, outcome_from_playbook
 
 STAGE = "provision"
 
@@ -17,10 +18,6 @@ STAGE = "provision"
 def extravars(inv: Inventory) -> dict[str, Any]:
     """What the roles learn from the spec: the role variables derived per node group, plus the customer."""
     out = base_extravars(inv)
-    try:
-        role_vars = importlib.import_module("gridready.provision_vars").role_vars
-    except (ImportError, AttributeError):
-        return out
     for group in inv.spec.node_groups:
         out.setdefault("gridready_group_vars", {})[group.name] = role_vars(inv.spec, group)
     return out
@@ -42,7 +39,7 @@ def _changes_and_versions(result: ansible.PlaybookResult) -> dict[str, dict[str,
     return per_host
 
 
-def run(inv: Inventory, ctx: RunContext) -> StageResult:
+def run(inv: Inventory, ctx: RunContext) -> ProvisionSummary:
     timer = Timer()
     stage_dir = ctx.stage_dir(STAGE)
     result = ansible.run_playbook(
@@ -57,12 +54,9 @@ def run(inv: Inventory, ctx: RunContext) -> StageResult:
     if code == ExitCode.OK and ctx.check and result.changed_hosts:
         status, code = "changes-pending", ExitCode.CHANGES_PENDING
         messages.append(f"check mode: changes pending on {', '.join(result.changed_hosts)}")
-    summary = StageResult(
-        stage=STAGE, customer=inv.customer, run_id=ctx.run_id, status=status, exit_code=int(code),  # type: ignore[arg-type]
+    return ProvisionSummary(
+        customer=inv.customer, run_id=ctx.run_id, status=status, exit_code=int(code),  # type: ignore[arg-type]
         check=ctx.check, started_at=timer.started_at, seconds=timer.seconds, hosts=hosts, messages=messages,
         data={"playbook": result.playbook, "runner_status": result.status, "runner_rc": result.rc,
               "playbook_seconds": result.seconds},
-    )
-    summary.finished_at = Timer().started_at
-    summary.write(ctx)
-    return summary
+    ).close(ctx)

@@ -16,15 +16,18 @@ import os
 from pathlib import Path
 from typing import Any
 
-from gridready import ansible, artifacts
+from gridready import ansible, contracts
 from gridready import pulumi as gpulumi
 from gridready.artifacts import RunContext
+from gridready.bench.endpoint import Endpoint as BenchEndpoint
+from gridready.contracts import CertifySummary, Endpoint, HostOutcome, ServeSummary
 from gridready.errors import GridreadyError, InvalidInput, NotCertified
 from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory
 from gridready.serving import manifests, topology, vllm
 from gridready.serving.topology import Certification, TierPlan
-from gridready.stages.common import HostOutcome, StageResult, Timer, base_extravars, outcome_from_playbook
+from gridready.stages.common import Timer, base_extravars, outcome_from_playbook
+from gridready.stages.fabric import SshRunner
 
 STAGE = "serve"
 # SIMULATED sandbox hosts (2 vCPUs, a small /dev/shm): Ray gets explicit, small resources there
@@ -40,15 +43,29 @@ def engine_mode(inv: Inventory) -> str:
 
 
 def _result(inv: Inventory, ctx: RunContext, timer: Timer, status: str, code: ExitCode,
-            hosts: dict[str, HostOutcome], messages: list[str], data: dict[str, Any]) -> StageResult:
-    summary = StageResult(
-        stage=STAGE, customer=inv.customer, run_id=ctx.run_id, status=status, exit_code=int(code),  # type: ignore[arg-type]
+            hosts: dict[str, HostOutcome], messages: list[str], data: dict[str, Any],
+            cert: Certification | None = None, endpoints: list[Endpoint] | None = None) -> ServeSummary:
+    return ServeSummary(
+        customer=inv.customer, run_id=ctx.run_id, status=status, exit_code=int(code),  # type: ignore[arg-type]
         check=ctx.check, started_at=timer.started_at, seconds=timer.seconds, hosts=hosts, messages=messages,
-        data=data,
-    )
-    summary.finished_at = Timer().started_at
-    summary.write(ctx)
-    return summary
+        data=data, certification=cert.source if cert else None, endpoints=endpoints or [],
+    ).close(ctx)
+
+
+def current_certification(inv: Inventory, ctx: RunContext) -> Certification:
+    """The newest certify summary, validated against its contract (exit 2 when foreign), read fail closed."""
+    return topology.read_certification(inv, contracts.latest(ctx.root, inv.customer, CertifySummary))
+
+
+def endpoints(plans: list[TierPlan], cert: Certification) -> list[Endpoint]:
+    """Where each tier answers on target hosts (its first replica's head), for clients and `invoke bench`."""
+    out = []
+    for plan in plans:
+        heads = [r.head for r in plan.replicas]
+        ep = BenchEndpoint.for_tier(plan.tier, cert.certified[heads[0]].ip)
+        out.append(Endpoint(tier=plan.tier.name, engine=plan.tier.engine, api=str(ep.api), model=ep.model,
+                            url=ep.url, metrics_url=ep.metrics_url, heads=heads))
+    return out
 
 
 def plan_summary(plans: list[TierPlan], cert: Certification) -> list[dict[str, Any]]:
@@ -61,12 +78,12 @@ def plan_summary(plans: list[TierPlan], cert: Certification) -> list[dict[str, A
     } for p in plans]
 
 
-def run(inv: Inventory, ctx: RunContext) -> StageResult:
+def run(inv: Inventory, ctx: RunContext) -> ServeSummary:
     timer = Timer()
     ctx.stage_dir(STAGE)
     hosts: dict[str, HostOutcome] = {}
     try:
-        cert = topology.read_certification(inv, artifacts.latest_summary(ctx.root, inv.customer, "certify"))
+        cert = current_certification(inv, ctx)
         for host in cert.quarantined:
             hosts[host] = HostOutcome(status="skipped", detail={"reason": "quarantined or not certified"})
         plans = topology.plan_tiers(inv, cert)
@@ -77,7 +94,7 @@ def run(inv: Inventory, ctx: RunContext) -> StageResult:
                             "quarantined": cert.quarantined, "plan": plan_summary(plans, cert)}
     messages = list(cert.messages)
     if not plans:
-        return _result(inv, ctx, timer, "success", ExitCode.OK, hosts, [*messages, "no serving tiers"], data)
+        return _result(inv, ctx, timer, "success", ExitCode.OK, hosts, [*messages, "no serving tiers"], data, cert)
     try:
         if ctx.render or inv.spec.serving.target == "kubernetes":
             status, code = _kubernetes(inv, ctx, cert, plans, data, messages)
@@ -87,14 +104,15 @@ def run(inv: Inventory, ctx: RunContext) -> StageResult:
         status = {ExitCode.NOT_CERTIFIED: "not-certified", ExitCode.INVALID: "error"}.get(err.code, "failed")
         code = err.code
         messages += str(err).splitlines()
-    return _result(inv, ctx, timer, status, code, hosts, messages, data)
+    served = endpoints(plans, cert) if inv.spec.serving.target == "hosts" and not ctx.render else []
+    return _result(inv, ctx, timer, status, code, hosts, messages, data, cert, served)
 
 
 def render(inv: Inventory, ctx: RunContext) -> dict[str, Any]:
     """What `invoke plan` shows: the sizing on the current certification, then the validated manifests
     (target kubernetes, written to <stage_dir>/render) or each node's Ray role, env and each tier's command."""
     try:
-        cert = topology.read_certification(inv, artifacts.latest_summary(ctx.root, inv.customer, "certify"))
+        cert = current_certification(inv, ctx)
         plans = topology.plan_tiers(inv, cert)
     except (NotCertified, InvalidInput) as err:
         return {"refused": str(err), "exit_code": int(err.code)}
@@ -202,8 +220,6 @@ def unit_name(tier: Any) -> str:
 
 def unit_probes(inv: Inventory, host: str, unit: str) -> tuple[Any, Any]:
     """(unit state, last log lines) of `unit` on `host` over SSH, for the not-ready report."""
-    from gridready.certify.fabric_phase import SshRunner
-
     runner = SshRunner.from_inventory(inv)
 
     def state() -> str:

@@ -34,8 +34,8 @@ def test_invoke_certify_names_exactly_the_faulted_hosts(six, faulted):
     run = _invoke(fleet.inventory, artifacts, "certify", "--force", "--json")
     summary = json.loads(run.stdout)
     assert run.returncode == 0, run.stderr[-4000:]  # quarantine policy, minimum 2 certified
-    assert sorted(summary["data"]["quarantined"]) == faulted
-    assert sorted(summary["data"]["certified"]) == sorted(set(HOSTS) - set(faulted))
+    assert sorted(summary["quarantined"]) == faulted
+    assert sorted(summary["certified"]) == sorted(set(HOSTS) - set(faulted))
     stage = artifacts / summary["customer"] / summary["run_id"] / "certify"
     quarantine = (stage / "quarantine.yml").read_text()
     assert all(h in quarantine for h in faulted)

@@ -54,8 +54,8 @@ def test_certification_quarantines_exactly_the_faulted_host(pipeline):
     _, artifacts, _ = pipeline
     (run,) = _summaries(artifacts).values()
     certify = run["certify"]
-    assert sorted(certify["data"]["quarantined"]) == ["node3"]
-    assert sorted(certify["data"]["certified"]) == ["node1", "node2"]
+    assert sorted(certify["quarantined"]) == ["node3"]
+    assert sorted(certify["certified"]) == ["node1", "node2"]
     report = (next(artifacts.glob("*/*/certify")) / "report.md").read_text()
     assert "GPU 3" in report and "x8" in report
     assert "## Fabric (multi-node)" in report and "| set | node1+node2 | pass |" in report

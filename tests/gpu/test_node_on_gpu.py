@@ -13,12 +13,12 @@ import pytest
 
 from gridready import catalog
 from gridready.certify.judge import judge_node
-from gridready.certify.profile import CertificationSpec
 from gridready.certify.result import GateStatus
 from gridready.probe import nccl_tests
 from gridready.probe.collect import Probe
 from gridready.probe.profiles import PROFILES, GiB, MiB
 from gridready.spec import NodeGroup
+from gridready.spec.certification import CertificationSpec
 
 pytestmark = pytest.mark.gpu
 

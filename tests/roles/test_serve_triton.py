@@ -15,8 +15,8 @@ import pytest
 
 from gridready import catalog
 from gridready.serving import triton
-from gridready.serving.spec import Tier
-from gridready.serving.triton_spec import TritonSettings
+from gridready.spec.serving import Tier
+from gridready.spec.triton import TritonSettings
 
 pytestmark = pytest.mark.sandbox
 TIER = "trt-8b"

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import time
 import urllib.request
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -20,23 +19,12 @@ import yaml
 from gridready import inventory
 from gridready.artifacts import RunContext
 from gridready.stages import serve
+from tests.summaries import certification
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.slow]
 TIER = "llama8b-ray"
 UNIT = f"vllm-{TIER}"
 SERVED = "llama-3.1-8b"
-
-
-def _certify(root: Path, customer: str, hosts: list[str]) -> None:
-    now = datetime.now(UTC).isoformat(timespec="seconds")
-    summary = {"stage": "certify", "customer": customer, "status": "success", "check": False,
-               "started_at": now, "finished_at": now,
-               "hosts": {h: {"status": "certified", "detail": {"hcas_passed": [f"mlx5_{i}" for i in range(8)]}}
-                         for h in hosts},
-               "data": {"certified": hosts, "quarantined": [], "written_by": "tests/roles/test_serve_vllm.py"}}
-    path = root / customer / "20261130T000000Z-test" / "certify" / "summary.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(summary))
 
 
 def _run(inv_dir: Path, root: Path, run_id: str) -> Any:
@@ -72,8 +60,7 @@ def served(make_fleet, tmp_path_factory, monkeypatch_module):
     }]
     (fleet.inventory / "cluster.yml").write_text(yaml.safe_dump(cluster, sort_keys=False))
     root = tmp_path_factory.mktemp("artifacts")
-    customer = inventory.load(fleet.inventory).customer
-    _certify(root, customer, fleet.names)
+    certification(inventory.load(fleet.inventory), fleet.names, root=root, run_id="20261130T000000Z-test")
     monkeypatch_module.setenv("GRIDREADY_SERVE_SKIP_BENCH", "1")  # the bench has its own tests
     monkeypatch_module.setenv("ANSIBLE_CACHE_PLUGIN_CONNECTION", fleet.ansible_env()["ANSIBLE_CACHE_PLUGIN_CONNECTION"])
     t0 = time.monotonic()

@@ -11,8 +11,6 @@ from __future__ import annotations
 import json
 import time
 import urllib.request
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,24 +20,12 @@ from gridready import inventory
 from gridready.artifacts import RunContext
 from gridready.serving.vllm import SIM_ENGINE_DIR
 from gridready.stages import serve
+from tests.summaries import certification
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.slow]
 TIER = "llama70b-pp"
 UNIT = f"vllm-{TIER}"
 SERVED = "llama-3.1-70b"
-
-
-def _certify(root: Path, customer: str, hosts: list[str]) -> None:
-    now = datetime.now(UTC).isoformat(timespec="seconds")
-    summary = {"stage": "certify", "customer": customer, "status": "success", "check": False,
-               "started_at": now, "finished_at": now,
-               "hosts": {h: {"status": "certified", "detail": {"hcas_passed": [f"mlx5_{i}" for i in range(8)]}}
-                         for h in hosts},
-               "data": {"certified": hosts, "quarantined": [],
-                        "written_by": "tests/roles/test_serve_vllm_every_node.py"}}
-    path = root / customer / "20261201T000000Z-test" / "certify" / "summary.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(summary))
 
 
 def _get(url: str) -> Any:
@@ -62,7 +48,7 @@ def served(make_fleet, tmp_path_factory):
     (fleet.inventory / "group_vars" / "all" / "zz-test-serve.yml").write_text("gridready_vllm_ready_timeout_s: 240\n")
     root = tmp_path_factory.mktemp("artifacts")
     inv = inventory.load(fleet.inventory)
-    _certify(root, inv.customer, fleet.names)
+    certification(inv, fleet.names, root=root, run_id="20261201T000000Z-test")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("GRIDREADY_SERVE_SKIP_BENCH", "1")
         mp.setenv("ANSIBLE_CACHE_PLUGIN_CONNECTION", fleet.ansible_env()["ANSIBLE_CACHE_PLUGIN_CONNECTION"])

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from gridready.certify.fabric_phase import SshRunner, run_fabric_phase
-from gridready.certify.fabric_spec import FabricSettings
 from gridready.certify.quarantine import k8s_node_patches, slurm_drain_commands
 from gridready.inventory import load
+from gridready.spec.fabric import FabricSettings
+from gridready.stages.fabric import SshRunner, run_fabric_phase
 
 from .fabric_simtools import ensure_sim_tools, set_faults
 

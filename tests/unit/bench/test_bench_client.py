@@ -19,7 +19,7 @@ from gridready.bench.client import run_level
 from gridready.bench.http import Url
 from gridready.bench.stats import percentile, summarize
 from gridready.bench.workload import Level
-from gridready.serving.spec import Slo
+from gridready.spec.serving import Slo
 from tests.unit.bench.conftest import triton_repository
 
 TTFT_MS, PREFILL_US, ITL_MS = 160.0, 200.0, 40.0
@@ -105,7 +105,7 @@ def test_percentile_matches_linear_interpolation():
 
 
 def test_endpoint_for_tier():
-    from gridready.serving.spec import Tier
+    from gridready.spec.serving import Tier
 
     t = Tier(name="trt", engine="triton-trtllm", model={"local_path": "/m"}, served_name="ensemble", port=9000)
     ep = Endpoint.for_tier(t, "10.77.0.12")  # defaults: Triton generate on 8000, metrics with the OpenAI frontend

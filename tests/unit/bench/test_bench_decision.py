@@ -10,7 +10,7 @@ import pytest
 
 from gridready.bench import DecisionSpec, Endpoint, Workload, decide, verify_tier, write_decision
 from gridready.bench.protocols import Api
-from gridready.serving.spec import Slo, Tier
+from gridready.spec.serving import Slo, Tier
 from tests.unit.bench.conftest import start_engine, triton_repository
 
 WL = Workload(concurrency=[1, 4], num_prompts=8, duration_s=5, input_len=16, output_len=8, warmup=0)

@@ -16,7 +16,7 @@ import urllib.request
 import pytest
 
 from gridready.bench import Endpoint, Workload, verify_tier
-from gridready.serving.spec import Slo, Tier
+from gridready.spec.serving import Slo, Tier
 from tests.unit.bench.conftest import REPO
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.slow]

@@ -15,7 +15,7 @@ from gridready.bench.stats import LevelSummary, Stats
 from gridready.bench.workload import Level
 from gridready.errors import StageFailed
 from gridready.exitcodes import ExitCode
-from gridready.serving.spec import Slo, Tier
+from gridready.spec.serving import Slo, Tier
 
 FAST = ("--ttft-ms", "30", "--itl-ms", "10", "--prefill-us-per-token", "0", "--batch-slowdown", "0")
 WL = Workload(concurrency=[1, 2], num_prompts=6, duration_s=5, input_len=8, output_len=6, warmup=0)

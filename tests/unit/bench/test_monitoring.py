@@ -16,7 +16,7 @@ from gridready.monitoring import (
     write_monitoring,
 )
 from gridready.monitoring.dashboard import render
-from gridready.serving.spec import Slo, Tier
+from gridready.spec.serving import Slo, Tier
 
 TIERS = [
     Tier(name="llama-a", engine="vllm", model={"local_path": "/m"}, served_name="llama", port=8000,

@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from gridready.certify.profile import CertificationSpec
 from gridready.probe.offline import doc_from_outputs
 from gridready.spec import NodeGroup
+from gridready.spec.certification import CertificationSpec
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures"
 H200 = FIX / "h200x2"

@@ -12,9 +12,9 @@ import pytest
 from gridready import catalog
 from gridready.certify import compute, diagnostics, host_settings, memory_errors, nccl, nvlink, pcie, thermal, xid
 from gridready.certify.expectations import Expectations
-from gridready.certify.profile import CertificationSpec, Floors, NcclSettings
 from gridready.certify.result import GateStatus as S
 from gridready.probe.offline import doc_from_outputs
+from gridready.spec.certification import CertificationSpec, Floors, NcclSettings
 from tests.unit.certify.fixtures_io import pub
 
 

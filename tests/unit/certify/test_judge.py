@@ -7,9 +7,9 @@ import datetime as dt
 from typing import Any
 
 from gridready.certify.judge import GATE_NAMES, NodeVerdict, judge_fleet, judge_node, still_valid
-from gridready.certify.profile import FailurePolicy
 from gridready.certify.result import GateResult, GateStatus
 from gridready.exitcodes import ExitCode
+from gridready.spec.certification import FailurePolicy
 from tests.unit.certify.fixtures_io import group, probe_quick, spec
 
 LOCAL = {"not_applicable": ["dcgm", "peermem"]}

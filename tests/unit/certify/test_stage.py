@@ -66,8 +66,8 @@ def test_quarantine_policy_certifies_the_healthy_node(tmp_path: Path, monkeypatc
     monkeypatch.setattr(ansible, "run_playbook", fake)
     res = stage.run(_inv(tmp_path), _ctx(tmp_path, "20261130T030000Z-0001"))
     assert res.exit_code == ExitCode.OK and res.status == "success"
-    assert res.data["certified"] == ["gpu-a"] and list(res.data["quarantined"]) == ["gpu-b"]
-    assert res.hosts["gpu-b"].status == "quarantined" and "GPU 1" in res.hosts["gpu-b"].detail["blocking"][0]
+    assert res.certified == ["gpu-a"] and res.quarantined == ["gpu-b"]
+    assert res.hosts["gpu-b"].status == "quarantined" and "GPU 1" in res.hosts["gpu-b"].blocking[0]
     assert any(m.startswith("warning:") for m in res.messages)
     ev = fake.calls[0]["extravars"]
     assert ev["gridready_certify_profile"] == "quick" and ev["gridready_certify_skip"] == ["dcgm"]
@@ -75,7 +75,7 @@ def test_quarantine_policy_certifies_the_healthy_node(tmp_path: Path, monkeypatc
     for name in ("summary.json", "report.json", "junit.xml", "report.md", "report.html", "metrics.prom",
                  "quarantine.yml", "busbw.png", "per_gpu.png", "nodes/gpu-a/certification.json"):
         assert (d / name).is_file(), name
-    assert json.loads((d / "summary.json").read_text())["data"]["certified"] == ["gpu-a"]
+    assert json.loads((d / "summary.json").read_text())["certified"] == ["gpu-a"]
 
 
 def test_stop_policy_and_too_few_nodes_exit_5(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -87,18 +87,18 @@ def test_stop_policy_and_too_few_nodes_exit_5(tmp_path: Path, monkeypatch: pytes
 def test_missing_probe_output_is_not_certified(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(ansible, "run_playbook", FakeRunner({"gpu-a": probe_quick(), "gpu-b": None}))
     res = stage.run(_inv(tmp_path), _ctx(tmp_path, "20261130T030000Z-0004"))
-    assert res.data["quarantined"]["gpu-b"].startswith("probe: no probe output")
+    assert res.quarantined == ["gpu-b"] and res.hosts["gpu-b"].blocking[0].startswith("probe: no probe output")
 
 
 def test_rerun_skips_valid_nodes_unless_forced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake = FakeRunner({"gpu-a": probe_quick(), "gpu-b": probe_quick()})
     monkeypatch.setattr(ansible, "run_playbook", fake)
     inv = _inv(tmp_path)
-    assert stage.run(inv, _ctx(tmp_path, "20261130T030000Z-0005")).data["certified"] == ["gpu-a", "gpu-b"]
+    assert stage.run(inv, _ctx(tmp_path, "20261130T030000Z-0005")).certified == ["gpu-a", "gpu-b"]
     again = stage.run(inv, _ctx(tmp_path, "20261130T030000Z-0006"))
-    assert again.data["reused"] == ["gpu-a", "gpu-b"] and again.exit_code == 0 and len(fake.calls) == 1
-    assert again.hosts["gpu-a"].detail["reused"] is True
+    assert again.reused == ["gpu-a", "gpu-b"] and again.exit_code == 0 and len(fake.calls) == 1
+    assert again.hosts["gpu-a"].reused is True
     third = stage.run(inv, _ctx(tmp_path, "20261130T030000Z-0007"))  # reuse chains to the original file
-    assert third.data["reused"] == ["gpu-a", "gpu-b"]
+    assert third.reused == ["gpu-a", "gpu-b"]
     forced = stage.run(inv, _ctx(tmp_path, "20261130T030000Z-0008", force=True))
-    assert forced.data["reused"] == [] and len(fake.calls) == 2
+    assert forced.reused == [] and len(fake.calls) == 2

@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from gridready.certify.fabric_phase import CommandResult
 from gridready.inventory import Inventory
 from gridready.spec import ClusterSpec
+from gridready.stages.fabric import CommandResult
 
 HEALTHY_BUSBW = 388.0  # GB/s at large sizes on 8 x 400G (97% of the NIC aggregate)
 

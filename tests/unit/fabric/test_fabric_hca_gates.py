@@ -6,9 +6,9 @@ import shutil
 import stat
 from pathlib import Path
 
-from gridready.certify.fabric_spec import FabricSettings
 from gridready.certify.hca import judge_hcas, passing_hcas, rail_gate
 from gridready.probe import hca
+from gridready.spec.fabric import FabricSettings
 
 from .conftest import group
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from gridready.certify.fabric_spec import FabricSettings
 from gridready.certify.multinode import (
     judge_run,
     mpirun_plan,
@@ -14,7 +13,8 @@ from gridready.certify.multinode import (
     parse_transport,
     torchrun_plan,
 )
-from gridready.certify.profile import CertificationSpec
+from gridready.spec.certification import CertificationSpec
+from gridready.spec.fabric import FabricSettings
 
 GIB = 1 << 30
 NT = "nccl-tests/all_reduce_perf__"

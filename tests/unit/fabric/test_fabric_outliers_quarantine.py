@@ -7,8 +7,8 @@ import json
 import yaml
 
 from gridready.certify.outliers import flag_outliers, judge_fleet_outliers
-from gridready.certify.profile import CertificationSpec
 from gridready.certify.quarantine import k8s_node_patches, quarantine_yml, slurm_drain_commands, write_outputs
+from gridready.spec.certification import CertificationSpec
 
 GEMM = {"a": 790.0, "b": 801.0, "c": 795.0, "d": 798.0, "e": 700.0, "f": 803.0}
 GROUPS = dict.fromkeys(GEMM, "h100")

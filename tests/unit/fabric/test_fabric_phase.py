@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 
-from gridready.certify.fabric_phase import FabricResult, run_fabric_phase
-from gridready.certify.fabric_spec import FabricSettings
+from gridready.certify.fabric import FabricResult
+from gridready.spec.fabric import FabricSettings
+from gridready.stages.fabric import run_fabric_phase
 
 from .fakefabric import FakeFabric, hosts_in, make_inventory
 
@@ -116,7 +117,7 @@ def test_probe_data_without_gdr_gets_bandwidth_measured(tmp_path):
 
 
 def test_inventory_vars_layer_group_vars(tmp_path):
-    from gridready.certify.fabric_phase import _probe_cmd, inventory_vars
+    from gridready.stages.fabric import _probe_cmd, inventory_vars
 
     inv = make_inventory(2)
     (tmp_path / "group_vars" / "all").mkdir(parents=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gridready.certify.fabric_phase import CollectiveRecord, FabricResult
+from gridready.certify.fabric import CollectiveRecord, FabricResult
 from gridready.certify.result import GateStatus
 from gridready.report.fabric_section import render_fabric_html, render_fabric_md
 

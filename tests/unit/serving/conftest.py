@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +11,7 @@ import yaml
 
 from gridready import inventory
 from gridready.inventory import Inventory
-
-HCAS = [f"mlx5_{i}" for i in range(8)]
+from tests.summaries import HCAS, certification
 
 
 def cluster_yml(customer: str, tiers: list[dict[str, Any]], target: str = "hosts") -> dict[str, Any]:
@@ -55,30 +52,13 @@ def make_inv(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[..., I
     return make
 
 
-def certify_summary(
-    certified: list[str], quarantined: list[str] = (), *, age_h: float = 1.0,
-    hcas: dict[str, list[str]] | None = None, status: str = "success",
-) -> dict[str, Any]:
-    finished = (datetime.now(UTC) - timedelta(hours=age_h)).isoformat(timespec="seconds")
-    hosts: dict[str, Any] = {}
-    for h in certified:
-        hosts[h] = {"status": "certified", "changed": 0, "detail": {"hcas_passed": (hcas or {}).get(h, HCAS)}}
-    for h in quarantined:
-        hosts[h] = {"status": "quarantined", "changed": 0, "detail": {"hcas_passed": []}}
-    return {"stage": "certify", "customer": "acme", "status": status, "check": False, "started_at": finished,
-            "finished_at": finished, "hosts": hosts,
-            "data": {"certified": list(certified), "quarantined": list(quarantined)}}
-
-
 @pytest.fixture
-def write_certify(tmp_path: Path) -> Callable[..., Path]:
-    """Write a certify summary under artifacts/acme/<run>/certify/summary.json; returns the artifacts root."""
-    root = tmp_path / "artifacts"
+def write_certify(make_inv: Callable[..., Inventory]) -> Callable[..., Path]:
+    """write_certify(inv, certified, quarantined, ...): a certify summary through the stage's writer; returns the
+    artifacts root."""
 
-    def write(summary: dict[str, Any], run_id: str = "20261130T010000Z-aaaa") -> Path:
-        path = root / "acme" / run_id / "certify" / "summary.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(summary))
-        return root
+    def write(inv: Inventory, *args: Any, **kwargs: Any) -> Path:
+        path, _ = certification(inv, *args, **kwargs)
+        return path.parents[3]
 
     return write

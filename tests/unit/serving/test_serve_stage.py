@@ -13,7 +13,7 @@ from gridready.artifacts import RunContext
 from gridready.exitcodes import ExitCode
 from gridready.serving import manifests
 from gridready.stages import serve
-from tests.unit.serving.conftest import certify_summary, vllm_tier
+from tests.unit.serving.conftest import vllm_tier
 
 
 def _ctx(root: Path, **flags: Any) -> RunContext:
@@ -35,7 +35,7 @@ def test_no_certification_refuses_with_exit_5(make_inv, tmp_path):
 
 def test_too_few_nodes_after_quarantine_is_exit_5(make_inv, write_certify):
     inv = make_inv(2, [vllm_tier(tensor_parallel=8, pipeline_parallel=2)])
-    root = write_certify(certify_summary(["gpu01"], ["gpu02"]))
+    root = write_certify(inv, ["gpu01"], ["gpu02"])
     result = serve.run(inv, _ctx(root))
     assert result.exit_code == 5
     assert result.hosts["gpu02"].status == "skipped"
@@ -43,7 +43,7 @@ def test_too_few_nodes_after_quarantine_is_exit_5(make_inv, write_certify):
 
 def test_render_writes_valid_manifests_without_a_cluster(make_inv, write_certify):
     inv = make_inv(2, target="kubernetes")
-    root = write_certify(certify_summary(["gpu01", "gpu02"]))
+    root = write_certify(inv, ["gpu01", "gpu02"])
     result = serve.run(inv, _ctx(root, render=True))
     assert result.exit_code == 0, result.messages
     out = root / "acme" / "20261130T040000Z-bbbb" / "serve" / "render"
@@ -59,7 +59,7 @@ def test_render_writes_valid_manifests_without_a_cluster(make_inv, write_certify
 def test_kubernetes_target_without_the_pulumi_cli_renders(make_inv, write_certify, monkeypatch):
     monkeypatch.setattr(serve.gpulumi, "cli_available", lambda: False)
     inv = make_inv(1, target="kubernetes")
-    root = write_certify(certify_summary(["gpu01"]))
+    root = write_certify(inv, ["gpu01"])
     result = serve.run(inv, _ctx(root))
     assert result.exit_code == 0
     assert any("pulumi CLI is not installed" in m for m in result.messages)
@@ -74,7 +74,7 @@ def test_kubernetes_target_with_the_cli_goes_through_the_automation_api(make_inv
     monkeypatch.setenv("GRIDREADY_HF_TOKEN", "hf_x")
     inv = make_inv(1, target="kubernetes")
     (inv.path / "kubeconfig.yml").write_text("apiVersion: v1\nkind: Config\n")
-    root = write_certify(certify_summary(["gpu01"]))
+    root = write_certify(inv, ["gpu01"])
     result = serve.run(inv, _ctx(root))
     assert result.exit_code == 0, result.messages
     assert calls == [("platform", "acme", ["kubeconfig"], False), ("serving", "acme", ["hfToken", "kubeconfig"],
@@ -97,7 +97,7 @@ def test_hosts_target_runs_serve_yml_on_certified_nodes_only(make_inv, write_cer
     monkeypatch.setattr(serve.ansible, "run_playbook", _fake_playbook(captured))
     monkeypatch.setenv("GRIDREADY_SERVE_SKIP_BENCH", "1")
     inv = make_inv(3)
-    root = write_certify(certify_summary(["gpu01", "gpu03"], ["gpu02"]))
+    root = write_certify(inv, ["gpu01", "gpu03"], ["gpu02"])
     result = serve.run(inv, _ctx(root))
     assert result.exit_code == 0, result.messages
     assert captured["playbook"] == "serve.yml"
@@ -115,7 +115,7 @@ def test_sandbox_inventories_use_the_simulated_engine(make_inv, write_certify, m
     monkeypatch.setenv("GRIDREADY_SERVE_SKIP_BENCH", "1")
     inv = make_inv(1)
     (inv.path / "sandbox.yml").write_text("defaults: {}\n")
-    root = write_certify(certify_summary(["gpu01"]))
+    root = write_certify(inv, ["gpu01"])
     serve.run(inv, _ctx(root))
     plan = captured["extravars"]["gridready_serve"]
     assert plan["engine_mode"] == "simulated"
@@ -127,7 +127,7 @@ def test_check_mode_with_changes_is_exit_6(make_inv, write_certify, monkeypatch)
     captured: dict[str, Any] = {}
     monkeypatch.setattr(serve.ansible, "run_playbook", _fake_playbook(captured, changed=2))
     inv = make_inv(1)
-    root = write_certify(certify_summary(["gpu01"]))
+    root = write_certify(inv, ["gpu01"])
     result = serve.run(inv, _ctx(root, check=True))
     assert captured["check"] is True
     assert result.exit_code == ExitCode.CHANGES_PENDING
@@ -135,8 +135,8 @@ def test_check_mode_with_changes_is_exit_6(make_inv, write_certify, monkeypatch)
 
 def test_the_newest_certification_wins(make_inv, write_certify):
     inv = make_inv(1, target="kubernetes")
-    write_certify(certify_summary(["gpu01"]), run_id="20261130T010000Z-aaaa")
-    root = write_certify(certify_summary([], ["gpu01"]), run_id="20261130T020000Z-cccc")
+    write_certify(inv, ["gpu01"], run_id="20261130T010000Z-aaaa")
+    root = write_certify(inv, [], ["gpu01"], run_id="20261130T020000Z-cccc")
     result = serve.run(inv, _ctx(root, render=True))
     assert result.exit_code == 5
 
@@ -156,7 +156,7 @@ def test_triton_tiers_ride_along_then_get_their_own_tagged_runs(make_inv, write_
     inv = make_inv(3, [vllm_tier(pipeline_parallel=1), {**trt, "name": "trt-a", "served_name": "a", "port": 9000},
                        {**trt, "name": "trt-b", "served_name": "b", "port": 9100}])
     (inv.path / "sandbox.yml").write_text("defaults: {}\n")
-    root = write_certify(certify_summary(inv.gpu_hosts()))
+    root = write_certify(inv, inv.gpu_hosts())
     result = serve.run(inv, _ctx(root))
     assert result.exit_code == 0, result.messages
     assert [c["extravars"]["gridready_serve_triton_hosts"] for c in calls] == [["gpu02"], ["gpu03"]]
@@ -169,7 +169,7 @@ def test_triton_tiers_ride_along_then_get_their_own_tagged_runs(make_inv, write_
 
 def test_plan_view_for_hosts_and_kubernetes(make_inv, write_certify):
     inv = make_inv(2)
-    root = write_certify(certify_summary(["gpu01", "gpu02"]))
+    root = write_certify(inv, ["gpu01", "gpu02"])
     view = serve.render(inv, _ctx(root))
     assert view["hosts"]["gpu02"]["role"] == "worker"
     assert view["tiers"][0]["args"][:2] == ["serve", "meta-llama/Llama-3.3-70B-Instruct"]

@@ -2,25 +2,26 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from gridready.errors import InvalidInput, NotCertified
 from gridready.exitcodes import ExitCode
 from gridready.serving import topology
-from tests.unit.serving.conftest import HCAS, certify_summary, vllm_tier
+from tests.summaries import HCAS, certification
+from tests.unit.serving.conftest import vllm_tier
 
 
-def _cert(inv, summary):
-    return topology.read_certification(inv, (Path("certify/summary.json"), summary))
+def _cert(inv, *args, **kwargs):
+    return topology.read_certification(inv, certification(inv, *args, **kwargs))
 
 
 @pytest.mark.parametrize(("nodes", "pp"), [(1, 1), (2, 2), (4, 4)])
 def test_derive_tp_is_gpus_per_node_and_pp_the_certified_nodes(make_inv, nodes, pp):
     inv = make_inv(nodes)
     hosts = inv.gpu_hosts()
-    (plan,) = topology.plan_tiers(inv, _cert(inv, certify_summary(hosts)))
+    (plan,) = topology.plan_tiers(inv, _cert(inv, hosts))
     assert (plan.tensor_parallel, plan.pipeline_parallel) == (8, pp)
     assert plan.nodes_per_replica == nodes
     assert plan.world_size == 8 * nodes
@@ -32,7 +33,7 @@ def test_derive_tp_is_gpus_per_node_and_pp_the_certified_nodes(make_inv, nodes, 
 
 def test_replicas_split_the_nodes_into_ray_clusters(make_inv):
     inv = make_inv(4, [vllm_tier(replicas=2)])
-    (plan,) = topology.plan_tiers(inv, _cert(inv, certify_summary(inv.gpu_hosts())))
+    (plan,) = topology.plan_tiers(inv, _cert(inv, inv.gpu_hosts()))
     assert plan.pipeline_parallel == 2
     assert [r.nodes for r in plan.replicas] == [("gpu01", "gpu02"), ("gpu03", "gpu04")]
     assert [plan.cluster_name(r) for r in plan.replicas] == ["llama70b-0", "llama70b-1"]
@@ -51,19 +52,19 @@ def test_topology_rejects_a_tp_x_pp_that_cannot_fit_the_inventory(make_inv):
     bad = inv.spec.serving.tiers[0].model_copy(update={"tensor_parallel": 16, "pipeline_parallel": 1})
     inv.spec.serving.tiers[0] = bad
     with pytest.raises(InvalidInput) as err:
-        topology.plan_tiers(inv, _cert(inv, certify_summary(inv.gpu_hosts())))
+        topology.plan_tiers(inv, _cert(inv, inv.gpu_hosts()))
     assert err.value.lines[0] == (
         "inventories/acme/cluster.yml: serving.tiers[0].tensor_parallel: must be <= gpus_per_node (8)")
     inv.spec.serving.tiers[0] = bad.model_copy(update={"tensor_parallel": 8, "pipeline_parallel": 2,
                                                        "replicas": 2})
     with pytest.raises(InvalidInput) as err:
-        topology.plan_tiers(inv, _cert(inv, certify_summary(inv.gpu_hosts())))
+        topology.plan_tiers(inv, _cert(inv, inv.gpu_hosts()))
     assert "8 x 2 needs 2 node(s) per replica x 2 replica(s); gpu_nodes has 2 node(s)" in err.value.lines[0]
 
 
 def test_quarantined_node_is_refused_and_the_tier_sized_on_what_remains(make_inv):
     inv = make_inv(4)
-    cert = _cert(inv, certify_summary(["gpu01", "gpu02", "gpu04"], ["gpu03"]))
+    cert = _cert(inv, ["gpu01", "gpu02", "gpu04"], ["gpu03"])
     assert cert.quarantined == ["gpu03"]
     (plan,) = topology.plan_tiers(inv, cert)
     assert plan.pipeline_parallel == 3
@@ -72,29 +73,25 @@ def test_quarantined_node_is_refused_and_the_tier_sized_on_what_remains(make_inv
 
 def test_too_few_certified_nodes_left_is_exit_5(make_inv):
     inv = make_inv(4, [vllm_tier(tensor_parallel=8, pipeline_parallel=4)])
-    cert = _cert(inv, certify_summary(["gpu01", "gpu02", "gpu04"], ["gpu03"]))
+    cert = _cert(inv, ["gpu01", "gpu02", "gpu04"], ["gpu03"])
     with pytest.raises(NotCertified) as err:
         topology.plan_tiers(inv, cert)
     assert err.value.code == ExitCode.NOT_CERTIFIED == 5
     assert "needs 4 certified node(s) of gpu_nodes, 3 left (quarantined: gpu03)" in str(err.value)
 
 
-@pytest.mark.parametrize("summary", [
-    None,
-    certify_summary(["gpu01"], age_h=30),  # older than validity_hours (24)
-    {**certify_summary(["gpu01"]), "check": True},
-    {**certify_summary(["gpu01"]), "status": "error"},
-    {**certify_summary(["gpu01"]), "finished_at": None, "started_at": None},
-])
-def test_certification_fails_closed(make_inv, summary):
+@pytest.mark.parametrize("case", ["none", "stale", "check-mode"])
+def test_certification_fails_closed(make_inv, case):
     inv = make_inv(1)
+    found = None if case == "none" else certification(inv, ["gpu01"], check=case == "check-mode")
+    later = datetime.now(UTC) + timedelta(hours=30 if case == "stale" else 0)  # validity_hours is 24
     with pytest.raises(NotCertified):
-        topology.read_certification(inv, None if summary is None else (Path("s.json"), summary))
+        topology.read_certification(inv, found, now=later)
 
 
 def test_a_node_absent_from_the_summary_is_not_certified(make_inv):
     inv = make_inv(2)
-    cert = _cert(inv, certify_summary(["gpu01"]))
+    cert = _cert(inv, ["gpu01"])
     assert list(cert.certified) == ["gpu01"]
     assert "gpu02" in cert.messages[0]
 
@@ -102,7 +99,7 @@ def test_a_node_absent_from_the_summary_is_not_certified(make_inv):
 def test_only_hcas_that_passed_reach_nccl(make_inv):
     inv = make_inv(2)
     passed = [h for h in HCAS if h != "mlx5_3"]
-    cert = _cert(inv, certify_summary(["gpu01", "gpu02"], hcas={"gpu02": passed}))
+    cert = _cert(inv, ["gpu01", "gpu02"], hcas={"gpu02": passed})
     (plan,) = topology.plan_tiers(inv, cert)
     assert topology.rdma_hcas(plan, cert.certified["gpu01"]) == tuple(HCAS)
     assert topology.rdma_hcas(plan, cert.certified["gpu02"]) == tuple(passed)
@@ -111,7 +108,7 @@ def test_only_hcas_that_passed_reach_nccl(make_inv):
 
 def test_a_node_whose_hcas_all_failed_stays_out_of_multi_node_tiers(make_inv):
     inv = make_inv(3)
-    cert = _cert(inv, certify_summary(["gpu01", "gpu02", "gpu03"], hcas={"gpu02": []}))
+    cert = _cert(inv, ["gpu01", "gpu02", "gpu03"], hcas={"gpu02": []})
     (plan,) = topology.plan_tiers(inv, cert)
     assert plan.nodes == ("gpu01", "gpu03")
     assert any("no passing HCA" in m for m in cert.messages)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from gridready.certify import fabric_phase
-from gridready.certify.fabric_phase import CommandResult
+from gridready.stages import fabric
+from gridready.stages.fabric import CommandResult
 from gridready.stages.serve import unit_name, unit_probes
 
 
@@ -27,7 +27,7 @@ def test_unit_names_follow_the_roles():
 
 def test_state_and_last_20_log_lines_of_the_unit_on_the_head(monkeypatch):
     fake = FakeRunner()
-    monkeypatch.setattr(fabric_phase.SshRunner, "from_inventory", classmethod(lambda cls, inv: fake))
+    monkeypatch.setattr(fabric.SshRunner, "from_inventory", classmethod(lambda cls, inv: fake))
     state, logs = unit_probes(object(), "node1", "vllm-llama8b")
     assert state() == "vllm-llama8b on node1: activating"
     assert logs() == [f"line {i}" for i in range(10, 30)]

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from gridready.sandbox.engine import cli as sim_cli
 from gridready.serving import topology, vllm
-from tests.unit.serving.conftest import HCAS, certify_summary, vllm_tier
+from tests.summaries import HCAS, certification
+from tests.unit.serving.conftest import vllm_tier
 
 
 def _plan(make_inv, nodes: int, **tier):
     inv = make_inv(nodes, [vllm_tier(**tier)])
-    cert = topology.read_certification(inv, (Path("s.json"), certify_summary(inv.gpu_hosts())))
+    cert = topology.read_certification(inv, certification(inv, inv.gpu_hosts()))
     (plan,) = topology.plan_tiers(inv, cert)
     return inv, cert, plan
 

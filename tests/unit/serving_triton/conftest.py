@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from gridready import catalog
-from gridready.serving.spec import Tier
 from gridready.serving.triton import make_plan
 from gridready.serving.triton_plan import TritonPlan
-from gridready.serving.triton_spec import TritonSettings
+from gridready.spec.serving import Tier
+from gridready.spec.triton import TritonSettings
 
 H200 = catalog.lookup("h200")
 MODELS = {

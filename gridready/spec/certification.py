@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt, PositiveInt, model_validator
 
-from gridready.certify.fabric_spec import FabricSettings
+from gridready.spec.fabric import FabricSettings
 
 
 class Profile(StrEnum):
@@ -105,7 +105,7 @@ class CertificationSpec(BaseModel):
     sxid_allow: list[int] = Field(default_factory=list, description="NVSwitch SXids that do not fail the node")
     host: HostSettings = Field(default_factory=HostSettings)
     limits: Limits = Field(default_factory=Limits)
-    fabric: FabricSettings = Field(default_factory=FabricSettings, description="multi-node phase (issue 6)")
+    fabric: FabricSettings = Field(default_factory=FabricSettings, description="the multi-node fabric phase")
     probe_timeout_s: PositiveInt = Field(
         1800, description="wall-clock limit for the whole probe on one node (the role kills it after this)"
     )

@@ -1,4 +1,5 @@
-"""The multi-node fabric phase the certify stage runs after single-node judging.
+"""The multi-node fabric phase the certify stage runs after single-node judging (execution: SSH, threads,
+evidence, plots); the gates it applies are the pure functions of gridready.certify.hca, isolation and multinode.
 
     result = run_fabric_phase(inv, ctx, certified_nodes, runner)
 
@@ -25,14 +26,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, Field
-
 from gridready.artifacts import write_atomic, write_json_atomic
 from gridready.certify import hca as hca_gates
 from gridready.certify import isolation, multinode
-from gridready.certify.fabric_spec import FabricSettings
+from gridready.certify.fabric import CollectiveRecord, FabricResult
 from gridready.certify.outliers import flag_outliers, hca_bw_per_node
 from gridready.certify.result import Expected, GateResult, GateStatus
+from gridready.spec.fabric import FabricSettings
 
 S = GateStatus
 PROBE_SRC = Path(__file__).resolve().parent.parent / "probe" / "hca.py"
@@ -135,51 +135,6 @@ def inventory_vars(inv: Any) -> dict[str, dict[str, Any]]:
                 merged.update(group_files(group))
         out[host] = {**merged, **hv}
     return out
-
-
-# ---------------------------------------------------------------- results
-
-class CollectiveRecord(BaseModel):
-    """One nccl-tests run (a pair or the whole set) with its busbw curve (bytes -> GB/s)."""
-
-    hosts: list[str]
-    collective: str = "all_reduce"
-    phase: str = "set"  # pair | retest | cross | set
-    round: int = 0
-    status: GateStatus
-    busbw_gbps: float | None = None
-    pct_of_nic: float | None = None
-    floor_gbps: float
-    transport: str = "unknown"
-    reason: str
-    curve: dict[int, float] = Field(default_factory=dict)
-    wall_s: float = 0.0
-    command: str = ""
-    evidence: str | None = None
-
-
-class FabricResult(BaseModel):
-    status: Literal["pass", "fail", "error", "skipped"]
-    reason: str
-    nodes: list[str]
-    certified: list[str] = Field(description="nodes with no blocking fabric gate")
-    quarantined: dict[str, str] = Field(default_factory=dict, description="node -> one-line reason")
-    unresolved: list[str] = Field(default_factory=list, description="failed once, no known-good partner left")
-    node_results: dict[str, list[GateResult]] = Field(default_factory=dict)
-    pair_runs: list[CollectiveRecord] = Field(default_factory=list)
-    set_runs: list[CollectiveRecord] = Field(default_factory=list)
-    pairwise_run_count: int = 0
-    isolation_rounds: int = 0
-    isolation_wall_s: float = 0.0
-    fabric_wide_failure: bool = False
-    nic_gbytes: float | None = None
-    floor_gbps: float | None = None
-    floor_source: str | None = None
-    plots: list[str] = Field(default_factory=list)
-    timings_s: dict[str, float] = Field(default_factory=dict, description="hca, isolation, set, total")
-
-    def gates(self) -> list[GateResult]:
-        return [g for gs in self.node_results.values() for g in gs]
 
 
 # ---------------------------------------------------------------- helpers

@@ -1,4 +1,4 @@
-"""FabricSettings: what the multi-node fabric phase checks and how (owned by the fabric certification).
+"""FabricSettings (`certification.fabric` in cluster.yml): what the multi-node fabric phase checks and how.
 
 The single-node `CertificationSpec` keeps the shared floors (`floors.multinode_busbw_gbps`,
 `floors.hca_write_bw_gbits`) and `nccl.multinode_fraction_of_nic`; everything fabric-only lives here so that
@@ -99,12 +99,3 @@ class FabricSettings(BaseModel):
             return self.floor_gbps[algo], f"spec fabric.floor_gbps.{algo}"
         frac = self.floor_fraction.get(algo, self.floor_fraction.get("ring", 0.92))
         return round(frac * nic_gbytes, 2), f"{frac:.0%} of {nic_gbytes:g} GB/s per-node NIC bandwidth"
-
-
-# Gate names the fabric phase reports (valid in the spec's `waive` and `not_applicable`); outlier gates are
-# `outlier_<figure>` (gridready.certify.outliers).
-FABRIC_GATE_NAMES = (
-    "hca_present", "hca", "hca_port_state", "hca_phys_state", "hca_rate", "hca_link_layer", "hca_counters",
-    "hca_firmware", "hca_pcie_link", "hca_gdr_bw", "gpu_nic_rail", "ibstat",
-    "roce_gid", "roce_mtu", "roce_pfc", "roce_ecn", "nccl_multinode_all_reduce", "fabric_isolation",
-)

@@ -10,11 +10,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator, model_validator
 
 from gridready import catalog
-from gridready.certify.profile import CertificationSpec
-from gridready.serving.spec import ServingSpec
-
-SLUG = r"^[a-z][a-z0-9-]{1,30}$"
-ANSIBLE_NAME = r"^[a-z_][a-z0-9_]*$"
+from gridready.spec.certification import CertificationSpec
+from gridready.spec.names import ANSIBLE_NAME, SLUG
+from gridready.spec.serving import ServingSpec
 
 
 class Nic(BaseModel):

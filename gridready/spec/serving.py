@@ -14,15 +14,14 @@ from pydantic import (
     model_validator,
 )
 
-from gridready.serving.decision_spec import DecisionSpec
-from gridready.serving.triton_spec import TritonSettings
+from gridready.spec.decision import DecisionSpec
+from gridready.spec.names import IMAGE_REF, SLUG
+from gridready.spec.triton import TritonSettings
 
-SLUG = r"^[a-z][a-z0-9-]{1,30}$"
 # Pins: PyPI's newest releases (vllm 0.33.0 and ray 2.60.0, both 2026-11); the sandbox image ships ray 2.60.0.
 VLLM_VERSION = "0.33.0"
 RAY_VERSION = "2.60.0"
 KUBERAY_VERSION = "1.7.0"  # the CRDs in gridready/data/crds/ come from this tag
-IMAGE_REF = r"^[a-z0-9.\-/:_]+(@sha256:[0-9a-f]{64})?$"
 
 
 class ModelSource(BaseModel):

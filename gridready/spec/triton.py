@@ -1,6 +1,6 @@
 """The Triton/TensorRT-LLM part of a serving tier: `tiers[].triton` in cluster.yml.
 
-`Tier` (gridready/serving/spec.py) references this as `triton: TritonSettings | None`; a tier with
+`Tier` (gridready/spec/serving.py) references this as `triton: TritonSettings | None`; a tier with
 `engine: triton-trtllm` and no `triton:` key gets `TritonSettings()` (LLM-API mode, Triton front).
 Only what is Triton-specific lives here; the tier's own fields are reused: model, tensor/pipeline parallel,
 max_model_len, max_num_seqs (max batch size), max_num_batched_tokens (max tokens per iteration), dtype,

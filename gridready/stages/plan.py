@@ -6,13 +6,12 @@ serve renders what would be deployed (manifests for Kubernetes, units and engine
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 from gridready import console
 from gridready.artifacts import RunContext, write_json_atomic
 from gridready.inventory import Inventory
-from gridready.stages import provision
+from gridready.stages import provision, serve
 
 
 def _certify_plan(inv: Inventory) -> dict[str, Any]:
@@ -29,11 +28,7 @@ def _certify_plan(inv: Inventory) -> dict[str, Any]:
 
 
 def _serve_plan(inv: Inventory, ctx: RunContext) -> dict[str, Any]:
-    try:
-        render = importlib.import_module("gridready.stages.serve").render
-    except (ImportError, AttributeError):
-        return {"tiers": [t.model_dump(mode="json") for t in inv.spec.serving.tiers], "rendered": None}
-    return {"rendered": render(inv, ctx)}
+    return {"rendered": serve.render(inv, ctx)}
 
 
 def run(inv: Inventory, ctx: RunContext, as_json: bool = False) -> dict[str, Any]:

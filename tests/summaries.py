@@ -1,0 +1,45 @@
+"""Stage summaries for tests, made only through the stages' own writers (docs/architecture.md, "Stage contracts")."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+from gridready.artifacts import RunContext
+from gridready.certify.judge import NodeVerdict, judge_fleet
+from gridready.certify.result import GateResult, GateStatus
+from gridready.contracts import CertifySummary
+from gridready.inventory import Inventory
+from gridready.stages import certify as certify_stage
+
+HCAS = [f"mlx5_{i}" for i in range(8)]
+
+
+def certification(
+    inv: Inventory, certified: Sequence[str], quarantined: Sequence[str] = (), *,
+    hcas: dict[str, list[str]] | None = None, run_id: str = "20261130T010000Z-aaaa", check: bool = False,
+    root: Path | None = None,
+) -> tuple[Path, CertifySummary]:
+    """A certify summary written by the certify stage's own writer (under `root`, default the artifacts/ beside
+    the inventory's inventories/ folder): every node passes the
+    `hca_present` gate for `hcas[node]` (default every HCA) and fails `hca_rate` (waived) for the spec's others;
+    quarantined nodes also fail a GPU gate. Returns (path, summary) as `contracts.latest` would."""
+    spec = inv.spec.certification.model_copy(update={"waive": ["hca_rate"]})
+    judged = datetime.now(UTC).isoformat(timespec="seconds")
+    verdicts = []
+    for host in [*certified, *quarantined]:
+        passed = (hcas or {}).get(host, HCAS)
+        gates = [GateResult(gate="hca_present", node=host, hca=h, status=GateStatus.PASS, reason=f"{h} present")
+                 for h in HCAS]
+        gates += [GateResult(gate="hca_rate", node=host, hca=h, status=GateStatus.FAIL, reason=f"{h} rate 200")
+                  for h in HCAS if h not in passed]
+        if host in quarantined:
+            gates.append(GateResult(gate="pcie_link", node=host, gpu=3, status=GateStatus.FAIL, reason="Gen4 x8"))
+        verdicts.append(NodeVerdict(node=host, node_group="gpu_nodes", sku="H200-SXM-141GB", gpus_expected=8,
+                                    profile=str(spec.profile), certified=False, judged_at=judged).add(gates, spec))
+    fleet = judge_fleet(spec, verdicts, outliers=False, customer=inv.customer, run_id=run_id)
+    root = root or inv.path.parent.parent / "artifacts"
+    ctx = RunContext(customer=inv.customer, run_id=run_id, root=root, check=check)
+    summary = certify_stage.write_summary(inv, ctx, fleet)
+    return ctx.stage_dir("certify") / "summary.json", summary
