@@ -16,7 +16,7 @@ from collections.abc import Mapping
 
 from pydantic import BaseModel
 
-from gridready.serving.spec import Slo
+from gridready.spec import Slo
 
 LINE = re.compile(r'^(?P<name>[A-Za-z_:][A-Za-z0-9_:]*)(?:\{(?P<labels>[^}]*)\})?\s+(?P<value>\S+)')
 LE = re.compile(r'le="([^"]+)"')

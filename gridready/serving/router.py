@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gridready.serving.router_spec import Route, RouterSpec, RouteTarget
+from gridready.spec.router import Route, RouterSpec, RouteTarget
 
 MASTER_KEY_ENV = "LITELLM_MASTER_KEY"
 AUTH_HOOK = "gridready_router_auth.user_api_key_auth"
@@ -139,3 +139,16 @@ def split_weights(measured: Mapping[str, float]) -> dict[str, int]:
     if total <= 0:
         raise ValueError("no tier has a positive measurement to split by")
     return {tier: max(0, round(1000 * v / total)) if v > 0 else 0 for tier, v in measured.items()}
+
+
+def split_from_decision(route: Route, decision: Mapping[str, Any]) -> Route:
+    """The route with its targets weighted by each tier's capacity at the SLO in a decision record (decision.json
+    of gridready.bench: tiers[].capacity_rps_at_slo; a tier that failed its gate gets 0). Raises ValueError when the
+    record measured none of the route's tiers, or none of them within its SLO."""
+    measured = {t["tier"]: float(t["capacity_rps_at_slo"]) if t.get("gate_passed") else 0.0
+                for t in decision.get("tiers", [])}
+    missing = [t.tier for t in route.targets if t.tier not in measured]
+    if missing:
+        raise ValueError(f"route {route.model}: the decision record has no numbers for {', '.join(missing)}")
+    weights = split_weights({t.tier: measured[t.tier] for t in route.targets})
+    return route.model_copy(update={"targets": [RouteTarget(tier=t, weight=w) for t, w in weights.items() if w]})

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from gridready.serving import router
-from gridready.serving.router_spec import Route, RouterSpec
+from gridready.spec.router import Route, RouterSpec
 
 
 class _Node(Protocol):

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gridready.serving.router_spec import Route
+from gridready.spec.router import Route
 
 MODEL_HEADER = "X-Gateway-Model-Name"
 

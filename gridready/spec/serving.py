@@ -16,6 +16,7 @@ from pydantic import (
 
 from gridready.spec.decision import DecisionSpec
 from gridready.spec.names import IMAGE_REF, SLUG
+from gridready.spec.router import RouterSpec
 from gridready.spec.triton import TritonSettings
 
 # Pins: PyPI's newest releases (vllm 0.33.0 and ray 2.60.0, both 2026-11); the sandbox image ships ray 2.60.0.
@@ -181,4 +182,7 @@ class ServingSpec(BaseModel):
     kubernetes: KubernetesServing = Field(default_factory=KubernetesServing)
     decision: DecisionSpec = Field(
         default_factory=DecisionSpec, description="how to choose between tiers that serve the same model"
+    )
+    router: RouterSpec = Field(
+        default_factory=RouterSpec, description="one OpenAI-compatible endpoint in front of the tiers (docs/layer3.md)"
     )

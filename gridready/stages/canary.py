@@ -27,8 +27,8 @@ from gridready.bench import canary_gate
 from gridready.bench.http import Connection, HttpError, Url, fetch
 from gridready.exitcodes import ExitCode
 from gridready.serving import router
-from gridready.serving.router_spec import Route
-from gridready.serving.spec import Slo
+from gridready.spec import Slo
+from gridready.spec.router import Route
 
 Apply = Callable[[Route], None]
 

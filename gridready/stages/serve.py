@@ -26,6 +26,7 @@ from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory
 from gridready.serving import manifests, topology, vllm
 from gridready.serving.topology import Certification, TierPlan
+from gridready.stages import serve_router
 from gridready.stages.common import Timer, base_extravars, outcome_from_playbook
 from gridready.stages.fabric import SshRunner
 
@@ -165,7 +166,8 @@ def triton_units(inv: Inventory, cert: Certification, plans: list[TierPlan], sta
 def _hosts(inv: Inventory, ctx: RunContext, cert: Certification, plans: list[TierPlan],
            hosts: dict[str, HostOutcome], data: dict[str, Any], messages: list[str]) -> tuple[str, ExitCode]:
     stage_dir = ctx.stage_dir(STAGE)
-    extravars = hosts_extravars(inv, cert, plans)
+    extravars = hosts_extravars(inv, cert, plans) | serve_router.extravars(inv, ctx.root, cert, plans)
+    serve_router.open_router_port(extravars)
     data["engine_mode"] = extravars["gridready_serve"]["engine_mode"]
     units = triton_units(inv, cert, plans, stage_dir)
     data["triton"] = [entry for _, _, entry in units]
@@ -269,6 +271,7 @@ def verify_tiers(inv: Inventory, ctx: RunContext, cert: Certification, plans: li
             bench.write_decision(stage_dir / "decision" / model.replace("/", "--"), decision, group)
     data["bench"] = {r.tier: {"passed": r.gate.passed, "message": r.gate.message, "simulated": r.simulated}
                      for r in reports}
+    serve_router.measure_overhead(inv.spec.serving.router, cert, plans, data, messages)
     failed = [r for r in reports if not r.gate.passed]
     messages += [r.gate.message for r in failed]
     return ("failed", ExitCode.STAGE_FAILED) if failed else ("success", ExitCode.OK)

@@ -6,9 +6,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from gridready.sandbox.router_harness import Harness
 from gridready.serving import router
-from gridready.serving.router_spec import Route, RouterSpec, RouteTarget
+from gridready.spec.router import Route, RouterSpec, RouteTarget
+from tests.router.harness import Harness
 
 MODEL = "llama-sim"
 CANARY_MODEL = "llama-sim-next"  # its route starts split: batch 70 %, the slow canary tier `next` 30 %

@@ -12,11 +12,11 @@ import pytest
 
 from gridready.bench import router_overhead
 from gridready.exitcodes import ExitCode
-from gridready.sandbox.router_harness import Harness
 from gridready.serving import router
-from gridready.serving.router_spec import Route
-from gridready.serving.spec import Slo
+from gridready.spec import Slo
+from gridready.spec.router import Route
 from gridready.stages import canary
+from tests.router.harness import Harness
 
 from .conftest import CANARY_BASE, CANARY_MODEL, MODEL
 

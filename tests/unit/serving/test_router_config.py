@@ -6,7 +6,7 @@ import pytest
 from pydantic import ValidationError
 
 from gridready.serving import router
-from gridready.serving.router_spec import Route, RouterSpec, RouteTarget
+from gridready.spec.router import Route, RouterSpec, RouteTarget
 
 UPS = {
     "batch": [router.Upstream("batch", "http://10.77.0.11:8000/v1", "llama", router.tier_key_env("batch"))],
@@ -97,3 +97,14 @@ def test_enabled_router_needs_a_key() -> None:
         RouterSpec(enabled=True)
     assert RouterSpec().enabled is False
     assert RouteTarget(tier="batch").weight == 1
+
+
+def test_split_from_the_decision_record() -> None:
+    record = {"tiers": [{"tier": "batch", "gate_passed": True, "capacity_rps_at_slo": 30.0},
+                        {"tier": "hot", "gate_passed": True, "capacity_rps_at_slo": 10.0}]}
+    split = router.split_from_decision(route(split_from_decision=True), record)
+    assert {t.tier: t.weight for t in split.targets} == {"batch": 750, "hot": 250}
+    record["tiers"][1]["gate_passed"] = False  # a tier that missed its SLO gets no traffic
+    assert [t.tier for t in router.split_from_decision(route(), record).targets] == ["batch"]
+    with pytest.raises(ValueError, match="no numbers for hot"):
+        router.split_from_decision(route(), {"tiers": record["tiers"][:1]})

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gridready.serving import manifests, router, router_k8s
-from gridready.serving.router_spec import Route
+from gridready.spec.router import Route
 
 PORTS = {"batch": 8000, "hot": 8001, "next": 8002}
 ROUTE = Route(model="llama-3.1-8b", targets=[{"tier": "batch", "weight": 3}, {"tier": "hot", "weight": 1}])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
 
-SLUG = r"^[a-z][a-z0-9-]{1,30}$"
+from gridready.spec.names import ANSIBLE_NAME, SLUG
 
 
 class RouteTarget(BaseModel):
@@ -43,7 +43,7 @@ class RouterKey(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(pattern=SLUG, description="key alias in metrics and logs")
-    vault_var: str = Field(pattern=r"^[a-z_][a-z0-9_]*$", description="group_vars/all/vault.yml variable of the key")
+    vault_var: str = Field(pattern=ANSIBLE_NAME, description="group_vars/all/vault.yml variable of the key")
     rpm_limit: PositiveInt | None = Field(None, description="requests per minute (LiteLLM rpm_limit); null: none")
     tpm_limit: PositiveInt | None = Field(None, description="tokens per minute (LiteLLM tpm_limit); null: none")
 

@@ -28,7 +28,7 @@ import yaml
 
 from gridready.sandbox import litellm_venv, paths
 from gridready.serving import router
-from gridready.serving.router_spec import Route, RouterSpec
+from gridready.spec.router import Route, RouterSpec
 
 AUTH_HOOK_FILE = paths.repo_root() / "roles" / "gridready_router" / "files" / "gridready_router_auth.py"
 
