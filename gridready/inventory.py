@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from gridready.errors import InvalidInput
 from gridready.spec import SLUG, ClusterSpec
 from gridready.spec.gates import is_known_gate
+from gridready.spec.parallel import fit_problems
 from gridready.yamlio import YamlError, is_vault_file, load_yaml
 
 HOST_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -202,20 +203,8 @@ def _cross_check(file: str, spec: ClusterSpec, groups: dict[str, list[str]], hos
         if group is None:
             errors.append(f"{file}: {key}.node_group: no node group named {tier.node_group!r}")
             continue
-        nodes = len(groups.get(group.name, []))
-        tp, pp = tier.tensor_parallel, tier.pipeline_parallel
-        if isinstance(tp, int) and tp > group.gpus_per_node:
-            errors.append(f"{file}: {key}.tensor_parallel: must be <= gpus_per_node ({group.gpus_per_node})")
-        if isinstance(pp, int) and pp > max(nodes, 1):
-            errors.append(f"{file}: {key}.pipeline_parallel: must be <= nodes in {group.name} ({nodes})")
-        if isinstance(tp, int) and isinstance(pp, int):
-            need = tp * pp * tier.replicas
-            have = nodes * group.gpus_per_node
-            if need > have:
-                errors.append(
-                    f"{file}: {key}: tensor_parallel x pipeline_parallel x replicas = {need} GPUs, "
-                    f"more than {group.name} has ({have})"
-                )
+        for sub, problem in fit_problems(tier, group, len(groups.get(group.name, []))):
+            errors.append(f"{file}: {key}{'.' + sub if sub else ''}: {problem}")
     names = [t.name for t in spec.serving.tiers]
     for dupe in sorted({n for n in names if names.count(n) > 1}):
         errors.append(f"{file}: serving.tiers: duplicate tier name {dupe!r}")

@@ -2,7 +2,7 @@
 
 The serve stage calls, per tier and then once for all tiers serving one model:
 
-    report = verify_tier(Endpoint.for_tier(tier, host), tier, workload, unit_state=..., log_lines=...)
+    report = verify_tier(Endpoint.for_tier(tier, host), tier, workload, gpus=plan.gpus, unit_state=..., log_lines=...)
     write_tier_reports(stage_dir, [report, ...], customer)      # bench/<tier>.json, junit.xml, .prom
     decision = decide([report_a, report_b], DecisionSpec(...))
     write_decision(stage_dir / "decision", decision, [report_a, report_b])
@@ -20,13 +20,13 @@ from gridready.bench.readiness import ReadinessReport, await_ready
 from gridready.bench.record import write_decision
 from gridready.bench.smoke import SmokeReport, smoke
 from gridready.bench.stats import LevelSummary, Stats
-from gridready.bench.verify import TierReport, averify_tier, tier_gpus, verify_tier
+from gridready.bench.verify import TierReport, averify_tier, verify_tier
 from gridready.bench.workload import Level, Workload
 from gridready.spec.decision import DecisionSpec
 
 __all__ = [
     "Api", "Decision", "DecisionSpec", "Endpoint", "GateOutcome", "Level", "LevelSummary", "ReadinessReport",
     "SloCheck", "SmokeReport", "Stats", "TierNumbers", "TierReport", "Workload", "averify_tier", "await_ready",
-    "decide", "slo_gate", "smoke", "tier_gpus", "verify_tier", "write_decision", "write_json", "write_junit",
+    "decide", "slo_gate", "smoke", "verify_tier", "write_decision", "write_json", "write_junit",
     "write_prom", "write_tier_reports",
 ]

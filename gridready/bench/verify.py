@@ -55,17 +55,11 @@ class TierReport(BaseModel):
         return next((lv for lv in self.levels if lv.level.value == value), None)
 
 
-def tier_gpus(tier: Tier) -> int:
-    tp = tier.tensor_parallel if isinstance(tier.tensor_parallel, int) else 1
-    pp = tier.pipeline_parallel if isinstance(tier.pipeline_parallel, int) else 1
-    return tp * pp * tier.replicas
-
-
 def _now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
-async def averify_tier(endpoint: Endpoint, tier: Tier, workload: Workload, *, gpus: int | None = None,
+async def averify_tier(endpoint: Endpoint, tier: Tier, workload: Workload, *, gpus: int,
                        ready_timeout_s: float = 600.0, unit_state: UnitState | None = None,
                        log_lines: LogLines | None = None, progress: Progress | None = None) -> TierReport:
     say = progress or (lambda _m: None)
@@ -75,7 +69,7 @@ async def averify_tier(endpoint: Endpoint, tier: Tier, workload: Workload, *, gp
     ready = await await_ready(endpoint, tier.name, timeout_s=ready_timeout_s, unit_state=unit_state,
                               log_lines=log_lines)
     common: dict[str, Any] = {"tier": tier.name, "engine": tier.engine, "model": endpoint.model, "endpoint": endpoint,
-              "gpus": gpus or tier_gpus(tier), "slo": tier.slo, "workload": wl, "readiness": ready,
+              "gpus": gpus, "slo": tier.slo, "workload": wl, "readiness": ready,
               "started": started, "simulated": bool(ready.simulated)}
     if not ready.ready:
         return TierReport(**common, gate=failed_gate(tier.name, "readiness", ready.reason), finished=_now())

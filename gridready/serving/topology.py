@@ -8,7 +8,6 @@ sized on what remains. TP stays inside a node (NVLink); PP spans nodes; each rep
 from __future__ import annotations
 
 import ipaddress
-import math
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -17,6 +16,7 @@ from gridready.contracts import CertifySummary
 from gridready.errors import InvalidInput, NotCertified
 from gridready.inventory import Inventory
 from gridready.spec import NodeGroup
+from gridready.spec.parallel import Parallelism, resolve
 from gridready.spec.serving import Tier
 
 RDMA_KINDS = ("infiniband", "roce")
@@ -122,12 +122,25 @@ class ReplicaPlan:
 
 @dataclass(frozen=True)
 class TierPlan:
+    """One tier's placement on certified nodes and its parallelism, resolved once (gridready.spec.parallel);
+    vLLM arguments, the Triton plan, the manifests and the benchmark all read it from here."""
+
     tier: Tier
     group: NodeGroup
-    tensor_parallel: int
-    pipeline_parallel: int
-    nodes_per_replica: int
+    parallel: Parallelism
     replicas: tuple[ReplicaPlan, ...]
+
+    @property
+    def tensor_parallel(self) -> int:
+        return self.parallel.tensor
+
+    @property
+    def pipeline_parallel(self) -> int:
+        return self.parallel.pipeline
+
+    @property
+    def nodes_per_replica(self) -> int:
+        return self.parallel.nodes_per_replica
 
     @property
     def gpus_per_node(self) -> int:
@@ -135,7 +148,12 @@ class TierPlan:
 
     @property
     def world_size(self) -> int:
-        return self.tensor_parallel * self.pipeline_parallel
+        return self.parallel.world_size
+
+    @property
+    def gpus(self) -> int:
+        """GPUs serving the tier: world size x replicas."""
+        return self.world_size * len(self.replicas)
 
     @property
     def accelerator_type(self) -> str:
@@ -150,47 +168,19 @@ class TierPlan:
         return f"{self.tier.name}-{replica.index}"
 
 
-def _size_tier(
-    inv: Inventory, i: int, tier: Tier, group: NodeGroup, available: list[str]
-) -> tuple[int, int, int] | list[str]:
-    """(tp, pp, nodes per replica), or InvalidInput lines when the spec cannot fit the inventory at all."""
-    file = cluster_file(inv)
-    key = f"serving.tiers[{i}]"
-    gpn = group.gpus_per_node
-    in_group = len(inv.groups.get(group.name, []))
-    errors: list[str] = []
-    tp = gpn if tier.tensor_parallel == "derive" else tier.tensor_parallel
-    if tp > gpn:
-        errors.append(f"{file}: {key}.tensor_parallel: must be <= gpus_per_node ({gpn})")
-    if gpn % tp:
-        errors.append(f"{file}: {key}.tensor_parallel: must divide gpus_per_node ({gpn})")
-    derive = tier.pipeline_parallel == "derive"
-    pp = max(len(available) // tier.replicas, 1) if derive else int(tier.pipeline_parallel)
-    per_replica = math.ceil(tp * pp / gpn)
-    if not derive and per_replica * tier.replicas > in_group:
-        errors.append(
-            f"{file}: {key}: tensor_parallel x pipeline_parallel = {tp} x {pp} needs {per_replica} node(s) "
-            f"per replica x {tier.replicas} replica(s); {group.name} has {in_group} node(s) of {gpn} GPUs"
-        )
-    return errors if errors else (tp, pp, per_replica)
-
-
 def plan_tiers(inv: Inventory, cert: Certification, engine: str | None = None) -> list[TierPlan]:
     """Give each tier (in spec order) certified nodes of its group that no earlier tier took.
 
-    InvalidInput (exit 2) when TP x PP can never fit the inventory; NotCertified (exit 5) when it would fit the
-    inventory but not the certified nodes that remain.
+    Whether TP x PP can fit the inventory at all was checked when it loaded (gridready.spec.parallel.fit_problems,
+    exit 2); NotCertified (exit 5) when it does not fit the certified nodes that remain.
     """
     spec = inv.spec
     used: set[str] = set()
     plans: list[TierPlan] = []
-    errors: list[str] = []
     short: list[str] = []
-    for i, tier in enumerate(spec.serving.tiers):
+    for tier in spec.serving.tiers:
         group = spec.group(tier.node_group) if tier.node_group else spec.node_groups[0]
-        if group is None:
-            errors.append(f"{cluster_file(inv)}: serving.tiers[{i}].node_group: no node group {tier.node_group!r}")
-            continue
+        assert group is not None  # inventory.load checked every tier's node group
         available = [h for h in inv.groups.get(group.name, []) if h in cert.certified and h not in used]
         if any(n.kind in RDMA_KINDS for n in group.nics):
             # a node whose HCAs all failed would drag NCCL onto sockets: not usable across nodes
@@ -198,11 +188,8 @@ def plan_tiers(inv: Inventory, cert: Certification, engine: str | None = None) -
             if no_rdma:
                 cert.messages.append(f"tier {tier.name}: no passing HCA, left out: {', '.join(no_rdma)}")
                 available = [h for h in available if h not in no_rdma]
-        sized = _size_tier(inv, i, tier, group, available)
-        if isinstance(sized, list):
-            errors.extend(sized)
-            continue
-        tp, pp, per_replica = sized
+        par = resolve(tier, group, len(available))
+        per_replica = par.nodes_per_replica
         need = per_replica * tier.replicas
         if need > len(available) or not available:
             short.append(
@@ -216,9 +203,7 @@ def plan_tiers(inv: Inventory, cert: Certification, engine: str | None = None) -
             ReplicaPlan(index=r, nodes=tuple(take[r * per_replica:(r + 1) * per_replica]))
             for r in range(tier.replicas)
         )
-        plans.append(TierPlan(tier, group, tp, pp, per_replica, replicas))
-    if errors:
-        raise InvalidInput(errors)
+        plans.append(TierPlan(tier, group, par, replicas))
     if short:
         raise NotCertified("\n".join(short))
     if engine:

@@ -56,9 +56,7 @@ def plan_for(tier_plan: Any, *, simulated: bool, source: str = "cluster.yml") ->
         tier_plan.tier,
         settings_of(tier_plan.tier),
         sku=tier_plan.group.catalog_sku,
-        gpus_per_node=tier_plan.gpus_per_node,
-        tp=tier_plan.tensor_parallel,
-        pp=tier_plan.pipeline_parallel,
+        parallel=tier_plan.parallel,
         simulated=simulated,
         source=source,
     )

@@ -13,6 +13,7 @@ from typing import Literal
 from gridready.catalog import Sku
 from gridready.errors import InvalidInput
 from gridready.serving.triton_versions import ReleaseLine, release_line
+from gridready.spec.parallel import Parallelism
 from gridready.spec.serving import Tier
 from gridready.spec.triton import TritonSettings
 
@@ -159,31 +160,21 @@ def _problem(tier: Tier, key: str, msg: str) -> str:
     return f"serving.tiers[{tier.name}].{key}: {msg}"
 
 
-def resolve_parallel(tier: Tier, gpus_per_node: int) -> tuple[int, int]:
-    """TP and PP: the tier's numbers, or for "derive" one full node per pipeline stage (TP = GPUs per node)."""
-    tp = gpus_per_node if tier.tensor_parallel == "derive" else tier.tensor_parallel
-    pp = 1 if tier.pipeline_parallel == "derive" else tier.pipeline_parallel
-    return tp, pp
-
-
 def make_plan(
     tier: Tier,
     settings: TritonSettings | None,
     *,
     sku: Sku,
-    gpus_per_node: int,
-    tp: int | None = None,
-    pp: int | None = None,
+    parallel: Parallelism,
     simulated: bool = False,
     source: str = "cluster.yml",
 ) -> TritonPlan:
-    """Validate and resolve; raises InvalidInput (exit 2) with one `<source>: <key>: <message>` line per problem."""
+    """Validate and resolve; raises InvalidInput (exit 2) with one `<source>: <key>: <message>` line per problem.
+    `parallel` is the tier's resolved parallelism (gridready.spec.parallel, kept by topology.TierPlan)."""
     settings = settings or TritonSettings.model_validate({})
-    if tp is None or pp is None:
-        dtp, dpp = resolve_parallel(tier, gpus_per_node)
-        tp, pp = tp or dtp, pp or dpp
     release = release_line(settings.mode, settings.versions)
-    plan = TritonPlan(tier, settings, release, sku, tp, pp, gpus_per_node, simulated)
+    gpus_per_node = parallel.gpus_per_node
+    plan = TritonPlan(tier, settings, release, sku, parallel.tensor, parallel.pipeline, gpus_per_node, simulated)
     problems: list[str] = []
     if tier.engine != "triton-trtllm":
         problems.append(_problem(tier, "engine", f"is {tier.engine!r}, not 'triton-trtllm'"))

@@ -253,7 +253,7 @@ def verify_tiers(inv: Inventory, ctx: RunContext, cert: Certification, plans: li
         endpoint = bench.Endpoint.for_tier(plan.tier, cert.certified[head].ip)
         unit_state, log_lines = unit_probes(inv, head, unit_name(plan.tier))
         reports.append(bench.verify_tier(endpoint, plan.tier, bench.Workload(),
-                                         gpus=plan.world_size * len(plan.replicas),
+                                         gpus=plan.gpus,
                                          ready_timeout_s=float(inv.spec.serving.wait_timeout_s),
                                          unit_state=unit_state, log_lines=log_lines))
     bench.write_tier_reports(stage_dir, reports, inv.customer)

@@ -15,6 +15,7 @@ import pytest
 
 from gridready import catalog
 from gridready.serving import triton
+from gridready.spec.parallel import Parallelism
 from gridready.spec.serving import Tier
 from gridready.spec.triton import TritonSettings
 
@@ -34,8 +35,8 @@ def _extravars(tmp: Path) -> dict[str, Any]:
     tier = Tier(name=TIER, engine="triton-trtllm", served_name="llama-3.1-8b", tensor_parallel=1,
                 pipeline_parallel=1, port=9000,
                 model={"hf_id": "meta-llama/Llama-3.1-8B-Instruct", "revision": "0e9e39f2"})
-    plan = triton.make_plan(tier, TritonSettings(mode="engine"), sku=catalog.lookup("h200"), gpus_per_node=8,
-                            simulated=True)
+    plan = triton.make_plan(tier, TritonSettings(mode="engine"), sku=catalog.lookup("h200"),
+                            parallel=Parallelism(1, 1, 8), simulated=True)
     repo = triton.write_repository(plan, tmp / "repo")
     return triton.hosts_extravars(plan, repo, ["node1"])
 

@@ -76,7 +76,10 @@ CASES = [
     ("tp-larger-than-gpus", _set("serving.tiers.0.tensor_parallel", 16), None, None,
      "inventories/acme/cluster.yml: serving.tiers[0].tensor_parallel: must be <= gpus_per_node (8)"),
     ("pp-larger-than-nodes", _set("serving.tiers.0.pipeline_parallel", 4), None, None,
-     "inventories/acme/cluster.yml: serving.tiers[0].pipeline_parallel: must be <= nodes in gpu_nodes (2)"),
+     "inventories/acme/cluster.yml: serving.tiers[0]: tensor_parallel x pipeline_parallel = 8 x 4 needs 4 node(s) "
+     "per replica x 1 replica(s); gpu_nodes has 2 node(s) of 8 GPUs"),
+    ("tp-not-dividing-gpus", _set("serving.tiers.0.tensor_parallel", 3), None, None,
+     "inventories/acme/cluster.yml: serving.tiers[0].tensor_parallel: must divide gpus_per_node (8)"),
     ("host-group-missing", None, "all:\n  children:\n    other:\n      hosts:\n        gpu01: {}\n", None,
      "inventories/acme/cluster.yml: node_groups[0].name: group 'gpu_nodes' is not in inventories/acme/hosts.yml"),
     ("bad-slug", _set("customer", "Acme_Corp"), None, None,
@@ -103,7 +106,8 @@ CASES = [
     ("duplicate-nic", _set("node_groups.0.nics.1.name", "mlx5_0"), None, None,
      "inventories/acme/cluster.yml: node_groups[0]: duplicate NIC names: mlx5_0"),
     ("too-many-gpus-wanted", _set("serving.tiers.0.replicas", 2), None, None,
-     "inventories/acme/cluster.yml: serving.tiers[0]: tensor_parallel x pipeline_parallel x replicas = 32 GPUs"),
+     "inventories/acme/cluster.yml: serving.tiers[0]: tensor_parallel x pipeline_parallel = 8 x 2 needs 2 node(s) "
+     "per replica x 2 replica(s); gpu_nodes has 2 node(s) of 8 GPUs"),
     ("bad-host-name", None, "all:\n  children:\n    gpu_nodes:\n      hosts:\n        'gpu 01': {}\n", None,
      "inventories/acme/hosts.yml: all.children.gpu_nodes.hosts.gpu 01: not a valid host name"),
     ("dcgm-level-out-of-range", _set("certification", {"dcgm_level": 7}), None, None,

@@ -26,10 +26,10 @@ def reports(tmp_path_factory):
     try:
         a = verify_tier(Endpoint(url=fast.url, model="m"),
                         Tier(name="fast-a", engine="vllm", model={"local_path": "/m"}, served_name="m", slo=SLO,
-                             tensor_parallel=2), WL)
+                             tensor_parallel=2), WL, gpus=2)
         b = verify_tier(Endpoint(url=slow.url, model="m", api=Api.TRITON_GENERATE),
                         Tier(name="trt-b", engine="triton-trtllm", model={"local_path": "/m"}, served_name="m",
-                             slo=SLO, tensor_parallel=1), WL)
+                             slo=SLO, tensor_parallel=1), WL, gpus=1)
     finally:
         for e in (fast, slow):
             e.proc.terminate()

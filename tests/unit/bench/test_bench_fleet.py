@@ -57,7 +57,7 @@ def test_engine_joins_ray_and_serves_the_benchmark(fleet):
         report = verify_tier(
             Endpoint(url=f"http://{hip}:8000", model="m"), tier,
             Workload(concurrency=[1, 4], num_prompts=8, duration_s=5, input_len=16, output_len=8, warmup=0),
-            ready_timeout_s=120,
+            gpus=1, ready_timeout_s=120,
             unit_state=lambda: f.ssh(head, f"systemctl is-active {UNIT}", check=False).stdout.strip(),
             log_lines=lambda: f.ssh(head, f"journalctl -u {UNIT} -n 20 --no-pager", check=False).stdout.splitlines())
         assert report.readiness.ready, report.readiness.reason

@@ -27,7 +27,7 @@ def tier(name: str = "fast", **slo: float) -> Tier:
 
 def test_tight_slo_fails_with_exit_3_naming_the_slo(engine_factory):
     e = engine_factory("--model", "m", *FAST)
-    report = verify_tier(Endpoint(url=e.url, model="m"), tier(ttft_ms_p99=5, tpot_ms_p99=1000), WL)
+    report = verify_tier(Endpoint(url=e.url, model="m"), tier(ttft_ms_p99=5, tpot_ms_p99=1000), WL, gpus=1)
     assert report.readiness.ready and report.smoke is not None and report.smoke.ok
     assert report.simulated and [lv.level.label for lv in report.levels] == ["c=1", "c=2"]
     assert not report.ok and report.exit_code == ExitCode.STAGE_FAILED == 3
@@ -41,9 +41,9 @@ def test_tight_slo_fails_with_exit_3_naming_the_slo(engine_factory):
 
 def test_passing_tier_and_outputs(engine_factory, tmp_path):
     e = engine_factory("--model", "m", *FAST)
-    report = verify_tier(Endpoint(url=e.url, model="m"), tier(ttft_ms_p99=2000, e2e_ms_p99=5000), WL)
+    report = verify_tier(Endpoint(url=e.url, model="m"), tier(ttft_ms_p99=2000, e2e_ms_p99=5000), WL, gpus=1)
     assert report.ok and report.exit_code == 0 and report.gate.level == "c=2"
-    bad = verify_tier(Endpoint(url=e.url, model="m"), tier("tight", e2e_ms_p99=1), WL)
+    bad = verify_tier(Endpoint(url=e.url, model="m"), tier("tight", e2e_ms_p99=1), WL, gpus=1)
     paths = write_tier_reports(tmp_path, [report, bad], customer="acme")
     data = json.loads(paths["fast"].read_text())
     assert data["gate"]["passed"] and data["levels"][1]["level"] == {"kind": "concurrency", "value": 2.0}
@@ -77,7 +77,7 @@ def test_readiness_times_out_and_says_why():
         return ["Traceback ...", "RuntimeError: CUDA out of memory"]
 
     port = _free_port()
-    report = verify_tier(Endpoint(url=f"http://127.0.0.1:{port}", model="m"), tier(), WL, ready_timeout_s=1.5,
+    report = verify_tier(Endpoint(url=f"http://127.0.0.1:{port}", model="m"), tier(), WL, gpus=1, ready_timeout_s=1.5,
                          unit_state=unit_state, log_lines=log_lines)
     r = report.readiness
     assert not r.ready and r.waited_s < 3 and r.attempts >= 1
@@ -88,7 +88,7 @@ def test_readiness_times_out_and_says_why():
 
 def test_readiness_names_a_missing_model(engine_factory):
     e = engine_factory("--model", "other", *FAST)
-    report = verify_tier(Endpoint(url=e.url, model="m"), tier(), WL, ready_timeout_s=1)
+    report = verify_tier(Endpoint(url=e.url, model="m"), tier(), WL, gpus=1, ready_timeout_s=1)
     assert "model 'm' not in /v1/models (served: other)" in report.readiness.reason
 
 

@@ -47,19 +47,19 @@ def test_tp_above_gpus_per_node_is_exit_2_with_one_clear_line(make_inv):
         err.value.lines)
 
 
-def test_topology_rejects_a_tp_x_pp_that_cannot_fit_the_inventory(make_inv):
-    inv = make_inv(2)
-    bad = inv.spec.serving.tiers[0].model_copy(update={"tensor_parallel": 16, "pipeline_parallel": 1})
-    inv.spec.serving.tiers[0] = bad
+def test_a_tp_x_pp_that_cannot_fit_the_inventory_is_refused_when_it_loads(make_inv):
+    """One resolver (gridready.spec.parallel): the static fit check runs at load, before any stage plans."""
     with pytest.raises(InvalidInput) as err:
-        topology.plan_tiers(inv, _cert(inv, inv.gpu_hosts()))
-    assert err.value.lines[0] == (
-        "inventories/acme/cluster.yml: serving.tiers[0].tensor_parallel: must be <= gpus_per_node (8)")
-    inv.spec.serving.tiers[0] = bad.model_copy(update={"tensor_parallel": 8, "pipeline_parallel": 2,
-                                                       "replicas": 2})
-    with pytest.raises(InvalidInput) as err:
-        topology.plan_tiers(inv, _cert(inv, inv.gpu_hosts()))
-    assert "8 x 2 needs 2 node(s) per replica x 2 replica(s); gpu_nodes has 2 node(s)" in err.value.lines[0]
+        make_inv(2, [vllm_tier(tensor_parallel=8, pipeline_parallel=2, replicas=2)])
+    assert err.value.lines == ["inventories/acme/cluster.yml: serving.tiers[0]: tensor_parallel x pipeline_parallel "
+                               "= 8 x 2 needs 2 node(s) per replica x 2 replica(s); gpu_nodes has 2 node(s) of 8 GPUs"]
+
+
+def test_pipeline_stages_may_share_a_node(make_inv):
+    """TP 4 x PP 2 is one node of 8 GPUs: vLLM runs both pipeline stages there."""
+    inv = make_inv(1, [vllm_tier(tensor_parallel=4, pipeline_parallel=2)])
+    (plan,) = topology.plan_tiers(inv, _cert(inv, inv.gpu_hosts()))
+    assert (plan.tensor_parallel, plan.pipeline_parallel, plan.nodes_per_replica, plan.gpus) == (4, 2, 1, 8)
 
 
 def test_quarantined_node_is_refused_and_the_tier_sized_on_what_remains(make_inv):

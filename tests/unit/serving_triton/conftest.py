@@ -7,6 +7,7 @@ from typing import Any
 from gridready import catalog
 from gridready.serving.triton import make_plan
 from gridready.serving.triton_plan import TritonPlan
+from gridready.spec.parallel import Parallelism
 from gridready.spec.serving import Tier
 from gridready.spec.triton import TritonSettings
 
@@ -32,5 +33,5 @@ def tier(size: str = "8b", tp: int = 1, pp: int = 1, **over: Any) -> Tier:
 def plan(size: str = "8b", tp: int = 1, pp: int = 1, *, simulated: bool = True, tier_over: dict | None = None,
          **settings: Any) -> TritonPlan:
     return make_plan(tier(size, tp, pp, **(tier_over or {})), TritonSettings(**settings), sku=H200,
-                     gpus_per_node=8, simulated=simulated)
+                     parallel=Parallelism(tp, pp, 8), simulated=simulated)
 
