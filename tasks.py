@@ -8,16 +8,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from importlib import import_module
 
 from invoke import Collection, Context, task
 
 from gridready import cli
 from gridready.artifacts import RunContext
 from gridready.contracts import StageSummary
-from gridready.stages import bench as bench_stage
-from gridready.stages import certify as certify_stage
-from gridready.stages import provision as provision_stage
-from gridready.stages import serve as serve_stage
 
 StageRun = Callable[[cli.Inventory, RunContext], StageSummary]
 
@@ -46,7 +43,10 @@ def validate(c: Context) -> None:
                      f"{len(inv.spec.serving.tiers)} serving tiers)")
 
 
-def _stage(c: Context, run: StageRun, **flags: object) -> None:
+def _stage(c: Context, stage: str, **flags: object) -> None:
+    """Run gridready.stages.<stage>; imported here, so that a machine without one stage's dependencies (Pulumi on a
+    lent GPU machine: docs/device.md) still runs the others."""
+    run: StageRun = import_module(f"gridready.stages.{stage}").run
     inv = _inv(c)
     as_json = bool(flags.pop("json", False)) or bool(c.config.gridready.json)
     flags["check"] = bool(flags.get("check")) or bool(c.config.gridready.check)
@@ -60,7 +60,7 @@ def _stage(c: Context, run: StageRun, **flags: object) -> None:
 def provision(c: Context, check: bool = False, limit: str | None = None, tags: str | None = None,
               json: bool = False) -> None:
     """Install and pin driver, fabric manager, DCGM, NCCL, RDMA, container toolkit; tune the hosts."""
-    _stage(c, provision_stage.run, check=check, limit=limit, tags=tags, json=json)
+    _stage(c, "provision", check=check, limit=limit, tags=tags, json=json)
 
 
 @task(pre=[validate], help={**_pick("check", "limit", "json"),
@@ -69,7 +69,7 @@ def provision(c: Context, check: bool = False, limit: str | None = None, tags: s
 def certify(c: Context, check: bool = False, limit: str | None = None, force: bool = False,
             json: bool = False) -> None:
     """Probe every node, judge every gate, certify the fabric, quarantine bad nodes, write the reports."""
-    _stage(c, certify_stage.run, check=check, limit=limit, force=force, json=json)
+    _stage(c, "certify", check=check, limit=limit, force=force, json=json)
 
 
 @task(pre=[validate], help={**_pick("check", "limit", "json"),
@@ -78,14 +78,28 @@ def certify(c: Context, check: bool = False, limit: str | None = None, force: bo
 def serve(c: Context, check: bool = False, limit: str | None = None, render: bool = False,
           json: bool = False) -> None:
     """Deploy the serving tiers on certified nodes, then readiness, smoke, benchmark and SLO gate."""
-    _stage(c, serve_stage.run, check=check, limit=limit, render=render, json=json)
+    _stage(c, "serve", check=check, limit=limit, render=render, json=json)
 
 
 @task(pre=[validate], help=_pick("json"))
 @cli.guarded
 def bench(c: Context, json: bool = False) -> None:
     """Re-run readiness, smoke, the load benchmark and the SLO gate against the deployed tiers."""
-    _stage(c, bench_stage.run, json=json)
+    _stage(c, "bench", json=json)
+
+
+@task(pre=[validate], help={"host": "a host of hosts.yml to read", "json": HELP["json"],
+                            "group": "node group name (default: the host's group in hosts.yml, else discovered)",
+                            "write": "put the node group into cluster.yml, then validate the inventory"})
+@cli.guarded
+def discover(c: Context, host: str, group: str | None = None, write: bool = False, json: bool = False) -> None:
+    """Read a host through Ansible (GPUs, NICs, OS, NVSwitch) and print its node group for cluster.yml."""
+    from gridready.stages import discover as stage
+
+    inv = _inv(c)
+    cli.ensure_sandbox(inv)
+    summary = stage.run(inv, cli.context(inv, json=json), host=host, group=group, write=write)
+    cli.finish(summary, json or bool(c.config.gridready.json))
 
 
 @task(pre=[validate], help={"json": HELP["json"]})
@@ -141,7 +155,7 @@ sandbox.add_task(sandbox_up, "up")
 sandbox.add_task(sandbox_down, "down")
 sandbox.add_task(sandbox_status, "status")
 
-ns = Collection(validate, provision, certify, serve, bench, plan, schema, sandbox)
+ns = Collection(validate, provision, certify, serve, bench, discover, plan, schema, sandbox)
 ns.configure({
     "gridready": {
         "inventory": os.environ.get("GRIDREADY_INVENTORY", "sandbox"),

@@ -5,6 +5,7 @@
 set -uo pipefail
 OUT=${OUT:?set OUT to the directory for the results}
 TARBALL=${1:-.vendor/nccl-tests-2.19.6.tar.gz}
+mkdir -p /tmp/raw
 export PYTHONUNBUFFERED=1 GRIDREADY_PROBE_PYTHON=/opt/torch/.venv/bin/python3 GRIDREADY_ARTIFACTS=/tmp/art
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:$PATH
@@ -17,8 +18,10 @@ if [ -f "$TARBALL" ]; then
   ln -sfn "$wheel/include" /tmp/ncclhome/include && ln -sf "$wheel/lib/libnccl.so.2" /tmp/ncclhome/lib/libnccl.so
   src=$(ls -d /tmp/nt/nccl-tests-*)
   if make -C "$src" -j"$(nproc)" MPI=0 CUDA_HOME=/usr/local/cuda NCCL_HOME=/tmp/ncclhome \
-      NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90" >"$OUT/nccl-tests-build.log" 2>&1; then
+      NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90" >/tmp/raw/nccl-tests-build.log 2>&1; then
     export NCCL_TESTS_DIR=$src/build
+    mkdir -p /opt/nccl-tests && ln -sfn "$src" /opt/nccl-tests/current  # where the probe looks (nccl role layout)
+    mkdir -p /opt/nccl-tests/current/bin && ln -sf "$src"/build/*_perf /opt/nccl-tests/current/bin/
   fi
 fi
 
@@ -28,5 +31,7 @@ echo "invoke certify: exit $? in $(( $(date +%s) - t0 )) s" | tee -a "$OUT/machi
 tar czf "$OUT/certify-artifacts.tgz" -C /tmp/art .
 
 python3 benchmarks/probe_vs_best.py --profile quick --out "$OUT/probe_vs_best.json" --md "$OUT/probe_vs_best.md" \
-  >/dev/null; echo "probe_vs_best: exit $?" | tee -a "$OUT/machine.txt"
+  --raw-dir /tmp/raw >/dev/null; echo "probe_vs_best: exit $?" | tee -a "$OUT/machine.txt"
+nvidia-smi -q -x >/tmp/raw/nvidia-smi-q-x.xml
+tar czf "$OUT/raw.tgz" -C /tmp/raw .  # nccl-tests build log and outputs, the -q -x capture
 python3 -m pytest -p no:cacheprovider -m gpu tests/gpu -q -rs 2>&1 | tee "$OUT/pytest-gpu.txt" | tail -5

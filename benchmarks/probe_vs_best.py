@@ -8,8 +8,9 @@ time to find the best the hardware gives:
   - HBM copy: 8 GiB buffers, best of 10 runs of 20 copies (bytes read + written);
   - host<->device: 2 GiB pinned, best of 10 runs of 10 copies each way;
   - peer copy (2+ GPUs): best of 10 runs of 20 copies of 2 GiB per ordered pair;
-  - all-reduce busbw (2+ GPUs, where nccl-tests' all_reduce_perf is found): nccl-tests' out-of-place busbw against
-    the probe's torch.distributed sweep at every size >= 512 MiB.
+  - busbw of every collective (2+ GPUs, where nccl-tests' `<collective>_perf` is found: all_reduce, all_gather,
+    reduce_scatter, alltoall, sendrecv): nccl-tests' validated busbw (the one parser) against the probe's
+    torch.distributed sweep of the same collective at every size >= 512 MiB (NCCL_NVLS_ENABLE=0 as the machines need).
 Prints one JSON document (figures, ratios probe/best, within_3pct) and writes a Markdown table with --md.
 
     python3 benchmarks/probe_vs_best.py --profile quick --out probe_vs_best.json --md probe_vs_best.md
@@ -55,15 +56,21 @@ def _pairs(probe: dict[str, Any], ref: dict[str, Any]) -> list[tuple[str, float 
     return rows
 
 
-def nccl_tests_busbw(world: int, max_bytes: int) -> dict[int, float]:
-    """all_reduce_perf -g <world> (one process), out-of-place busbw per size, parsed by the probe's parser."""
-    binary = nccl_tests.find_binary("all_reduce_perf", os.environ.get("NCCL_TESTS_DIR"))
+COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv")
+
+
+def nccl_tests_busbw(collective: str, world: int, max_bytes: int, raw_dir: Path | None) -> dict[int, float]:
+    """<collective>_perf -g <world> (one process): validated busbw per size, read by the one nccl-tests parser."""
+    binary = nccl_tests.find_binary(f"{collective}_perf", os.environ.get("NCCL_TESTS_DIR"))
     if binary is None:
         return {}
     res = subprocess.run([binary, "-b", str(512 * MiB), "-e", str(max_bytes), "-f", "2", "-g", str(world),
-                          "-n", "20", "-w", "5"], capture_output=True, text=True, timeout=600, check=False)
+                          "-n", "20", "-w", "5"], capture_output=True, text=True, timeout=600, check=False,
+                         env={**os.environ, "NCCL_NVLS_ENABLE": "0"})
+    if raw_dir is not None:
+        (raw_dir / f"{collective}_perf.txt").write_text(res.stdout)
     parsed = nccl_tests.parse_text(res.stdout)
-    return {r["bytes"]: r["oop"]["busbw"] for r in parsed["rows"] if r.get("oop")}
+    return {r["bytes"]: bw for r in parsed["rows"] if (bw := nccl_tests.validated_busbw(r)) is not None}
 
 
 def main() -> int:
@@ -71,6 +78,7 @@ def main() -> int:
     ap.add_argument("--profile", default="quick", choices=sorted(PROFILES))
     ap.add_argument("--out", type=Path)
     ap.add_argument("--md", type=Path)
+    ap.add_argument("--raw-dir", type=Path, help="keep each <collective>_perf output here (2+ GPUs)")
     args = ap.parse_args()
     import torch
 
@@ -92,18 +100,18 @@ def main() -> int:
         ratio = p["gbps"] / best if p.get("gbps") and best else None
         rows.append({"gpu": f"{p['src']}->{p['dst']}", "figure": "peer_gbps", "probe": p.get("gbps"), "best": best,
                      "ratio": ratio, "within_3pct": ratio is not None and ratio >= 1 - TOLERANCE})
-    if world >= 2:
+    for coll in COLLECTIVES if world >= 2 else ():
         from gridready.probe import torch_allreduce
 
-        ref_bw = nccl_tests_busbw(world, 8 * GiB)
+        ref_bw = nccl_tests_busbw(coll, world, 8 * GiB, args.raw_dir)
         sizes = sorted(ref_bw) or [512 * MiB, GiB, 2 * GiB, 4 * GiB, 8 * GiB]
         sweep = torch_allreduce.sweep(world, sizes, prof["ar_iters"], prof["ar_warmup"], 2,
-                                      {"NCCL_NVLS_ENABLE": "0"}, 600.0)
+                                      {"NCCL_NVLS_ENABLE": "0"}, 600.0, collective=coll)
         for r in sweep["sizes"]:
             best = ref_bw.get(r["bytes"])
             ratio = r["busbw_gbps"] / best if best else None
-            rows.append({"gpu": "all", "figure": f"allreduce_busbw_gbps[{r['bytes'] >> 20} MiB]",
-                         "probe": r["busbw_gbps"], "best": best, "ratio": ratio,
+            rows.append({"gpu": "all", "figure": f"{coll}_busbw_gbps[{r['bytes'] >> 20} MiB]",
+                         "probe": r["busbw_gbps"], "best": best, "ratio": ratio, "wrong": sweep["wrong"],
                          "within_3pct": ratio is not None and ratio >= 1 - TOLERANCE, "best_source": "nccl-tests"})
     doc = {"schema": "gridready.probe-vs-best/1", "profile": args.profile, "gpus": world,
            "device": torch.cuda.get_device_name(0), "torch": torch.__version__, "probe_wall_s": probe_s,

@@ -20,9 +20,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+Collective = Literal["all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv"]
+COLLECTIVES: tuple[str, ...] = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv")
+
 
 class NcclFloor(BaseModel):
-    """All-reduce busbw floor inside one node for a GPU count and algorithm."""
+    """busbw floor of one nccl-tests collective inside one node for a GPU count and algorithm."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -30,6 +33,8 @@ class NcclFloor(BaseModel):
     algo: str  # "ring" (NCCL_NVLS_ENABLE=0) or "nvls"
     floor_gbps: float
     reference_gbps: float  # the published or measured figure the floor was derived from
+    collective: Collective = "all_reduce"
+    source: str = ""
 
 
 Platform = Literal["baremetal", "passthrough"]
@@ -92,9 +97,9 @@ class Sku(BaseModel):
     def shape_names(self) -> str:
         return ", ".join(s.label for s in self.shapes)
 
-    def nccl_floor(self, gpus: int, algo: str) -> NcclFloor | None:
-        """The floor for exactly this GPU count and algorithm, else the nearest smaller count."""
-        matches = [f for f in self.nccl_floors if f.algo == algo and f.gpus <= gpus]
+    def nccl_floor(self, gpus: int, algo: str, collective: str = "all_reduce") -> NcclFloor | None:
+        """The floor for exactly this collective, GPU count and algorithm, else the nearest smaller count."""
+        matches = [f for f in self.nccl_floors if f.algo == algo and f.gpus <= gpus and f.collective == collective]
         return max(matches, key=lambda f: f.gpus) if matches else None
 
 
@@ -104,7 +109,17 @@ _GEN5_X16_GBPS = 63.0  # PCIe 5.0: 32 GT/s x 16 lanes x 128/130 = 63 GB/s one di
 # Ring all-reduce on NVLink4 (NVLS off): 2 GPUs 347.0 GB/s peak (FIX-H200 nccl-tests @4GiB), 8 GPUs 365.6-370
 # (ANCH 3.2: ml-eng network/README.md L929, sjeaugey "370"). Floors are 90% of the reference.
 # NVLS, 8 GPUs: 473-482 measured (ANCH 3.2); floor 460 as Azure NHC check_nccl_allreduce (ANCH 3.2, AZ).
+# The other collectives, 2 GPUs, ring, NVLS off: busbw peaks of nccl-tests 2.19.6 on the lent 2 x H200 VM (issue 17,
+# "measured busbw differs by collective": all_gather ~313, reduce_scatter ~296, sendrecv ~366 GB/s; issue 21 re-measures
+# them with the probe's -q -x capture); floors 90% of the reference, as for all_reduce. busbw factors per collective:
+# ANCH 3.2 / nccl-tests doc/PERFORMANCE.md (all_gather, reduce_scatter, alltoall (n-1)/n; sendrecv 1). alltoall has
+# no measurement yet: no floor, its gate asks for certification.floors.nccl_collectives_gbps.alltoall.
+_ISSUE17 = "2 x H200 nccl-tests 2.19.6 busbw peak (issue 17)"
 _NVLINK4_NCCL = (
+    NcclFloor(gpus=2, algo="ring", collective="all_gather", floor_gbps=282.0, reference_gbps=313.0, source=_ISSUE17),
+    NcclFloor(gpus=2, algo="ring", collective="reduce_scatter", floor_gbps=266.0, reference_gbps=296.0,
+              source=_ISSUE17),
+    NcclFloor(gpus=2, algo="ring", collective="sendrecv", floor_gbps=329.0, reference_gbps=366.0, source=_ISSUE17),
     NcclFloor(gpus=2, algo="ring", floor_gbps=312.0, reference_gbps=347.0),
     NcclFloor(gpus=4, algo="ring", floor_gbps=320.0, reference_gbps=356.0),  # interpolated 2..8 GPUs (derived)
     NcclFloor(gpus=8, algo="ring", floor_gbps=330.0, reference_gbps=367.0),

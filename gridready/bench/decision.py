@@ -32,6 +32,9 @@ class TierNumbers(BaseModel):
     tpot_p99_ms: float | None
     e2e_p99_ms: float | None
     cost_per_mtok_usd: float | None  # at capacity_level; None without a price or without a level at SLO
+    prefix_hit_rate: float | None = None  # share of prompt tokens the engine served from its prefix cache
+    prefix_hit_source: str | None = None  # the engine's series it was read from
+    prefix_engine_reported: float | None = None  # SGLang's own sglang:cache_hit_rate gauge
 
     def score(self, objective: Objective) -> float | None:
         """Higher is better; None means not comparable (no price, nothing met the SLO)."""
@@ -40,6 +43,18 @@ class TierNumbers(BaseModel):
         if objective == "throughput":
             return self.max_output_tok_s
         return None if self.cost_per_mtok_usd is None else -self.cost_per_mtok_usd
+
+
+class PrefixShootout(BaseModel):
+    """Which tier reused the shared system prompt best (prefix-cache hit rate over the same workload)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    shared_prefix_len: int
+    shared_prefix_share: float
+    hit_rates: dict[str, float | None]  # tier -> hit rate (None: the engine exposes no prefix-cache series)
+    winner: str | None
+    statement: str
 
 
 class Decision(BaseModel):
@@ -55,6 +70,7 @@ class Decision(BaseModel):
     what_would_change: list[str]
     workload: dict[str, object]
     simulated: bool
+    prefix_reuse: PrefixShootout | None = None
 
 
 def numbers(r: TierReport, spec: DecisionSpec) -> TierNumbers:
@@ -74,7 +90,44 @@ def numbers(r: TierReport, spec: DecisionSpec) -> TierNumbers:
         output_tok_s_at_slo=cap.output_throughput if cap else 0.0,
         max_output_tok_s=best.output_throughput if best else 0.0, max_output_level=best.level.label if best else None,
         ttft_p99_ms=gate.ttft.p99 if gate else None, tpot_p99_ms=gate.tpot.p99 if gate else None,
-        e2e_p99_ms=gate.e2e.p99 if gate else None, cost_per_mtok_usd=cost)
+        e2e_p99_ms=gate.e2e.p99 if gate else None, cost_per_mtok_usd=cost,
+        prefix_hit_rate=r.prefix_cache.hit_rate if r.prefix_cache else None,
+        prefix_hit_source=(f"{r.prefix_cache.hit_series} / {r.prefix_cache.query_series}"
+                           if r.prefix_cache else None),
+        prefix_engine_reported=r.prefix_cache.engine_reported if r.prefix_cache else None)
+
+
+def shootout(rows: list[TierNumbers], reports: list[TierReport], spec: DecisionSpec) -> PrefixShootout | None:
+    """The prefix-reuse comparison, when the workload carried a shared system prompt."""
+    wl = reports[0].workload
+    if not wl.shared_prefix_len:
+        return None
+    rates = {r.tier: r.prefix_hit_rate for r in rows}
+    known = sorted(((v, t) for t, v in rates.items() if v is not None), reverse=True)
+    ttft = {r.tier: r.ttft_p99_ms for r in rows}
+    if not known:
+        return PrefixShootout(shared_prefix_len=wl.shared_prefix_len, shared_prefix_share=wl.shared_prefix_share,
+                              hit_rates=rates, winner=None,
+                              statement="no tier exposed prefix-cache metrics; no prefix-reuse winner")
+    (best, who), rest = known[0], known[1:]
+    if rest and _rel(best, rest[0][0]) <= spec.tie_margin:
+        statement = (f"prefix reuse is a tie within {spec.tie_margin:.0%}: "
+                     + ", ".join(f"{t} {v:.1%}" for v, t in known))
+        winner = None
+    else:
+        others = "; ".join(f"{t} {v:.1%} (TTFT p99 {_v(ttft[t])} ms)" for v, t in rest) or "no other tier measured"
+        statement = (f"{who} reuses the shared {wl.shared_prefix_len}-token system prompt best: "
+                     f"{best:.1%} of prompt tokens from its prefix cache (TTFT p99 {_v(ttft[who])} ms) vs {others}")
+        winner = who
+    missing = [t for t, v in rates.items() if v is None]
+    if missing:
+        statement += f"; no prefix-cache series from {', '.join(missing)}"
+    return PrefixShootout(shared_prefix_len=wl.shared_prefix_len, shared_prefix_share=wl.shared_prefix_share,
+                          hit_rates=rates, winner=winner, statement=statement)
+
+
+def _v(x: float | None) -> str:
+    return "-" if x is None else f"{x:.1f}"
 
 
 def _ranked(rows: list[TierNumbers], objective: Objective) -> list[tuple[float, TierNumbers]]:
@@ -140,7 +193,7 @@ def decide(reports: list[TierReport], spec: DecisionSpec | None = None, model: s
                     winner=winner.tier, reason=reason, tiers=rows, by_objective=by,
                     what_would_change=_what_would_change(rows, reports, winner, decided_by, spec, by),
                     workload=reports[0].workload.model_dump(mode="json", exclude={"api"}),
-                    simulated=any(r.simulated for r in reports))
+                    simulated=any(r.simulated for r in reports), prefix_reuse=shootout(rows, reports, spec))
 
 
 def _what_would_change(rows: list[TierNumbers], reports: list[TierReport], winner: TierNumbers,

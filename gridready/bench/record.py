@@ -108,13 +108,26 @@ def markdown(d: Decision, plots: list[str]) -> str:
         ("E2E p99 at gate (ms)", [_v(r.e2e_p99_ms) for r in t]),
         ("GPU-hour price (USD)", [_v(r.gpu_hour_price_usd, "{:.2f}") for r in t]),
         ("USD per 1M output tokens", [_v(r.cost_per_mtok_usd, "{:.3f}") for r in t]),
+        ("prefix-cache hit rate (run)", [_v(r.prefix_hit_rate and r.prefix_hit_rate * 100, "{:.1f} %")
+                                         if r.prefix_hit_rate is not None else "-" for r in t]),
+        ("engine's own hit-rate gauge", [_v(r.prefix_engine_reported and r.prefix_engine_reported * 100,
+                                            "{:.1f} %") if r.prefix_engine_reported is not None else "-"
+                                         for r in t]),
     ]
     lines = [f"# Engine decision: {d.model}", ""]
     if d.simulated:
-        lines += ["> **SIMULATED**: these tiers ran gridready's simulated engine, not vLLM/TensorRT-LLM on GPUs.", ""]
+        lines += ["> **SIMULATED**: these tiers ran gridready's simulated engine, not vLLM/SGLang/TensorRT-LLM on "
+                  "GPUs.", ""]
     lines += [f"**Winner: {d.winner}** (objective: {d.objective}; decided by: {d.decided_by or 'tie'})", "",
               d.reason + ".", "", "## Numbers side by side", "", head, sep]
     lines += [f"| {name} | " + " | ".join(vals) + " |" for name, vals in rows]
+    if d.prefix_reuse is not None:
+        p = d.prefix_reuse
+        lines += ["", "## Prefix-reuse shootout", "",
+                  f"Shared system prompt of {p.shared_prefix_len} tokens on {p.shared_prefix_share:.0%} of the "
+                  f"requests. **Prefix-reuse winner: {p.winner or 'none'}**. {p.statement}.", "",
+                  "Sources: " + "; ".join(f"{r.tier}: {r.prefix_hit_source}" for r in t if r.prefix_hit_source)
+                  + " (difference over the benchmark run)."]
     lines += ["", "Who would win under each objective alone: "
               + ", ".join(f"{k}: {v or 'none'}" for k, v in d.by_objective.items()) + ".", "",
               "## What would change the decision", ""]

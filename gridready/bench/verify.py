@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from gridready.bench.client import run_level
 from gridready.bench.endpoint import Endpoint
 from gridready.bench.gate import GateOutcome, failed_gate, slo_gate
+from gridready.bench.prefix_reading import PrefixCacheReading, reading, scrape
 from gridready.bench.protocols import Api
 from gridready.bench.readiness import LogLines, ReadinessReport, UnitState, await_ready
 from gridready.bench.smoke import SmokeReport, smoke
@@ -39,6 +40,8 @@ class TierReport(BaseModel):
     smoke: SmokeReport | None = None
     levels: list[LevelSummary] = []
     gate: GateOutcome
+    prefix_cache: PrefixCacheReading | None = Field(
+        None, description="the engine's prefix-cache hit rate over the benchmark, from its own metrics")
     started: str
     finished: str
     simulated: bool = Field(description="the engine said it is gridready's simulator")
@@ -78,16 +81,18 @@ async def averify_tier(endpoint: Endpoint, tier: Tier, workload: Workload, *, gp
     if not sm.ok:
         return TierReport(**common, smoke=sm, gate=failed_gate(tier.name, "smoke", sm.reason), finished=_now())
     api = wl.api or Api.OPENAI_CHAT
+    before = await scrape(endpoint.metrics_url)
     levels = []
     for level in wl.levels():
         say(f"{tier.name}: benchmark {level.label} ({wl.duration_s:g} s or {wl.num_prompts} requests)")
         run = await run_level(endpoint.base, api, endpoint.model, level, wl, tag=f"{tier.name}-")
         levels.append(summarize(run, tier.slo))
+    prefix = reading(tier.engine, before, await scrape(endpoint.metrics_url))
     gate_level = wl.gate()
     summary = next((s for s in levels if s.level == gate_level), None)
     gate = slo_gate(tier.name, summary, tier.slo)
     say(gate.message)
-    return TierReport(**common, smoke=sm, levels=levels, gate=gate, finished=_now())
+    return TierReport(**common, smoke=sm, levels=levels, gate=gate, prefix_cache=prefix, finished=_now())
 
 
 def verify_tier(endpoint: Endpoint, tier: Tier, workload: Workload, **kwargs: object) -> TierReport:

@@ -49,7 +49,11 @@ class Workload(BaseModel):
     max_concurrency: PositiveInt | None = Field(None, description="cap on in-flight requests in rate mode")
     num_prompts: PositiveInt = Field(200, description="requests per level at most")
     duration_s: PositiveFloat = Field(20.0, description="seconds per level at most (in-flight ones finish)")
-    input_len: PositiveInt = 128
+    input_len: PositiveInt = Field(128, description="tokens of each request's own part of the prompt")
+    shared_prefix_len: int = Field(0, ge=0, description="tokens of a system prompt shared across requests "
+                                                        "(the prefix-reuse shootout); 0: none")
+    shared_prefix_share: float = Field(1.0, ge=0, le=1,
+                                       description="share of requests that start with the shared system prompt")
     output_len: PositiveInt = 64
     dataset: Path | None = Field(None, description="JSONL: prompt|text|messages, optional output_len|max_tokens")
     seed: int = 0
@@ -80,11 +84,22 @@ class Workload(BaseModel):
         if self.dataset is not None:
             return load_dataset(self.dataset, n, self.output_len)
         rng = random.Random(self.seed)
+        shared = self.shared_prefix()
         out = []
         for i in range(n):
             words = [f"request {i}:"] + [rng.choice(WORDS) for _ in range(self.input_len - 2)]
-            out.append(Prompt(" ".join(words), self.input_len, self.output_len))
+            if shared and rng.random() < self.shared_prefix_share:
+                words = shared + words
+            text = " ".join(words)
+            out.append(Prompt(text, len(text.split()), self.output_len))
         return out
+
+    def shared_prefix(self) -> list[str]:
+        """The shared system prompt: `shared_prefix_len` words, the same for every request and tier."""
+        if not self.shared_prefix_len:
+            return []
+        rng = random.Random(f"system-{self.seed}")
+        return ["system:"] + [rng.choice(WORDS) for _ in range(self.shared_prefix_len - 1)]
 
 
 def load_dataset(path: Path, n: int, default_output: int) -> list[Prompt]:

@@ -66,7 +66,9 @@ def dcgm(doc: dict[str, Any], exp: Expectations) -> list[GateResult]:
             skips.append(f"required plugin {t['name']} skipped")
         elif any(r["status"] == "warn" for r in res):
             warns.append(f"{t['name']} warned{_where([r for r in res if r['status'] == 'warn'])}")
+    prec = (d.get("parameters") or {}).get("diagnostic.precision")
     m = {"level": d.get("level"), "rc": d.get("rc"), "schema": parsed.get("schema"), "version": parsed.get("version"),
+         "diagnostic_precision": _precision_names(prec) if prec else "DCGM default (FP16+FP32, FP64 where fast)",
          "tests": len(parsed["tests"]), "failed": fails, "skipped_required": skips, "flaky_passed_alone": flaky}
     kw: dict[str, Any] = {"measured": m, "expected": expected, "evidence": "raw.dcgmi_diag"}
     if fails or skips:
@@ -79,5 +81,11 @@ def dcgm(doc: dict[str, Any], exp: Expectations) -> list[GateResult]:
     if flaky or warns:
         return [exp.result("dcgm", W, f"DCGM level {d.get('level')} passed; " + "; ".join(
             [f"{x} (passed when retried alone)" for x in flaky] + warns), **kw)]
+    ran = f"; diagnostic plugin at {m['diagnostic_precision']}" if (d.get("level") or 0) >= 3 else ""
     return [exp.result("dcgm", P, f"DCGM level {d.get('level')}: {len(parsed['tests'])} tests pass"
-                       f" ({parsed.get('schema')} schema)", **kw)]
+                       f" ({parsed.get('schema')} schema){ran}", **kw)]
+
+
+def _precision_names(letters: str) -> str:
+    names = {"h": "FP16 (tensor cores)", "s": "FP32", "d": "FP64"}
+    return " + ".join(names[c] for c in letters.lower() if c in names)

@@ -139,14 +139,16 @@ def isolate(
             failed[a].append(b)
             failed[b].append(a)
             pending += [a, b]
-    pending = [n for n in order if n in pending]
+    position = {n: i for i, n in enumerate(order)}
+    pending = sorted(set(pending), key=position.__getitem__)
 
     # pass 2..: retest suspects until each is cleared, quarantined or out of partners
     while pending:
         if good:
             pairs, used = [], set()
+            partners = sorted(good, key=position.__getitem__)  # once per round, not per suspect (O(N) per round)
             for s in pending:
-                g = next((g for g in sorted(good, key=order.index) if g not in used and g not in met[s]), None)
+                g = next((g for g in partners if g not in used and g not in met[s]), None)
                 if g is not None:
                     pairs.append((s, g))
                     used.add(g)

@@ -62,6 +62,10 @@ GATES: tuple[tuple[str, Gate], ...] = (
     ("h2d_bandwidth", transfer.h2d_bandwidth),
     ("peer_bandwidth", transfer.peer_bandwidth),
     ("nccl_allreduce", nccl.nccl_allreduce),
+    ("nccl_all_gather", nccl.nccl_all_gather),  # these four only where certification.nccl.collectives names them
+    ("nccl_reduce_scatter", nccl.nccl_reduce_scatter),
+    ("nccl_alltoall", nccl.nccl_alltoall),
+    ("nccl_sendrecv", nccl.nccl_sendrecv),
 )
 GATE_NAMES = tuple(n for n, _ in GATES)
 
@@ -89,6 +93,7 @@ class NodeVerdict(BaseModel):
     gates: list[GateResult] = Field(default_factory=list)
     blocking: list[str] = Field(default_factory=list, description="one line per blocking result")
     figures: dict[str, Any] = Field(default_factory=dict, description="headline measurements for reports")
+    simulated: list[str] = Field(default_factory=list, description="raw outputs that came from simulated tools")
 
     def add(self, results: Iterable[GateResult], spec: CertificationSpec | None = None) -> NodeVerdict:
         """Merge more results (fleet outliers, fabric gates) applying the spec's waivers, then re-decide."""
@@ -177,8 +182,21 @@ def judge_node(spec: CertificationSpec, target: Any, probe_doc: dict[str, Any] |
         results += [r.model_copy(update={"evidence": f"{evidence}#{r.evidence}" if evidence and r.evidence else
                                          r.evidence or evidence}) for r in got]
     v.figures = figures(probe_doc)
+    v.simulated = simulated_outputs(probe_doc)
     v.add(results, spec)
     return v
+
+
+SIM_MARKER = "gridready-sim"  # every simulated tool prints it (gridready/sandbox/sim/*.py, "Markers" in each header)
+
+
+def simulated_outputs(probe_doc: Mapping[str, Any]) -> list[str]:
+    """Keys of the raw tool outputs that carry the simulator's marker, plus `sysfs` for the simulated tree."""
+    raw = probe_doc.get("raw") or {}
+    out = sorted(k for k, text in raw.items() if isinstance(text, str) and SIM_MARKER in text)
+    if (probe_doc.get("system") or {}).get("simulated_sysfs"):
+        out.append("sysfs")
+    return out
 
 
 class FleetVerdict(BaseModel):
@@ -199,6 +217,7 @@ class FleetVerdict(BaseModel):
     exit_code: int
     status: Literal["certified", "degraded", "not-certified"]
     messages: list[str] = Field(default_factory=list)
+    simulated: list[str] = Field(default_factory=list, description="nodes judged on simulated evidence")
     nodes: dict[str, NodeVerdict] = Field(default_factory=dict)
 
 
@@ -246,7 +265,8 @@ def judge_fleet(spec: CertificationSpec, verdicts: Iterable[NodeVerdict], *, reu
     return FleetVerdict(customer=customer, run_id=run_id, judged_at=_now().isoformat(timespec="seconds"),
                         profile=str(spec.profile), failure_policy=str(spec.failure_policy),
                         min_certified_nodes=spec.min_certified_nodes, certified=certified, quarantined=quarantined,
-                        reused=reused, exit_code=int(code), status=status, messages=msgs, nodes=nodes)
+                        reused=reused, exit_code=int(code), status=status, messages=msgs, nodes=nodes,
+                        simulated=sorted(n for n, v in nodes.items() if v.simulated))
 
 
 def still_valid(cert: Mapping[str, Any], spec: CertificationSpec, now: dt.datetime | None = None) -> bool:

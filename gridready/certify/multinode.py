@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gridready.certify.result import Expected, GateResult, GateStatus
+from gridready.probe import nccl_tests
 from gridready.spec.fabric import FabricSettings
 
 S = GateStatus
@@ -143,8 +144,6 @@ def torchrun_plan(
 # ---------------------------------------------------------------- parsing
 
 _PREFIX = re.compile(r"^\s*(?:\[\d+,\d+\]<\w+>:|\d+:)\s?")  # mpirun --tag-output / srun -l
-_ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+\w+\s+\w+\s+(.*)$")  # size count type redop [root] ...
-_RANK = re.compile(r"#\s+Rank\s+(\d+).*?\bon\s+(\S+)\s+device\s+(\d+)")
 
 
 @dataclass
@@ -198,63 +197,25 @@ def parse_transport(lines: list[str]) -> Transport:
     return Transport("unknown", devs, [])
 
 
-def _num(tok: str) -> float | None:
-    try:
-        return float(tok)
-    except ValueError:
-        return None
-
-
 def parse_nccl_tests(text: str) -> CollectiveRun:
-    """nccl-tests text (any of `#wrong` / old `error` columns, srun/mpirun prefixes, interleaved NCCL lines)."""
-    lines = [_PREFIX.sub("", ln.rstrip("\n")) for ln in text.splitlines()]
-    wrong_col, has_root = True, True
+    """nccl-tests text (any of `#wrong` / old `error` columns, srun/mpirun prefixes, interleaved NCCL lines), read by
+    the one nccl-tests parser (gridready/probe/nccl_tests.py); busbw per size is the best of the two columns."""
+    p = nccl_tests.parse_text(text)
     rows: list[dict[str, Any]] = []
     wrong_sum: int | None = None
-    oob = avg = None
-    hosts: list[str] = []
-    ranks = 0
-    errors: list[str] = []
-    for ln in lines:
-        if re.search(r"redop\s+(root\s+)?time", ln):
-            has_root = "root" in ln
-        if "#wrong" in ln:
-            wrong_col = True
-        elif re.search(r"busbw\s+error", ln):
-            wrong_col = False
-        if m := _RANK.search(ln):
-            ranks += 1
-            if m.group(2) not in hosts:
-                hosts.append(m.group(2))
-            continue
-        if m := re.search(r"Out of bounds values\s*:\s*(\d+)", ln):
-            oob = int(m.group(1))
-        elif m := re.search(r"Avg bus bandwidth\s*:\s*([\d.]+)", ln):
-            avg = float(m.group(1))
-        elif re.search(r"Test (NCCL |CUDA )?failure|NCCL error|ORTE was unable|unhandled system error", ln):
-            errors.append(ln.strip())
-        if ln.lstrip().startswith("#") or "NCCL" in ln:
-            continue
-        m = _ROW.match(ln)
-        if not m:
-            continue
-        toks = m.group(3).split()[1 if has_root else 0 :]
-        # time algbw busbw wrong | time algbw busbw wrong
-        if len(toks) < 8:
-            continue
-        oop, inp = toks[:4], toks[4:8]
-        bw = [v for v in (_num(oop[2]), _num(inp[2])) if v is not None]
-        if not bw:
-            continue
-        row = {"bytes": int(m.group(1)), "busbw": max(bw), "busbw_oop": _num(oop[2]), "busbw_ip": _num(inp[2])}
-        if wrong_col:
-            w = [int(x) for x in (oop[3], inp[3]) if x.isdigit()]
+    for r in p["rows"]:
+        oop, ip = r.get("oop") or {}, r.get("ip") or {}
+        row = {"bytes": r["bytes"], "busbw": max(v for v in (oop.get("busbw"), ip.get("busbw")) if v is not None),
+               "busbw_oop": oop.get("busbw"), "busbw_ip": ip.get("busbw")}
+        if p["wrong_kind"] == "count":
+            w = [int(x) for x in (oop.get("wrong"), ip.get("wrong")) if x is not None]
             row["wrong"] = sum(w) if w else None
             if w:
                 wrong_sum = (wrong_sum or 0) + sum(w)
         rows.append(row)
-    return CollectiveRun(rows=rows, wrong=wrong_sum, out_of_bounds=oob, avg_busbw=avg, hosts=hosts, ranks=ranks,
-                         transport=parse_transport(lines), errors=errors)
+    lines = [_PREFIX.sub("", ln) for ln in text.splitlines()]
+    return CollectiveRun(rows=rows, wrong=wrong_sum, out_of_bounds=p["out_of_bounds"], avg_busbw=p["avg_busbw"],
+                         hosts=p["hosts"], ranks=p["ranks"], transport=parse_transport(lines), errors=p["errors"])
 
 
 def parse_torch_sweep(text: str, hosts: list[str]) -> CollectiveRun:

@@ -104,10 +104,13 @@ def build() -> dict[str, Any]:
     lay.panel("timeseries", "Requests running / waiting",
               [(f"sum by (tier) (vllm:num_requests_running{{{T}}})", "{{tier}} running"),
                (f"sum by (tier) (vllm:num_requests_waiting{{{T}}})", "{{tier}} waiting"),
-               (f'sum by (tier) (nv_trt_llm_request_metrics{{{T},request_type="active"}})', "{{tier}} active (trt)")],
+               (f'sum by (tier) (nv_trt_llm_request_metrics{{{T},request_type="active"}})', "{{tier}} active (trt)"),
+               (f"sum by (tier) (sglang:num_running_reqs{{{T}}})", "{{tier}} running (sglang)"),
+               (f"sum by (tier) (sglang:num_queue_reqs{{{T}}})", "{{tier}} waiting (sglang)")],
               w=8)
     lay.panel("timeseries", "Output tokens/s",
-              [(f"sum by (tier) (rate(vllm:generation_tokens_total{{{T}}}[1m]))", "{{tier}}")], w=8)
+              [(f"sum by (tier) (rate(vllm:generation_tokens_total{{{T}}}[1m]))", "{{tier}}"),
+               (f"sum by (tier) (rate(sglang:generation_tokens_total{{{T}}}[1m]))", "{{tier}} (sglang)")], w=8)
     lay.panel("timeseries", "KV cache usage",
               [(f"max by (tier) (vllm:kv_cache_usage_perc{{{T}}})", "{{tier}}"),
                (f'max by (tier) (nv_trt_llm_kv_cache_block_metrics{{{T},kv_cache_block_type="fraction"}})',
@@ -117,10 +120,18 @@ def build() -> dict[str, Any]:
                   [(f"histogram_quantile({q}, sum by (le, tier) (rate(vllm:time_to_first_token_seconds_bucket"
                     f"{{{T}}}[5m])))", "{{tier}}"),
                    (f"histogram_quantile({q}, sum by (le, tier) (rate(nv_inference_first_response_histogram_ms_bucket"
-                    f"{{{T}}}[5m]))) / 1000", "{{tier}} (triton)")], w=6, unit="s")
+                    f"{{{T}}}[5m]))) / 1000", "{{tier}} (triton)"),
+                   (f"histogram_quantile({q}, sum by (le, tier) (rate(sglang:time_to_first_token_seconds_bucket"
+                    f"{{{T}}}[5m])))", "{{tier}} (sglang)")], w=6, unit="s")
     lay.panel("timeseries", "Inter-token latency p99",
               [(f"histogram_quantile(0.99, sum by (le, tier) (rate(vllm:inter_token_latency_seconds_bucket"
                 f"{{{T}}}[5m])))", "{{tier}}")], w=6, unit="s")
+    lay.panel("timeseries", "Prefix-cache hit rate (share of prompt tokens)",
+              [(f"sum by (tier) (rate(vllm:prefix_cache_hits_total{{{T}}}[5m])) / "
+                f"sum by (tier) (rate(vllm:prefix_cache_queries_total{{{T}}}[5m]))", "{{tier}} (vllm)"),
+               (f"sum by (tier) (rate(sglang:cached_tokens_total{{{T}}}[5m])) / "
+                f"sum by (tier) (rate(sglang:prompt_tokens_total{{{T}}}[5m]))", "{{tier}} (sglang)")],
+              w=6, unit="percentunit")
     lay.panel("timeseries", "Triton request rate / failures",
               [(f"sum by (tier) (rate(nv_inference_request_success{{{T}}}[1m]))", "{{tier}} ok"),
                (f"sum by (tier) (rate(nv_inference_request_failure{{{T}}}[1m]))", "{{tier}} failed")], w=6,

@@ -59,17 +59,20 @@ def scrape_config(customer: str, tiers: list[Tier], tier_hosts: dict[str, list[s
     """
     p = ports or Ports()
     base = {"customer": customer}
-    vllm, triton = [], []
+    vllm, triton, sglang = [], [], []
     for t in tiers:
         hosts = tier_hosts.get(t.name, [])
         labels = {**base, "tier": t.name, "engine": t.engine, "model": t.served_name}
         if t.engine == "vllm":
             vllm.append(([f"{h}:{t.port}" for h in hosts], labels))
+        elif t.engine == "sglang":  # /metrics on the API port of node rank 0 (--enable-metrics)
+            sglang.append(([f"{h}:{t.port}" for h in hosts], labels))
         else:
             triton.append(([f"{h}:{triton_metrics_port(t, p.triton_metrics)}" for h in hosts], labels))
     jobs = [
         _job("gridready-vllm", vllm, interval),
         _job("gridready-triton", triton, interval),
+        _job("gridready-sglang", sglang, interval),
         _job("gridready-node", [([f"{n}:{p.node_exporter}" for n in nodes], {**base, "role": "gpu-node"})], interval),
         _job("gridready-dcgm", [([f"{n}:{p.dcgm_exporter}" for n in nodes], base)], interval),
         _job("gridready-ray", [([f"{n}:{p.ray_metrics}" for n in nodes], base)], interval),
@@ -88,7 +91,7 @@ def alert_rules(customer: str, tiers: list[Tier]) -> dict[str, Any]:
     """Prometheus rule groups: engines down, live p99 over the SLO, failed serve gate, uncertified nodes."""
     sel = f'customer="{customer}"'
     rules: list[dict[str, Any]] = [
-        {"alert": "GridreadyEngineDown", "expr": f'up{{job=~"gridready-(vllm|triton)",{sel}}} == 0', "for": "2m",
+        {"alert": "GridreadyEngineDown", "expr": f'up{{job=~"gridready-(vllm|triton|sglang)",{sel}}} == 0', "for": "2m",
          "labels": {"severity": "critical"},
          "annotations": {"summary": "{{ $labels.tier }} engine on {{ $labels.instance }} is not scraped"}},
         {"alert": "GridreadyServeGateFailed", "expr": f"{names.SERVE_GATE_PASS}{{{sel}}} == 0",
@@ -102,16 +105,13 @@ def alert_rules(customer: str, tiers: list[Tier]) -> dict[str, Any]:
          "annotations": {"summary": "Xid {{ $value }} on {{ $labels.instance }} GPU {{ $labels.gpu }}"}},
     ]
     for t in tiers:
+        if t.engine == "sglang":
+            rules += _sglang_rules(t, sel)
+            continue
         if t.engine != "vllm":
             continue
         tsel = f'{sel},tier="{t.name}"'
-        if t.slo.ttft_ms_p99:
-            rules.append({
-                "alert": "GridreadyTtftOverSlo",
-                "expr": f"histogram_quantile(0.99, sum by (le) (rate(vllm:time_to_first_token_seconds_bucket"
-                        f"{{{tsel}}}[5m]))) > {t.slo.ttft_ms_p99 / 1000.0:g}",
-                "for": "10m", "labels": {"severity": "warning", "tier": t.name},
-                "annotations": {"summary": f"tier {t.name}: live p99 TTFT above the SLO {t.slo.ttft_ms_p99:g} ms"}})
+        rules += _ttft_rule(t, tsel, "vllm:time_to_first_token_seconds_bucket")
         if t.slo.tpot_ms_p99:
             rules.append({
                 "alert": "GridreadyTpotOverSlo",
@@ -120,6 +120,31 @@ def alert_rules(customer: str, tiers: list[Tier]) -> dict[str, Any]:
                 "for": "10m", "labels": {"severity": "warning", "tier": t.name},
                 "annotations": {"summary": f"tier {t.name}: live p99 TPOT above the SLO {t.slo.tpot_ms_p99:g} ms"}})
     return {"groups": [{"name": f"gridready-{customer}", "rules": rules}]}
+
+
+def _ttft_rule(t: Tier, tsel: str, bucket: str) -> list[dict[str, Any]]:
+    """Live p99 TTFT over the tier's SLO, from the engine's own TTFT histogram (seconds)."""
+    if not t.slo.ttft_ms_p99:
+        return []
+    return [{"alert": "GridreadyTtftOverSlo",
+             "expr": f"histogram_quantile(0.99, sum by (le) (rate({bucket}{{{tsel}}}[5m]))) > "
+                     f"{t.slo.ttft_ms_p99 / 1000.0:g}",
+             "for": "10m", "labels": {"severity": "warning", "tier": t.name},
+             "annotations": {"summary": f"tier {t.name}: live p99 TTFT above the SLO {t.slo.ttft_ms_p99:g} ms"}}]
+
+
+def _sglang_rules(t: Tier, sel: str) -> list[dict[str, Any]]:
+    """SGLang's own series (production_metrics.md): TTFT histogram and the prefix-cache hit rate gauge."""
+    tsel = f'{sel},tier="{t.name}"'
+    rules = _ttft_rule(t, tsel, "sglang:time_to_first_token_seconds_bucket")
+    if t.enable_prefix_caching:
+        rules.append({
+            "alert": "GridreadyPrefixCacheCold",
+            "expr": f"rate(sglang:cached_tokens_total{{{tsel}}}[15m]) "
+                    f"/ rate(sglang:prompt_tokens_total{{{tsel}}}[15m]) < 0.05",
+            "for": "30m", "labels": {"severity": "info", "tier": t.name},
+            "annotations": {"summary": f"tier {t.name}: under 5 % of prompt tokens come from the radix cache"}})
+    return rules
 
 
 def kubernetes_monitors(customer: str, tiers: list[Tier], namespace: str = "gridready-serving", *,

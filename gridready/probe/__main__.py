@@ -14,6 +14,7 @@ def parse_args(argv: list[str]) -> dict[str, object]:
     p = argparse.ArgumentParser(prog="gridready.probe", description="Measure this GPU node; print one JSON document.")
     p.add_argument("--profile", choices=sorted(PROFILES), default="quick")
     p.add_argument("--dcgm-level", type=int, default=None, help="default from the profile")
+    p.add_argument("--dcgm-precision", default="h", help="diagnostic plugin precisions (h, s, d), level 3+")
     p.add_argument("--algo", choices=["ring", "nvls", "tree"], default="ring")
     p.add_argument("--nccl-min-bytes", type=int, default=1 * GiB, help="smallest size of the gated range")
     p.add_argument("--nccl-max-bytes", type=int, default=8 * GiB)
@@ -21,11 +22,14 @@ def parse_args(argv: list[str]) -> dict[str, object]:
     p.add_argument("--timeout", type=float, default=900.0, help="seconds per long step (dcgmi, sweeps)")
     p.add_argument("--skip", default="", help="comma-separated collectors to skip, e.g. torch,dcgm")
     p.add_argument("--nccl-tests-dir", default=None, help="directory of all_reduce_perf when not on PATH")
+    p.add_argument("--collectives", default="all_reduce",
+                   help="comma-separated: all_reduce,all_gather,reduce_scatter,alltoall,sendrecv")
     p.add_argument("--out", default="-", help="file to write (default stdout)")
     a = p.parse_args(argv)
     return {"profile": a.profile, "dcgm_level": a.dcgm_level, "algo": a.algo, "nccl_min_bytes": a.nccl_min_bytes,
             "nccl_max_bytes": a.nccl_max_bytes, "best_of": a.best_of, "timeout": a.timeout,
-            "skip": [s for s in a.skip.split(",") if s], "nccl_tests_dir": a.nccl_tests_dir, "out": a.out}
+            "skip": [s for s in a.skip.split(",") if s], "nccl_tests_dir": a.nccl_tests_dir, "out": a.out,
+            "collectives": [c for c in a.collectives.split(",") if c], "dcgm_precision": a.dcgm_precision}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -21,6 +21,20 @@ TOOLS = ("nvidia-smi", "dcgmi", "all_reduce_perf", "nvbandwidth", "gpu_burn", "l
 SERVICES = ("nvidia-fabricmanager", "nvidia-persistenced", "nvidia-dcgm")
 
 
+def os_release(path: str = "/etc/os-release") -> dict[str, str]:
+    """ID and VERSION_ID of /etc/os-release (os-release(5)); {} where it cannot be read."""
+    out: dict[str, str] = {}
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for line in fh:
+                key, sep, val = line.strip().partition("=")
+                if sep and key in ("ID", "VERSION_ID"):
+                    out[key.lower()] = val.strip().strip('"')
+    except OSError:
+        pass
+    return out
+
+
 def nccl_env(algo: str) -> dict[str, str]:
     """Environment that pins the all-reduce algorithm the spec names."""
     if algo == "ring":
@@ -37,7 +51,7 @@ class Probe:
         self.doc: dict[str, Any] = {
             "schema": SCHEMA, "host": socket.gethostname(), "profile": opts["profile"], "options": opts,
             "started": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-            "python": platform.python_version(), "kernel": platform.release(),
+            "python": platform.python_version(), "kernel": platform.release(), "os": os_release(),
             "tools": {t: which(t) for t in TOOLS}, "errors": [], "timings_s": {}, "raw": {},
         }
         self.bus_of_index: dict[int, str] = {}
@@ -113,6 +127,7 @@ class Probe:
             "modules": mods, "peermem_loaded": None if mods is None else any(
                 m in ("nvidia_peermem", "nv_peer_mem") for m in mods),
             "pcie_endpoints": sysfs.pci_endpoints(),
+            "simulated_sysfs": sysfs.simulated(),
         }
         if mods is None:
             self.err("system.modules", "cannot read /proc/modules")
@@ -148,35 +163,42 @@ class Probe:
         if which("dcgmi") is None:
             self.doc["dcgm"] = {"present": False, "level": level}
             return
-        res = dcgm.collect(level, timeout_s=float(self.opts["timeout"]))
+        res = dcgm.collect(level, timeout_s=float(self.opts["timeout"]), precision=self.opts.get("dcgm_precision"))
         self.doc["raw"]["dcgmi_diag"] = res["run"]["stdout"]
-        self.doc["dcgm"] = {"present": True, "level": level, "rc": res["run"]["rc"],
+        self.doc["dcgm"] = {"present": True, "level": level, "rc": res["run"]["rc"], "parameters": res["parameters"],
                             "timed_out": res["run"]["timed_out"], "parsed": res["parsed"],
                             "parse_error": res["parse_error"],
                             "retries": [{"plugin": r["plugin"], "rc": r["run"]["rc"], "parsed": r.get("parsed")}
                                         for r in res["retries"]]}
 
     def nccl_tests(self) -> None:
-        binary = nccl_tests.find_binary("all_reduce_perf", self.opts.get("nccl_tests_dir"))
-        self.doc["tools"]["all_reduce_perf"] = binary
-        if binary is None:
+        """Each collective of `collectives` (default all_reduce) with its `<collective>_perf`, best of N runs."""
+        wanted = list(self.opts.get("collectives") or ["all_reduce"])
+        n = len(self.bus_of_index) or int(self.opts.get("gpus") or 0)
+        per: dict[str, Any] = {}
+        for coll in wanted:
+            binary = nccl_tests.find_binary(f"{coll}_perf", self.opts.get("nccl_tests_dir"))
+            self.doc["tools"][f"{coll}_perf"] = binary
+            if binary is None:
+                continue
+            runs, raw = [], []
+            for _ in range(max(1, int(self.opts["best_of"]))):  # best of N against a flaky moment, never an average
+                with tempfile.TemporaryDirectory() as tmp:
+                    res = nccl_tests.collect(max(n, 1), self.opts["nccl_min_bytes"], self.opts["nccl_max_bytes"],
+                                             nccl_env(self.opts["algo"]), float(self.opts["timeout"]),
+                                             os.path.join(tmp, "nccl.json"), binary)
+                raw.append(res["run"]["stdout"])
+                runs.append({"rc": res["run"]["rc"], "timed_out": res["run"]["timed_out"],
+                             "parsed": res["json"] or res["parsed"]})
+                if res["run"]["timed_out"] or res["run"]["rc"] != 0:
+                    break
+            self.doc["raw"][f"{coll}_perf"] = "\n".join(raw)
+            per[coll] = {"runs": runs}
+        if not per:
             self.doc["nccl_tests"] = {"present": False}
             return
-        n = len(self.bus_of_index) or int(self.opts.get("gpus") or 0)
-        runs, raw = [], []
-        for _ in range(max(1, int(self.opts["best_of"]))):  # best of N against a flaky moment, never an average
-            with tempfile.TemporaryDirectory() as tmp:
-                res = nccl_tests.collect(max(n, 1), self.opts["nccl_min_bytes"], self.opts["nccl_max_bytes"],
-                                         nccl_env(self.opts["algo"]), float(self.opts["timeout"]),
-                                         os.path.join(tmp, "nccl.json"), binary)
-            raw.append(res["run"]["stdout"])
-            runs.append({"rc": res["run"]["rc"], "timed_out": res["run"]["timed_out"],
-                         "parsed": res["json"] or res["parsed"]})
-            if res["run"]["timed_out"] or res["run"]["rc"] != 0:
-                break
-        self.doc["raw"]["all_reduce_perf"] = "\n".join(raw)
         self.doc["nccl_tests"] = {"present": True, "env": nccl_env(self.opts["algo"]), "algo": self.opts["algo"],
-                                  "runs": runs}
+                                  "collectives": per, "runs": (per.get("all_reduce") or {}).get("runs", [])}
 
     def torch(self) -> None:
         tdoc: dict[str, Any] = {"present": False}
@@ -209,6 +231,14 @@ class Probe:
         except Exception as exc:
             tdoc["allreduce"] = None
             self.err("torch.allreduce", f"{type(exc).__name__}: {exc}")
+        tdoc["collectives"] = {}
+        for coll in [c for c in self.opts.get("collectives") or [] if c != "all_reduce"]:
+            try:
+                tdoc["collectives"][coll] = torch_allreduce.sweep(
+                    world, sizes, self.prof["ar_iters"], self.prof["ar_warmup"], int(self.opts["best_of"]),
+                    nccl_env(self.opts["algo"]), float(self.opts["timeout"]), collective=coll)
+            except Exception as exc:
+                self.err(f"torch.{coll}", f"{type(exc).__name__}: {exc}")
 
     def gpu_burn(self) -> None:
         """burn-in only, where gpu_burn is installed (the torch GEMM burn runs regardless)."""

@@ -1,7 +1,13 @@
 """nccl-tests (`all_reduce_perf` and the other collectives): parse the text table and the `-J` JSON file.
 
+The one nccl-tests parser of gridready: the single-node gates, the multi-node fabric phase
+(certify/multinode.py) and the benchmarks read nccl-tests through it.
+
 Text rows: `size count type redop [root] | time algbw busbw #wrong|error | time algbw busbw #wrong|error`
-(older builds print a float `error` and no root; `-c 0` prints `N/A`; srun may prefix `0: `).
+(older builds print a float `error` and no root; srun may prefix `0: `, mpirun --tag-output `[1,0]<stdout>:`).
+`#wrong` prints `N/A` where nccl-tests did not check the result (src/util.cu prints N/A unless reportErrors):
+every column with `-c 0` (header `validation: 0`), and the in-place column of sendrecv_perf always
+(src/sendrecv.cu sets reportErrors = in_place ? 0 : 1), which is by design, not "validation off".
 JSON (`-J file.json`): {"config": {...}, "results": [{"size", "count", "type", "redop", "root",
 "out_of_place": {"time", "alg_bw", "bus_bw", "nwrong"}, "in_place": {...}}], ...}.
 """
@@ -34,7 +40,9 @@ def find_binary(name: str = "all_reduce_perf", extra_dir: str | None = None) -> 
                 return cand
     return None
 
-_PREFIX = re.compile(r"^\s*(?:\d+:\s*)?")
+_PREFIX = re.compile(r"^\s*(?:\[\d+,\d+\]<\w+>:|\d+:)?\s*")  # srun -l `0: `, mpirun --tag-output `[1,0]<stdout>:`
+_RANK = re.compile(r"#\s+Rank\s+(\d+).*?\bon\s+(\S+)\s+device\s+(\d+)")
+_FAILURE = re.compile(r"Test (NCCL |CUDA )?failure|NCCL error|ORTE was unable|unhandled system error")
 _OOB = re.compile(r"Out of bounds values\s*:\s*(\d+)\s*(\w+)?")
 _AVG = re.compile(r"Avg bus bandwidth\s*:\s*([\d.]+)")
 _HDR = re.compile(r"nThread (\d+) nGpus (\d+) minBytes (\d+) maxBytes (\d+)")
@@ -54,11 +62,12 @@ def _wrong(tok: str) -> float | None:
 
 
 def parse_text(text: str) -> dict[str, Any]:
-    """-> {rows: [{bytes, count, type, redop, oop: {time_us, algbw, busbw, wrong}, ip: {...}}],
-    out_of_bounds, out_of_bounds_ok, avg_busbw, ranks, validation, elided}."""
+    """-> {rows: [{bytes, count, type, redop, oop: {time_us, algbw, busbw, wrong}, ip: {...}}], collective,
+    out_of_bounds, avg_busbw, ranks, hosts, validation (the header's flag), wrong_kind, elided, errors}."""
     rows: list[dict[str, Any]] = []
     out: dict[str, Any] = {"rows": rows, "wrong_kind": "count", "out_of_bounds": None, "avg_busbw": None, "ranks": 0,
-                           "validation": None, "elided": False, "nccl_version": None}
+                           "hosts": [], "validation": None, "elided": False, "nccl_version": None, "collective": None,
+                           "errors": []}
     for raw in text.splitlines():
         ln = _PREFIX.sub("", raw, count=1).strip()
         if m := _OOB.search(ln):
@@ -67,9 +76,18 @@ def parse_text(text: str) -> dict[str, Any]:
         if m := _AVG.search(ln):
             out["avg_busbw"] = float(m.group(1))
             continue
+        if m := _RANK.search(ln):
+            out["ranks"] += 1
+            if m.group(2) not in out["hosts"]:
+                out["hosts"].append(m.group(2))
+            continue
         if re.match(r"^#\s+Rank\s+\d+", ln):
             out["ranks"] += 1
             continue
+        if m := re.search(r"Collective test starting: (\w+)_perf", ln):
+            out["collective"] = m.group(1)
+        if _FAILURE.search(ln):
+            out["errors"].append(ln)
         if ln.startswith("#") and "busbw" in ln:  # column header: `#wrong` counts or an older float `error`
             out["wrong_kind"] = "count" if "#wrong" in ln else "error" if "error" in ln else out["wrong_kind"]
         if m := re.search(r"validation: (\d)", ln):
@@ -79,7 +97,7 @@ def parse_text(text: str) -> dict[str, Any]:
         if ln.startswith("...") or ln == "[...]":
             out["elided"] = True
             continue
-        if not ln or ln.startswith("#"):
+        if not ln or ln.startswith("#") or "NCCL" in ln:  # comments; NCCL_DEBUG lines interleaved with the table
             continue
         tok = ln.split()
         if len(tok) < 11 or not tok[0].isdigit() or tok[2] not in _DTYPES:
@@ -119,13 +137,24 @@ def parse_json(text: str) -> dict[str, Any]:
             oob = int(v.get("count") or v.get("value") or 0)
     cfg = doc.get("config") or {}
     return {"rows": rows, "wrong_kind": "count", "out_of_bounds": oob, "avg_busbw": doc.get("average_bus_bandwidth"),
-            "ranks": len(cfg.get("devices", [])) or cfg.get("ngpus") or 0, "validation": cfg.get("validation"),
-            "elided": False, "nccl_version": doc.get("nccl_version")}
+            "ranks": len(cfg.get("devices", [])) or cfg.get("ngpus") or 0, "hosts": [],
+            "validation": cfg.get("validation"), "elided": False, "nccl_version": doc.get("nccl_version"),
+            "collective": cfg.get("collective"), "errors": []}
+
+
+def validated_busbw(row: dict[str, Any]) -> float | None:
+    """The row's busbw from the columns nccl-tests checked (`#wrong` a number); where nothing was checked
+    (validation off, old float `error` columns) the larger of both, which the gate then flags as unchecked."""
+    parts = [p for p in (row.get("oop"), row.get("ip")) if p and isinstance(p.get("busbw"), (int, float))]
+    checked = [p["busbw"] for p in parts if p.get("wrong") is not None]
+    if checked:
+        return max(checked)
+    return max((p["busbw"] for p in parts), default=None)
 
 
 def collect(gpus: int, min_bytes: int, max_bytes: int, env: dict[str, str], timeout_s: float,
             tmp_json: str, binary: str = "all_reduce_perf") -> dict[str, Any]:
-    """Run `all_reduce_perf -g <gpus>` (single process, all local GPUs) with `-J`; parse both outputs."""
+    """Run `<collective>_perf -g <gpus>` (single process, all local GPUs) with `-J`; parse both outputs."""
     argv = [binary, "-b", str(min_bytes), "-e", str(max_bytes), "-f", "2", "-g", str(gpus),
             "-n", "20", "-w", "5", "-c", "1", "-J", tmp_json]
     res = run(argv, timeout_s=timeout_s, env=env)

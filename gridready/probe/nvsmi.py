@@ -187,6 +187,7 @@ def parse_q(text: str) -> dict[str, Any]:
                 "memory": _num(_get(sec, "Max Clocks", "Memory")),
             },
             "fabric": {"state": _get(sec, "Fabric", "State"), "status": _get(sec, "Fabric", "Status")},
+            "virtualization_mode": _get(sec, "GPU Virtualization Mode", "Virtualization Mode"),
         }
         out["gpus"].append(gpu)
     return out
@@ -348,5 +349,6 @@ def parse_q_xml(text: str) -> dict[str, Any]:
                 g, "gpu_power_readings/power_draw") or _xnum(g, "power_readings/power_draw"),
             "max_clocks_mhz": {"sm": _xnum(g, "max_clocks/sm_clock"), "memory": _xnum(g, "max_clocks/mem_clock")},
             "fabric": {"state": _x(g, "fabric/state"), "status": _x(g, "fabric/status")},
+            "virtualization_mode": _x(g, "gpu_virtualization_mode/virtualization_mode"),
         })
     return out

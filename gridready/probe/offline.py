@@ -4,7 +4,9 @@ The same parsers as the live probe, so a gate tested on a fixture is tested on w
 Keys of `outputs`: nvidia_smi_query, nvidia_smi_q_x (preferred),
 nvidia_smi_q, nvidia_smi_nvlink_s, nvidia_smi_nvlink_e, lspci_vvv,
 kernel_log, sysfs_links (one line per device dump), dcgmi_diag (JSON or text table), all_reduce_perf (text),
-all_reduce_perf_json, gpu_burn, nvbandwidth, torch_probe (the fixtures' torch_probe.json text).
+all_reduce_perf_json,
+all_gather_perf / reduce_scatter_perf / alltoall_perf / sendrecv_perf (text), gpu_burn, nvbandwidth,
+torch_probe (the fixtures' torch_probe.json text).
 """
 
 from __future__ import annotations
@@ -84,8 +86,13 @@ def doc_from_outputs(outputs: Mapping[str, str], *, host: str = "fixture", dcgm_
         runs.append({"rc": 0, "timed_out": False, "parsed": nccl_tests.parse_text(outputs["all_reduce_perf"])})
     if "all_reduce_perf_json" in outputs:
         runs.append({"rc": 0, "timed_out": False, "parsed": nccl_tests.parse_json(outputs["all_reduce_perf_json"])})
-    if runs:
-        doc["nccl_tests"] = {"present": True, "runs": runs}
+    per = {"all_reduce": {"runs": runs}} if runs else {}
+    for coll in ("all_gather", "reduce_scatter", "alltoall", "sendrecv"):
+        if f"{coll}_perf" in outputs:
+            per[coll] = {"runs": [{"rc": 0, "timed_out": False,
+                                   "parsed": nccl_tests.parse_text(outputs[f"{coll}_perf"])}]}
+    if per:
+        doc["nccl_tests"] = {"present": True, "runs": runs, "collectives": per}
     if "nvbandwidth" in outputs:
         doc["nvbandwidth"] = {"present": True, "tests": nvbandwidth.parse(outputs["nvbandwidth"])["tests"]}
     if "gpu_burn" in outputs:

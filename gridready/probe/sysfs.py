@@ -121,3 +121,10 @@ def iommu_mode(cmd: str | None, groups: int) -> str:
     if any(a in args for a in ("intel_iommu=off", "amd_iommu=off", "iommu=off")) or groups == 0:
         return "off"
     return "translated"
+
+
+def simulated() -> bool:
+    """The sandbox's sysfs tree carries a GRIDREADY_SIMULATED marker file at its root or one level up (a real /sys
+    never does: gridready/sandbox/sim/sysfs.py)."""
+    here = sysfs_root()
+    return any(os.path.exists(os.path.join(d, "GRIDREADY_SIMULATED")) for d in (here, os.path.dirname(here)))

@@ -1,16 +1,22 @@
-"""report.md and report.html: fleet summary, per-node gate matrix, failed gates with evidence, plots."""
+"""report.md and report.html, laid out for a fleet: a summary first (SIMULATED banner where any evidence was
+simulated, counts per gate and status, the nodes that are not certified with their reasons), then the failed,
+erroring, warning and waived gates with measured and expected values, then the full node x gate matrix, then plots."""
 
 from __future__ import annotations
 
 import html
+from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 
 from gridready.certify.judge import GATE_NAMES, FleetVerdict, NodeVerdict
 from gridready.certify.result import GateResult, GateStatus
+from gridready.report.humanize import expected_text, measured_text
 
 _ICON = {GateStatus.PASS: "pass", GateStatus.WARN: "WARN", GateStatus.FAIL: "FAIL", GateStatus.ERROR: "ERROR",
          GateStatus.SKIPPED: "n/a", None: ""}
+_COLUMNS = (GateStatus.PASS, GateStatus.WARN, GateStatus.FAIL, GateStatus.ERROR, GateStatus.SKIPPED)
+_REASONS_SHOWN = 3  # per node in the summary; the detail table lists every one
 
 
 def _gates(fleet: FleetVerdict) -> list[str]:
@@ -21,47 +27,132 @@ def _gates(fleet: FleetVerdict) -> list[str]:
     return [g for g in dict.fromkeys(["probe", *seen]) if g in present]
 
 
-def _problems(fleet: FleetVerdict) -> list[tuple[NodeVerdict, GateResult]]:
-    return [(v, r) for v in fleet.nodes.values() for r in v.gates
-            if r.status in (GateStatus.FAIL, GateStatus.ERROR, GateStatus.WARN) or r.waived]
+_GROUP_FROM = 4  # the same warning on this many nodes or more is one row naming how many and which
 
 
-def _fmt(r: GateResult) -> str:
-    if r.measured is None or isinstance(r.measured, (dict, list)):
-        return ""
-    return f"{r.measured:.4g}" if isinstance(r.measured, float) else str(r.measured)
+def _problems(fleet: FleetVerdict) -> list[tuple[str, GateResult]]:
+    """(node label, result): fails, errors and waivers first, one row each; then warnings, where one identical
+    warning (same gate, reason and values) on many nodes is a single row."""
+    rows = [(v.node, r) for _, v in sorted(fleet.nodes.items()) for r in v.gates
+            if r.status in (GateStatus.FAIL, GateStatus.ERROR) or r.waived]
+    warned: dict[tuple[str, str, str, str, str], list[tuple[str, GateResult]]] = {}
+    for _, v in sorted(fleet.nodes.items()):
+        for r in v.gates:
+            if r.status is GateStatus.WARN and not r.waived:
+                key = (r.gate, _where(r), r.reason, measured_text(r), expected_text(r.expected, r.unit))
+                warned.setdefault(key, []).append((v.node, r))
+    for same in warned.values():
+        if len(same) < _GROUP_FROM:
+            rows += same
+        else:
+            names = [n for n, _ in same]
+            rows.append((f"{len(names)} nodes: {', '.join(names[:3])} ... {names[-1]}", same[0][1]))
+    return rows
+
+
+def _gate_counts(fleet: FleetVerdict, gates: list[str]) -> dict[str, Counter[GateStatus | None]]:
+    """Per gate: how many nodes have each status as their worst result of that gate (one pass over the results)."""
+    counts: dict[str, Counter[GateStatus | None]] = {g: Counter() for g in gates}
+    for v in fleet.nodes.values():
+        for g, s in _worst_by_gate(v).items():
+            counts.setdefault(g, Counter())[s] += 1
+    return counts
+
+
+_RANK = {GateStatus.ERROR: 0, GateStatus.FAIL: 1, GateStatus.WARN: 2, GateStatus.PASS: 3, GateStatus.SKIPPED: 4}
+
+
+def _worst_by_gate(v: NodeVerdict) -> dict[str, GateStatus]:
+    """NodeVerdict.worst for every gate at once: linear in the node's results, not gates x results."""
+    out: dict[str, GateStatus] = {}
+    for r in v.gates:
+        if r.gate not in out or _RANK[r.status] < _RANK[out[r.gate]]:
+            out[r.gate] = r.status
+    return out
+
+
+def _where(r: GateResult) -> str:
+    return f"GPU {r.gpu}" if r.gpu is not None else (r.hca or "")
+
+
+def simulated_note(fleet: FleetVerdict) -> str | None:
+    if not fleet.simulated:
+        return None
+    nodes = fleet.simulated
+    named = ", ".join(nodes[:8]) + (f" and {len(nodes) - 8} more" if len(nodes) > 8 else "")
+    return (f"SIMULATED: the evidence of {len(nodes)} of {len(fleet.nodes)} node(s) came from gridready's simulated "
+            f"NVIDIA tools ({named}); these figures say nothing about real hardware.")
+
+
+def _not_certified(fleet: FleetVerdict) -> list[tuple[str, str]]:
+    rows = []
+    for node, v in sorted(fleet.nodes.items()):
+        if v.certified:
+            continue
+        shown = "; ".join(v.blocking[:_REASONS_SHOWN]) or fleet.quarantined.get(node, "not certified")
+        more = len(v.blocking) - _REASONS_SHOWN
+        rows.append((node, shown + (f" (and {more} more)" if more > 0 else "")))
+    return rows
+
+
+def _not_applicable(fleet: FleetVerdict) -> list[tuple[str, str, int]]:
+    """(gate, reason, nodes) of every n/a result: the reason a gate was not run is part of the verdict."""
+    seen: dict[tuple[str, str], int] = {}
+    for v in fleet.nodes.values():
+        for key in dict.fromkeys((r.gate, r.reason) for r in v.gates if r.status is GateStatus.SKIPPED):
+            seen[key] = seen.get(key, 0) + 1
+    return [(g, why, n) for (g, why), n in seen.items()]
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("|", "/").replace("\n", " ")
 
 
 def render_md(fleet: FleetVerdict, plots: Mapping[str, Path | None], command: str | None = None) -> str:
     out = [f"# gridready certification: {fleet.customer or ''} run {fleet.run_id or ''}".rstrip(), ""]
-    out += [f"- status: **{fleet.status}** (exit {fleet.exit_code}); profile `{fleet.profile}`; policy "
+    note = simulated_note(fleet)
+    if note:
+        out += [f"> **{note}**", ""]
+    out += ["## Summary", "",
+            f"- status: **{fleet.status}** (exit {fleet.exit_code}); profile `{fleet.profile}`; policy "
             f"`{fleet.failure_policy}` (minimum {fleet.min_certified_nodes} certified)",
-            f"- certified: {', '.join(fleet.certified) or 'none'}",
-            f"- quarantined: {', '.join(fleet.quarantined) or 'none'}"]
+            f"- nodes: {len(fleet.nodes)} judged, {len(fleet.certified)} certified, {len(fleet.quarantined)} "
+            f"quarantined" + (f", {len(fleet.reused)} still valid from an earlier run" if fleet.reused else "")]
     if fleet.reused:
         out.append(f"- still valid from an earlier run (not re-probed): {', '.join(fleet.reused)}")
     out += [f"- {m}" for m in fleet.messages]
     if command:
         out += ["", "Command:", "", f"    {command}"]
     gates = _gates(fleet)
-    out += ["", "## Gates per node", "", "| node | certified | " + " | ".join(gates) + " |",
-            "|---|---|" + "---|" * len(gates)]
-    for node, v in sorted(fleet.nodes.items()):
-        out.append(f"| {node} | {'yes' if v.certified else '**no**'} | "
-                   + " | ".join(_ICON[v.worst(g)] for g in gates) + " |")
+    counts = _gate_counts(fleet, gates)
+    out += ["", "### Gates by status (nodes)", "", "| gate | " + " | ".join(_ICON[s] for s in _COLUMNS) + " |",
+            "|---|" + "---:|" * len(_COLUMNS)]
+    for g in gates:
+        out.append(f"| {g} | " + " | ".join(str(counts[g][s] or "") for s in _COLUMNS) + " |")
+    out += ["", "### Nodes not certified", ""]
+    rows = _not_certified(fleet)
+    out += ["| node | why |", "|---|---|", *(f"| {n} | {_md_cell(why)} |" for n, why in rows)] if rows else ["none"]
+    na = _not_applicable(fleet)
+    if na:
+        out += ["", "### Not applicable (n/a: not run, not passed)", "", "| gate | why | nodes |", "|---|---|---:|",
+                *(f"| {g} | {_md_cell(why)} | {n} |" for g, why, n in na)]
     probs = _problems(fleet)
     out += ["", "## Failed, erroring, warning and waived gates", ""]
     if probs:
         out += ["| node | gate | GPU/link | status | reason | measured | expected | evidence |",
                 "|---|---|---|---|---|---|---|---|"]
-        for v, r in probs:
-            exp = r.expected.model_dump(exclude_none=True) if r.expected else {}
-            where = r.gpu if r.gpu is not None else (r.hca or "")
-            out.append(f"| {v.node} | {r.gate} | {where} | {r.status.value}{' (waived)' if r.waived else ''} | "
-                       f"{r.reason.replace('|', '/')} | {_fmt(r)} {r.unit or ''} | "
-                       f"{str(exp).replace('|', '/')} | {r.evidence or ''} |")
+        for node, r in probs:
+            out.append(f"| {node} | {r.gate} | {_where(r)} | {r.status.value}{' (waived)' if r.waived else ''} | "
+                       f"{_md_cell(r.reason)} | {_md_cell(measured_text(r))} | "
+                       f"{_md_cell(expected_text(r.expected, r.unit))} | {r.evidence or ''} |")
     else:
         out.append("none")
+    out += ["", "## Gates per node", "", "| node | certified | " + " | ".join(gates) + " |",
+            "|---|---|" + "---|" * len(gates)]
+    for node, v in sorted(fleet.nodes.items()):
+        worst = _worst_by_gate(v)
+        out.append(f"| {node} | {'yes' if v.certified else '**no**'} | "
+                   + " | ".join(_ICON[worst.get(g)] for g in gates) + " |")
     out += ["", "## Measurements", ""]
     for name, p in plots.items():
         if p:
@@ -78,40 +169,79 @@ def render_md(fleet: FleetVerdict, plots: Mapping[str, Path | None], command: st
         if nr:
             out.append(f"\n{node} all-reduce: {nr.reason}")
     out += ["", "Skipped (not applicable per the spec) gates are listed as `n/a`; they were not run and not passed."]
+    if note:
+        out += ["", f"**{note}**"]
     return "\n".join(out) + "\n"
+
+
+_COLOR = {"pass": "#cfc", "WARN": "#ffc", "FAIL": "#fbb", "ERROR": "#f99", "n/a": "#eee", "": "#fff"}
+_SHORT = {"pass": "ok", "WARN": "W", "FAIL": "F", "ERROR": "E", "n/a": "-", "": ""}
+_CSS = """body{font-family:sans-serif;margin:16px;max-width:1368px}
+table{border-collapse:collapse;font-size:12px;margin-bottom:1em}td,th{border:1px solid #999;padding:2px 5px}
+.sim{background:#b00;color:#fff;font-weight:bold;padding:8px 12px;font-size:15px}
+.detail{table-layout:fixed;width:100%}.detail td{overflow-wrap:anywhere;vertical-align:top}
+.matrix th.g{writing-mode:vertical-rl;transform:rotate(180deg);white-space:nowrap;font-weight:normal;padding:4px 1px}
+.matrix td{text-align:center;padding:1px 2px;font-size:11px;min-width:20px}.matrix th{font-size:11px}
+.wrap{overflow-x:auto}td.n{text-align:right}img{max-width:100%}"""
 
 
 def render_html(fleet: FleetVerdict, plots: Mapping[str, Path | None], command: str | None = None) -> str:
     e = html.escape
     gates = _gates(fleet)
-    color = {"pass": "#cfc", "WARN": "#ffc", "FAIL": "#fbb", "ERROR": "#f99", "n/a": "#eee", "": "#fff"}
-    rows = []
+    counts = _gate_counts(fleet, gates)
+    note = simulated_note(fleet)
+    banner = f'<p class="sim">{e(note)}</p>' if note else ""
+    by_status = "".join(
+        f"<tr><th>{e(g)}</th>" + "".join(f'<td class="n">{counts[g][s] or ""}</td>' for s in _COLUMNS) + "</tr>"
+        for g in gates)
+    nc = _not_certified(fleet)
+    not_cert = ("<table class=\"detail\"><col style=\"width:180px\"><col><tr><th>node</th><th>why</th></tr>"
+                + "".join(f"<tr><td>{e(n)}</td><td>{e(why)}</td></tr>" for n, why in nc) + "</table>"
+                if nc else "<p>none</p>")
+    na = _not_applicable(fleet)
+    na_html = ("<h3>Not applicable (n/a: not run, not passed)</h3>"
+               "<table><tr><th>gate</th><th>why</th><th>nodes</th></tr>"
+               + "".join(f'<tr><td>{e(g)}</td><td>{e(why)}</td><td class="n">{n}</td></tr>' for g, why, n in na)
+               + "</table>" if na else "")
+    matrix = []
     for node, v in sorted(fleet.nodes.items()):
-        cells = "".join(f'<td style="background:{color[_ICON[v.worst(g)]]}">{_ICON[v.worst(g)]}</td>' for g in gates)
-        rows.append(f"<tr><th>{e(node)}</th><td>{'yes' if v.certified else '<b>no</b>'}</td>{cells}</tr>")
+        worst = _worst_by_gate(v)
+        cells = "".join(f'<td style="background:{_COLOR[_ICON[worst.get(g)]]}">{_SHORT[_ICON[worst.get(g)]]}</td>'
+                        for g in gates)
+        matrix.append(f"<tr><th>{e(node)}</th><td>{'yes' if v.certified else '<b>no</b>'}</td>{cells}</tr>")
     probs = "".join(
-        f"<tr><td>{e(v.node)}</td><td>{e(r.gate)}</td><td>{e(str(r.gpu if r.gpu is not None else r.hca or ''))}</td>"
+        f"<tr><td>{e(node)}</td><td>{e(r.gate)}</td><td>{e(_where(r))}</td>"
         f"<td>{e(r.status.value)}{' (waived)' if r.waived else ''}</td><td>{e(r.reason)}</td>"
-        f"<td>{e(_fmt(r))} {e(r.unit or '')}</td>"
-        f"<td>{e(str(r.expected.model_dump(exclude_none=True)) if r.expected else '')}</td>"
-        f"<td><code>{e(r.evidence or '')}</code></td></tr>" for v, r in _problems(fleet))
+        f"<td>{e(measured_text(r))}</td><td>{e(expected_text(r.expected, r.unit))}</td>"
+        f"<td><code>{e(r.evidence or '')}</code></td></tr>" for node, r in _problems(fleet))
     imgs = "".join(f'<p><img src="{e(p.name)}" alt="{e(n)}"></p>' for n, p in plots.items() if p)
     msgs = "".join(f"<li>{e(m)}</li>" for m in fleet.messages)
     cmd = f"<p>Command: <code>{e(command)}</code></p>" if command else ""
+    reused = f", {len(fleet.reused)} still valid from an earlier run" if fleet.reused else ""
+    heads = "".join(f'<th class="g">{e(g)}</th>' for g in gates)
+    legend = "ok pass, W warn, F fail, E error, - n/a (not applicable, not run)"
+    title = f"gridready certification{' (SIMULATED)' if note else ''}: {fleet.customer or ''} {fleet.run_id or ''}"
     return f"""<!doctype html>
-<html><head><meta charset="utf-8"><title>gridready certification {e(fleet.run_id or '')}</title>
-<style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse;font-size:12px}}
-td,th{{border:1px solid #999;padding:3px 6px}}</style></head><body>
-<h1>gridready certification: {e(fleet.customer or '')} {e(fleet.run_id or '')}</h1>
+<html><head><meta charset="utf-8"><title>{e(title)}</title>
+<style>{_CSS}</style></head><body>
+<h1>{e(title)}</h1>{banner}
+<h2>Summary</h2>
 <ul><li>status: <b>{e(fleet.status)}</b> (exit {fleet.exit_code}); profile {e(fleet.profile)};
 policy {e(fleet.failure_policy)} (minimum {fleet.min_certified_nodes})</li>
-<li>certified: {e(', '.join(fleet.certified) or 'none')}</li>
-<li>quarantined: {e(', '.join(fleet.quarantined) or 'none')}</li>{msgs}</ul>{cmd}
-<h2>Gates per node</h2><table><tr><th>node</th><th>certified</th>{''.join(f'<th>{e(g)}</th>' for g in gates)}</tr>
-{''.join(rows)}</table>
+<li>nodes: {len(fleet.nodes)} judged, {len(fleet.certified)} certified,
+{len(fleet.quarantined)} quarantined{reused}</li>
+{msgs}</ul>{cmd}
+<h3>Gates by status (nodes)</h3>
+<table><tr><th>gate</th>{''.join(f'<th>{_ICON[s]}</th>' for s in _COLUMNS)}</tr>{by_status}</table>
+<h3>Nodes not certified</h3>{not_cert}{na_html}
 <h2>Failed, erroring, warning and waived gates</h2>
-<table><tr><th>node</th><th>gate</th><th>GPU/link</th><th>status</th><th>reason</th><th>measured</th>
+<table class="detail"><col style="width:110px"><col style="width:110px"><col style="width:70px"><col style="width:60px">
+<col style="width:330px"><col style="width:230px"><col style="width:250px"><col>
+<tr><th>node</th><th>gate</th><th>GPU/link</th><th>status</th><th>reason</th><th>measured</th>
 <th>expected</th><th>evidence</th></tr>{probs}</table>
-<h2>Measurements</h2>{imgs}
+<h2>Gates per node</h2><p>{e(legend)}</p>
+<div class="wrap"><table class="matrix"><tr><th>node</th><th>certified</th>{heads}</tr>
+{''.join(matrix)}</table></div>
+<h2>Measurements</h2>{imgs}{banner}
 </body></html>
 """

@@ -17,36 +17,68 @@ def _floor(fleet: FleetVerdict) -> float | None:
     return None
 
 
+LINES_MAX = 12  # beyond this many nodes a plot draws the fleet's band and median, plus the nodes that failed
+
+
+def _best_curves(fleet: FleetVerdict) -> dict[str, dict[int, float]]:
+    """node -> {bytes: best busbw of its runs at that size} (best of N, never an average)."""
+    curves: dict[str, dict[int, float]] = {}
+    for node, v in sorted(fleet.nodes.items()):
+        best: dict[int, float] = {}
+        for p in v.figures.get("allreduce", {}).get("points", []):
+            if p.get("busbw_gbps") is not None:
+                best[p["bytes"]] = max(p["busbw_gbps"], best.get(p["bytes"], 0.0))
+        if best:
+            curves[node] = dict(sorted(best.items()))
+    return curves
+
+
+def _median(vals: list[float]) -> float:
+    s = sorted(vals)
+    return s[len(s) // 2] if len(s) % 2 else (s[len(s) // 2 - 1] + s[len(s) // 2]) / 2
+
+
 def busbw_plot(fleet: FleetVerdict, path: Path) -> Path | None:
+    curves = _best_curves(fleet)
+    if not curves:
+        return None
     fig = Figure(figsize=(8, 4.5))
     ax = fig.subplots()
-    drawn = False
+    failed = [n for n in curves if not fleet.nodes[n].certified]
+    if len(curves) <= LINES_MAX:
+        drawn = list(curves)
+    else:  # a fleet: min..max band and median per size, then the failing nodes on top
+        sizes = sorted({b for c in curves.values() for b in c})
+        per = [[c[b] for c in curves.values() if b in c] for b in sizes]
+        ax.fill_between(sizes, [min(x) for x in per], [max(x) for x in per], color="tab:blue", alpha=0.2,
+                        label=f"{len(curves)} nodes: min to max")
+        ax.plot(sizes, [_median(x) for x in per], color="tab:blue", label="fleet median")
+        drawn = failed[:LINES_MAX]
+    for node in drawn:
+        c = curves[node]
+        ax.plot(list(c), list(c.values()), marker="o", ms=3,
+                label=f"{node} ({'ok' if fleet.nodes[node].certified else 'FAIL'})")
     min_bytes = None
-    for node, v in sorted(fleet.nodes.items()):
-        pts = sorted((p["bytes"], p["busbw_gbps"]) for p in v.figures.get("allreduce", {}).get("points", [])
-                     if p.get("busbw_gbps") is not None)
-        if not pts:
-            continue
-        best: dict[int, float] = {}
-        for b, bw in pts:  # best of N runs per size
-            best[b] = max(bw, best.get(b, 0.0))
-        ax.plot(list(best), list(best.values()), marker="o", ms=3, label=f"{node} ({'ok' if v.certified else 'FAIL'})")
-        drawn = True
+    for v in fleet.nodes.values():
         nr = next((r for r in v.gates if r.gate == "nccl_allreduce" and isinstance(r.measured, dict)), None)
-        min_bytes = (nr.measured or {}).get("min_bytes") if nr else min_bytes
-    if not drawn:
-        return None
+        if nr and (nr.measured or {}).get("min_bytes"):
+            min_bytes = nr.measured["min_bytes"]
+            break
     floor = _floor(fleet)
+    top = max(max(c.values()) for c in curves.values())
     if floor:
         ax.axhline(floor, color="red", ls="--", label=f"floor {floor:g} GB/s")
+        top = max(top, floor)
+    ax.set_ylim(0, top * 1.12)  # the floor is always on the axis, with room above it
     if min_bytes:
         ax.axvline(min_bytes, color="grey", ls=":", label="gated sizes start")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("message size (bytes)")
     ax.set_ylabel("all-reduce busbw (GB/s)")
-    ax.set_title("single-node all-reduce bus bandwidth vs message size")
+    more = f" ({len(failed) - LINES_MAX} more failing nodes not drawn)" if len(failed) > LINES_MAX else ""
+    ax.set_title("single-node all-reduce bus bandwidth vs message size" + more, fontsize=10)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     return path
@@ -65,6 +97,22 @@ def per_gpu_plot(fleet: FleetVerdict, path: Path) -> Path | None:
             hbm.append(g.get("hbm_copy_tbps") or 0)
     if not labels:
         return None
+    if len(labels) > 8 * LINES_MAX:  # a fleet: the distribution per figure, not thousands of bars
+        fig = Figure(figsize=(12, 4))
+        axes = fig.subplots(1, 3)
+        for a, (title, series) in zip(axes, (("dense GEMM bf16 / fp8 (TFLOP/s)", {"bf16": bf16, "fp8": fp8}),
+                                              ("HBM copy, read+write (TB/s)", {"HBM": hbm}),
+                                              ("pinned host<->device (GB/s)", {"H2D": h2d, "D2H": d2h})),
+                                  strict=True):
+            for name, vals in series.items():
+                if any(vals):
+                    a.hist([v for v in vals if v], bins=40, alpha=0.6, label=name)
+            a.set_title(f"{title}, {len(labels)} GPUs", fontsize=9)
+            a.set_ylabel("GPUs")
+            a.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+        return path
     x = range(len(labels))
     fig = Figure(figsize=(12, 4))
     a1, a2, a3 = fig.subplots(1, 3)

@@ -216,10 +216,14 @@ def ensemble(plan: TritonPlan) -> dict[str, Any]:
 
 
 def llmapi_config(plan: TritonPlan) -> dict[str, Any]:
-    # max_batch_size and decoupled come from model.yaml's triton_config, not from config.pbtxt
+    # The llmapi model.py applies model.yaml's triton_config (max_batch_size, decoupled) in its
+    # auto_complete_config, which tritonserver skips under --disable-auto-complete-config (Triton python_backend
+    # README, "auto_complete_config"): both are written here too, so streaming works either way.
     return {
         "name": "tensorrt_llm",
         "backend": "python",
+        "max_batch_size": 0,
+        "model_transaction_policy": {"decoupled": plan.settings.streaming},
         "instance_group": _cpu(1),
         "input": tensors(LLMAPI_IN),
         "output": tensors(LLMAPI_OUT),

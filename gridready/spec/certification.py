@@ -5,8 +5,18 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt, PositiveInt, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeFloat,
+    NonNegativeInt,
+    PositiveInt,
+    field_validator,
+    model_validator,
+)
 
+from gridready.catalog import Collective
 from gridready.spec.fabric import FabricSettings
 
 
@@ -32,6 +42,8 @@ class Floors(BaseModel):
     h2d_gbps: NonNegativeFloat | None = None
     peer_gbps: NonNegativeFloat | None = None
     nccl_busbw_gbps: NonNegativeFloat | None = Field(None, description="single-node all-reduce busbw floor")
+    nccl_collectives_gbps: dict[Collective, NonNegativeFloat] = Field(
+        default_factory=dict, description="single-node busbw floor per other collective, e.g. {alltoall: 300}")
     multinode_busbw_gbps: NonNegativeFloat | None = Field(None, description="multi-node all-reduce busbw floor")
     hca_write_bw_gbits: NonNegativeFloat | None = Field(None, description="ib_write_bw per HCA, Gb/s")
 
@@ -39,7 +51,10 @@ class Floors(BaseModel):
 class NcclSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    collective: Literal["all_reduce", "all_gather", "reduce_scatter"] = "all_reduce"
+    collectives: list[Collective] = Field(
+        default_factory=lambda: ["all_reduce"], min_length=1,
+        description="nccl-tests collectives run and gated inside each node: all_reduce, all_gather, reduce_scatter, "
+                    "alltoall, sendrecv (each with its own floor)")
     algo: Literal["ring", "nvls", "tree"] = Field("ring", description="ring sets NCCL_NVLS_ENABLE=0")
     min_bytes: PositiveInt = Field(1 << 30, description="the floor applies to the max busbw at sizes >= this")
     max_bytes: PositiveInt = Field(8 << 30, description="largest message of the sweep")
@@ -85,6 +100,10 @@ class CertificationSpec(BaseModel):
 
     profile: Profile = Field(Profile.STANDARD, description="quick | standard | burn-in")
     dcgm_level: int | None = Field(None, ge=1, le=4, description="default from the profile: 1, 3, 4")
+    dcgm_precision: str = Field(
+        "h", pattern=r"^[hsd]{1,3}$",
+        description="DCGM diagnostic plugin GEMM precisions (level 3+): h = FP16 on the tensor cores, s = FP32, "
+                    "d = FP64; DCGM offers no BF16/FP8 (the probe's gemm gates load those)")
     waive: list[str] = Field(default_factory=list, description="gate names that do not block certification")
     not_applicable: list[str] = Field(
         default_factory=list, description="gates that cannot apply on these nodes (reported, not passed)"
@@ -109,6 +128,13 @@ class CertificationSpec(BaseModel):
     probe_timeout_s: PositiveInt = Field(
         1800, description="wall-clock limit for the whole probe on one node (the role kills it after this)"
     )
+
+    @field_validator("dcgm_precision")
+    @classmethod
+    def _each_precision_once(cls, value: str) -> str:
+        if len(set(value)) != len(value):
+            raise ValueError(f"each of h, s, d at most once: {value!r}")
+        return value
 
     @model_validator(mode="after")
     def _quick_is_quick(self) -> CertificationSpec:

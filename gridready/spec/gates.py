@@ -10,12 +10,13 @@ NODE_GATE_NAMES = (
     "probe", "software_versions", "services", "persistence_mode", "gpu_inventory", "pcie_link", "nvlink", "ecc",
     "row_remap", "xid", "clocks", "throttle", "power", "temperature", "iommu", "acs", "peermem", "dcgm", "gemm_bf16",
     "gemm_fp8", "hbm_bandwidth", "gpu_burn", "h2d_bandwidth", "peer_bandwidth", "nccl_allreduce",
+    "nccl_all_gather", "nccl_reduce_scatter", "nccl_alltoall", "nccl_sendrecv",  # where nccl.collectives names them
 )
 # Gates of the multi-node fabric phase.
 FABRIC_GATE_NAMES = (
     "hca_present", "hca", "hca_port_state", "hca_phys_state", "hca_rate", "hca_link_layer", "hca_counters",
     "hca_firmware", "hca_pcie_link", "hca_gdr_bw", "gpu_nic_rail", "ibstat",
-    "roce_gid", "roce_mtu", "roce_pfc", "roce_ecn", "nccl_multinode_all_reduce", "fabric_isolation",
+    "roce_gid", "roce_mtu", "roce_pfc", "roce_ecn", "roce_trust", "nccl_multinode_all_reduce", "fabric_isolation",
 )
 
 # Fleet outlier gates are named `outlier_<figure>` (gridready.certify.outliers).

@@ -17,12 +17,21 @@ from pydantic import (
 from gridready.spec.decision import DecisionSpec
 from gridready.spec.names import IMAGE_REF, SLUG
 from gridready.spec.router import RouterSpec
+from gridready.spec.sglang import SglangSettings
+from gridready.spec.sglang import problems as sglang_problems
 from gridready.spec.triton import TritonSettings
 
 # Pins: PyPI's newest releases (vllm 0.33.0 and ray 2.60.0, both 2026-11); the sandbox image ships ray 2.60.0.
 VLLM_VERSION = "0.33.0"
 RAY_VERSION = "2.60.0"
 KUBERAY_VERSION = "1.7.0"  # the CRDs in gridready/data/crds/ come from this tag
+ENGINES = ("vllm", "triton-trtllm", "sglang")
+# Engines gridready refuses, with the reason and its source (docs/serving-sglang.md).
+REFUSED_ENGINES = {
+    "tgi": "Text Generation Inference is not supported: Hugging Face put it in maintenance mode on 2025-12-11 and "
+           "archived huggingface/text-generation-inference on 2026-03-21 "
+           "(https://huggingface.co/docs/text-generation-inference); use sglang or vllm",
+}
 
 
 class ModelSource(BaseModel):
@@ -83,7 +92,7 @@ class Tier(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(pattern=SLUG, description="unit vllm-<name>, RayService <name>; never `vllm`")
-    engine: Literal["vllm", "triton-trtllm"]
+    engine: Literal["vllm", "triton-trtllm", "sglang"]
     model: ModelSource
     served_name: str = Field(description="the OpenAI `model` name of the endpoint")
     node_group: str | None = Field(None, description="the node group this tier runs on (default: the first)")
@@ -116,6 +125,16 @@ class Tier(BaseModel):
         None, description="Triton/TensorRT-LLM settings (engine triton-trtllm); default: LLM-API mode behind Triton"
     )
 
+    sglang: SglangSettings | None = Field(
+        None, description="SGLang settings (engine sglang); default: SglangSettings()")
+
+    @field_validator("engine", mode="before")
+    @classmethod
+    def _refused_engine(cls, value: object) -> object:
+        if isinstance(value, str) and value.lower() in REFUSED_ENGINES:
+            raise ValueError(REFUSED_ENGINES[value.lower()])
+        return value
+
     @field_validator("name")
     @classmethod
     def _not_vllm(cls, value: str) -> str:
@@ -128,6 +147,10 @@ class Tier(BaseModel):
     def _triton_only_for_triton(self) -> Tier:
         if self.triton is not None and self.engine != "triton-trtllm":
             raise ValueError("`triton` settings need engine triton-trtllm")
+        if self.sglang is not None and self.engine != "sglang":
+            raise ValueError("`sglang` settings need engine sglang")
+        if self.engine == "sglang" and (wrong := sglang_problems(self.quantization, self.kv_cache_dtype)):
+            raise ValueError("; ".join(wrong))
         return self
 
 

@@ -24,7 +24,7 @@ from gridready.contracts import CertifySummary, Endpoint, HostOutcome, ServeSumm
 from gridready.errors import GridreadyError, InvalidInput, NotCertified
 from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory
-from gridready.serving import manifests, topology, vllm
+from gridready.serving import consistency, manifests, sglang, topology, vllm
 from gridready.serving.topology import Certification, TierPlan
 from gridready.stages import serve_router
 from gridready.stages.common import Timer, base_extravars, outcome_from_playbook
@@ -136,6 +136,7 @@ def render(inv: Inventory, ctx: RunContext) -> dict[str, Any]:
 def hosts_extravars(inv: Inventory, cert: Certification, plans: list[TierPlan]) -> dict[str, Any]:
     mode = engine_mode(inv)
     out = base_extravars(inv) | vllm.hosts_extravars(plans, cert, inv.spec.serving, mode)
+    out["gridready_serve"]["sglang_units"] = sglang.units(plans, cert, inv.spec.serving, mode)
     if mode == "simulated":
         out["gridready_serve"]["ray_sizing"] = dict(SANDBOX_RAY)
         out["gridready_serve"]["ray_pip_spec"] = SANDBOX_RAY_PIP.format(version=inv.spec.serving.ray_version)
@@ -217,6 +218,8 @@ def _hosts(inv: Inventory, ctx: RunContext, cert: Certification, plans: list[Tie
 
 def unit_name(tier: Any) -> str:
     """The systemd unit that serves a tier on its head node (roles gridready_vllm, gridready_triton_trtllm)."""
+    if tier.engine == "sglang":
+        return f"sglang-{tier.name}"  # role gridready_sglang
     return f"vllm-{tier.name}" if tier.engine == "vllm" else f"gridready-triton-{tier.name}"
 
 
@@ -248,11 +251,14 @@ def verify_tiers(inv: Inventory, ctx: RunContext, cert: Certification, plans: li
         return "success", ExitCode.OK
     stage_dir = ctx.stage_dir(stage)
     reports = []
+    reuse = inv.spec.serving.decision.prefix_reuse
+    workload = (bench.Workload(shared_prefix_len=reuse.system_prompt_tokens, shared_prefix_share=reuse.share)
+                if reuse else bench.Workload())
     for plan in plans:
         head = plan.replicas[0].head
         endpoint = bench.Endpoint.for_tier(plan.tier, cert.certified[head].ip)
         unit_state, log_lines = unit_probes(inv, head, unit_name(plan.tier))
-        reports.append(bench.verify_tier(endpoint, plan.tier, bench.Workload(),
+        reports.append(bench.verify_tier(endpoint, plan.tier, workload,
                                          gpus=plan.gpus,
                                          ready_timeout_s=float(inv.spec.serving.wait_timeout_s),
                                          unit_state=unit_state, log_lines=log_lines))
@@ -294,6 +300,8 @@ def stack_configs(inv: Inventory, cert: Certification, plans: list[TierPlan]) ->
                                   rdma_resource=k.rdma_resource, gpu_product_label=k.gpu_product_label)
             for p in triton_plans
         ]
+    config["sglang_tiers"] = [sglang.k8s_tier(p, vllm.pod_env(p, cert, serving), serving)
+                              for p in plans if p.tier.engine == "sglang"]
     return {
         "platform": vllm.platform_stack_config(inv.customer, serving, cert, inv.hosts, groups),
         "serving": config,
@@ -304,11 +312,16 @@ def render_manifests(inv: Inventory, cert: Certification, plans: list[TierPlan],
     """Render both stacks under mocks, validate every manifest, write them; InvalidInput when one is invalid."""
     k8s_version = inv.spec.serving.kubernetes.kubernetes_version
     written, errors, counts = [], [], {}
+    docs: list[dict[str, Any]] = []
+    releases: list[dict[str, Any]] = []
     for stack, config in stack_configs(inv, cert, plans).items():
         rendered = gpulumi.render(stack, config, inv.customer)
         errors += manifests.validate(rendered.manifests, k8s_version)
+        docs += rendered.manifests
+        releases += rendered.helm_releases
         written += [str(p) for p in gpulumi.write_rendered(rendered, out_dir)]
         counts[stack] = {"manifests": len(rendered.manifests), "helm_releases": len(rendered.helm_releases)}
+    errors += consistency.check(docs, releases)
     if errors:
         raise GridreadyError("rendered manifests do not validate:\n" + "\n".join(errors), ExitCode.STAGE_FAILED)
     return {"files": written, "counts": counts, "validated_against": f"kubernetes {k8s_version} + CRDs"}

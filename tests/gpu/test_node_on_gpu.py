@@ -92,3 +92,18 @@ def test_nccl_tests_output_reads_with_the_one_parser() -> None:
     assert all(r["oop"]["wrong"] == 0 for r in parsed["rows"])
     if world == 1:  # one rank: busbw is 0 by definition (nccl-tests PERFORMANCE.md), nothing to gate
         assert all(r["oop"]["busbw"] == 0 for r in parsed["rows"])
+
+
+@pytest.mark.parametrize("collective", ["all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv"])
+def test_torch_collective_sweeps_run_and_check_their_results(collective: str) -> None:
+    """Every collective's torch.distributed sweep on this machine's GPUs: results correct, a row per size; busbw
+    by nccl-tests' factor (0 for one rank except sendrecv, which sends to itself)."""
+    from gridready.probe import torch_allreduce
+
+    world = _world()
+    res = torch_allreduce.sweep(world, [64 * MiB, 256 * MiB], 5, 2, 1, {"NCCL_NVLS_ENABLE": "0"}, 300.0,
+                                collective=collective)
+    assert res["wrong"] == 0 and res["collective"] == collective
+    assert [r["bytes"] for r in res["sizes"]] == [64 * MiB, 256 * MiB]
+    if world > 1 or collective == "sendrecv":
+        assert all(r["busbw_gbps"] > 0 for r in res["sizes"])

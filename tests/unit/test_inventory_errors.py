@@ -99,8 +99,12 @@ CASES = [
      "inventories/acme/cluster.yml: node_groups[0].sku: unknown SKU 'B300'"),
     ("missing-required", _drop("node_groups"), None, None,
      "inventories/acme/cluster.yml: node_groups: Field required"),
-    ("unknown-engine", _set("serving.tiers.0.engine", "tgi"), None, None,
-     "inventories/acme/cluster.yml: serving.tiers[0].engine: Input should be 'vllm' or 'triton-trtllm'"),
+    ("unknown-engine", _set("serving.tiers.0.engine", "lmdeploy"), None, None,
+     "inventories/acme/cluster.yml: serving.tiers[0].engine: Input should be 'vllm', 'triton-trtllm' or 'sglang'"),
+    ("refused-engine-tgi", _set("serving.tiers.0.engine", "tgi"), None, None,
+     "inventories/acme/cluster.yml: serving.tiers[0].engine: Text Generation Inference is not supported: Hugging "
+     "Face put it in maintenance mode on 2025-12-11 and archived huggingface/text-generation-inference on "
+     "2026-03-21 (https://huggingface.co/docs/text-generation-inference); use sglang or vllm"),
     ("hf-without-revision", _drop("serving.tiers.0.model.revision"), None, None,
      "inventories/acme/cluster.yml: serving.tiers[0].model: hf_id needs a pinned revision"),
     ("duplicate-nic", _set("node_groups.0.nics.1.name", "mlx5_0"), None, None,

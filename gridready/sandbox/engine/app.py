@@ -7,7 +7,7 @@ import json
 import re
 from typing import Any
 
-from . import openai_api, triton_api
+from . import openai_api, sglang_api, triton_api
 from .core import Engine
 from .httpserver import Handler, Request, Responder, serve_connection
 
@@ -32,6 +32,19 @@ async def _gridready_routes(engine: Engine, req: Request, resp: Responder) -> bo
     return False
 
 
+async def openai_routes(engine: Engine, p: str, req: Request, resp: Responder) -> bool:
+    """/v1/models, /v1/completions, /v1/chat/completions (vLLM's and SGLang's OpenAI servers alike)."""
+    if p == "/v1/models":
+        await openai_api.models(engine, req, resp)
+    elif p == "/v1/completions" and req.method == "POST":
+        await openai_api.completions(engine, req, resp, chat=False)
+    elif p == "/v1/chat/completions" and req.method == "POST":
+        await openai_api.completions(engine, req, resp, chat=True)
+    else:
+        return False
+    return True
+
+
 def openai_handler(engine: Engine, with_metrics: bool = True) -> Handler:
     async def handle(req: Request, resp: Responder) -> None:
         p = req.path.rstrip("/") or "/"
@@ -41,12 +54,8 @@ def openai_handler(engine: Engine, with_metrics: bool = True) -> Handler:
             await resp.send(200 if engine.ready else 503, b"")
         elif not engine.ready and p.startswith("/v1/"):
             await resp.send_json(503, {"error": {"message": "model is loading", "code": 503}})
-        elif p == "/v1/models":
-            await openai_api.models(engine, req, resp)
-        elif p == "/v1/completions" and req.method == "POST":
-            await openai_api.completions(engine, req, resp, chat=False)
-        elif p == "/v1/chat/completions" and req.method == "POST":
-            await openai_api.completions(engine, req, resp, chat=True)
+        elif await openai_routes(engine, p, req, resp):
+            return
         elif p == "/version":
             await resp.send_json(200, {"version": "gridready-sim"})
         elif p == "/metrics" and with_metrics:
@@ -86,8 +95,16 @@ def metrics_handler(engine: Engine) -> Handler:
     return handle
 
 
+def _gridready_only(engine: Engine) -> Handler:
+    async def handle(req: Request, resp: Responder) -> None:
+        if not await _gridready_routes(engine, req, resp):
+            await _not_found(resp, req)
+
+    return handle
+
+
 async def start(engine: Engine, host: str, port: int, metrics_port: int | None = None,
-                openai_port: int | None = None) -> dict[str, Any]:
+                openai_port: int | None = None, enable_metrics: bool = True) -> dict[str, Any]:
     """Start the listeners of engine.mode; returns {"servers": [...], "ports": {role: port}}."""
     servers: list[asyncio.base_events.Server] = []
     ports: dict[str, int] = {}
@@ -99,6 +116,9 @@ async def start(engine: Engine, host: str, port: int, metrics_port: int | None =
 
     if engine.mode == "openai":
         await listen("http", openai_handler(engine), port)
+    elif engine.mode == "sglang":
+        await listen("http", sglang_api.handler(engine, enable_metrics, _gridready_only(engine), openai_routes),
+                     port)
     else:
         await listen("http", triton_handler(engine), port)
         if openai_port is None:  # tritonserver: metrics on --metrics-port (default 8002)

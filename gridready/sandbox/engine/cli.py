@@ -11,8 +11,9 @@ import sys
 from dataclasses import fields
 from pathlib import Path
 
-from . import app, hardware
+from . import app, hardware, rendezvous
 from .core import Engine
+from .prefix_cache import PrefixCache
 from .profile import Profile
 from .raylink import RayLink
 
@@ -30,11 +31,27 @@ def parser() -> argparse.ArgumentParser:
         prog="python3 -m gridready.sandbox.engine", allow_abbrev=False,
         description="gridready's SIMULATED LLM engine: OpenAI (vLLM) or Triton HTTP endpoints with "
                     "profile-driven token timing. Unknown flags (vLLM's) are accepted and ignored.")
-    ap.add_argument("--model", dest="model_opt", help="model name or path (also accepted as the first argument)")
-    ap.add_argument("--mode", choices=("openai", "triton"), default="openai")
-    ap.add_argument("--served-model-name", nargs="+", help="openai mode: names clients use (default: the model)")
+    ap.add_argument("--model", "--model-path", dest="model_opt",
+                    help="model name or path (also accepted as the first argument; --model-path: SGLang's)")
+    ap.add_argument("--mode", choices=("openai", "triton", "sglang"), default="openai",
+                    help="openai: vLLM's server; triton: Triton's HTTP endpoints; sglang: SGLang's launch_server")
+    ap.add_argument("--served-model-name", nargs="+",
+                    help="openai/sglang mode: names clients use (default: the model)")
     ap.add_argument("--model-repository", type=Path,
                     help="triton mode (required): serve the models of this Triton model repository by their names")
+    # prefix caching (prefix_cache.py): vLLM's --[no-]enable-prefix-caching/--block-size, SGLang's
+    # --disable-radix-cache/--page-size
+    ap.add_argument("--enable-prefix-caching", action=argparse.BooleanOptionalAction, default=True)
+    ap.add_argument("--block-size", type=int, default=16, help="vLLM KV block size (default 16 on CUDA)")
+    ap.add_argument("--disable-radix-cache", action="store_true")
+    ap.add_argument("--page-size", type=int, default=1, help="SGLang tokens per KV page (default 1)")
+    # SGLang's launcher (server_arguments.md): metrics only with --enable-metrics; multi-node start
+    ap.add_argument("--enable-metrics", action="store_true")
+    ap.add_argument("--context-length", type=int, help="SGLang: profile max_model_len")
+    ap.add_argument("--max-running-requests", type=int, help="SGLang: profile max_num_seqs")
+    ap.add_argument("--nnodes", type=int, default=1)
+    ap.add_argument("--node-rank", type=int, default=0)
+    ap.add_argument("--dist-init-addr", help="host:port of node rank 0")
     ap.add_argument("--host", default="0.0.0.0")
     ap.add_argument("--port", type=int, default=8000, help="HTTP port (0 = any free port)")
     ap.add_argument("--metrics-port", type=int, default=None, help="triton mode: metrics port (default 8002)")
@@ -74,6 +91,9 @@ def repository_models(repo: Path) -> list[str]:
 
 def build_profile(args: argparse.Namespace) -> Profile:
     overrides = {name: getattr(args, name_flag(flag)) for flag, name in PROFILE_FLAGS.items()}
+    if args.mode == "sglang":
+        overrides["max_model_len"] = args.context_length or overrides["max_model_len"]
+        overrides["max_num_seqs"] = args.max_running_requests or overrides["max_num_seqs"]
     if args.profile:
         return Profile.from_file(args.profile, **overrides)
     known = {f.name for f in fields(Profile)}
@@ -85,6 +105,8 @@ def name_flag(flag: str) -> str:
 
 
 async def run(args: argparse.Namespace, ignored: list[str]) -> int:
+    if args.mode == "sglang" and args.node_rank >= 1:
+        return await run_follower(args)
     if args.mode == "triton":
         names = repository_models(args.model_repository)
         model = str(args.model_repository)
@@ -92,9 +114,16 @@ async def run(args: argparse.Namespace, ignored: list[str]) -> int:
         model = args.model_opt or "gridready-sim-model"
         names = args.served_model_name or [model]
     profile, hw = hardware.apply(build_profile(args), hardware.resolve_path(args.hardware_profile))
-    engine = Engine(profile, names, args.mode)
+    engine = Engine(profile, names, args.mode, prefix_cache(args))
     engine.info = {"model": model, "ignored_args": ignored, **hw}
-    started = await app.start(engine, args.host, args.port, args.metrics_port, args.openai_port)
+    if args.mode == "sglang" and args.nnodes > 1:
+        rdv = rendezvous.Rendezvous(args.nnodes)
+        port = args.dist_init_addr.rpartition(":")[2]
+        await rdv.listen(args.host, int(port))
+        engine.peers_missing = lambda: rdv.missing
+        engine.info["dist_init_addr"] = args.dist_init_addr
+    started = await app.start(engine, args.host, args.port, args.metrics_port, args.openai_port,
+                              enable_metrics=args.enable_metrics or args.mode != "sglang")
     line = app.ports_json(started["ports"])
     print(line, flush=True)
     if args.port_file:
@@ -132,6 +161,36 @@ async def run(args: argparse.Namespace, ignored: list[str]) -> int:
     return 0
 
 
+def prefix_cache(args: argparse.Namespace) -> PrefixCache:
+    if args.mode == "sglang":
+        return PrefixCache(granularity=args.page_size, enabled=not args.disable_radix_cache)
+    return PrefixCache(granularity=args.block_size, enabled=args.mode == "openai" and args.enable_prefix_caching)
+
+
+async def run_follower(args: argparse.Namespace) -> int:
+    """SGLang node rank >= 1: no HTTP server; joins rank 0 at --dist-init-addr and waits (rendezvous.py)."""
+    log.info("SIMULATED sglang node rank %d of %d: no HTTP server; joining %s", args.node_rank, args.nnodes,
+             args.dist_init_addr)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+    await rendezvous.join(args.dist_init_addr, args.node_rank, stop)
+    return 0
+
+
+def check_sglang(ap: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """SIMULATOR LIMITS (not claimed to be SGLang's own checks): the rendezvous model needs a rank inside
+    --nnodes and an explicit --dist-init-addr; gridready always renders both for multi-node replicas."""
+    if args.mode != "sglang":
+        return
+    if not 0 <= args.node_rank < args.nnodes:
+        ap.error(f"simulator: --node-rank {args.node_rank} must be in 0..{args.nnodes - 1} (--nnodes {args.nnodes})")
+    if args.nnodes > 1 and not args.dist_init_addr:
+        ap.error("simulator: --nnodes > 1 needs --dist-init-addr (node rank 0's host:port)")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "serve":  # `... engine serve <model>` reads like `vllm serve <model>`
@@ -140,6 +199,7 @@ def main(argv: list[str] | None = None) -> int:
         argv = ["--model", argv[0], *argv[1:]]
     ap = parser()
     args, ignored = ap.parse_known_args(argv)
+    check_sglang(ap, args)
     if args.mode == "triton" and (args.served_model_name or args.model_opt or not args.model_repository):
         # tritonserver has no --served-model-name/--model; names come from the repository only
         ap.error("triton mode takes --model-repository and no --model/--served-model-name (SIMULATED tritonserver)")

@@ -6,11 +6,12 @@ import asyncio
 import itertools
 import time
 from collections import deque
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .metrics import Registry
+from .prefix_cache import PrefixCache
 from .profile import Profile, token_text
 
 LAT_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
@@ -33,6 +34,7 @@ class RequestRecord:
     token_times: list[float] = field(default_factory=list)  # perf_counter after each token was written
     finished: float = 0.0
     finish_reason: str = "length"
+    cached_tokens: int = 0  # prompt tokens found in the prefix cache
 
     def summary(self) -> dict[str, Any]:
         t = self.token_times
@@ -47,12 +49,17 @@ class RequestRecord:
 class Engine:
     """Admission, timing and bookkeeping shared by the OpenAI and Triton front ends."""
 
-    def __init__(self, profile: Profile, models: list[str], mode: str) -> None:
+    def __init__(self, profile: Profile, models: list[str], mode: str,
+                 prefix_cache: PrefixCache | None = None) -> None:
         self.profile = profile
+        # openai (vLLM) and sglang modes reuse shared prompt prefixes; see prefix_cache.py for the granularity
+        self.cache = prefix_cache or PrefixCache(granularity=1 if mode == "sglang" else 16,
+                                                 enabled=mode != "triton")
         self.models = models
         self.mode = mode
         self.started_at = time.time()
         self._ready_at = time.monotonic() + profile.load_s
+        self.peers_missing: Callable[[], int] = lambda: 0  # multi-node SGLang: ranks not yet joined
         self.running = 0
         self.waiting = 0
         self._next_no = 0
@@ -65,7 +72,7 @@ class Engine:
     # -- readiness --------------------------------------------------------------------------------
     @property
     def ready(self) -> bool:
-        return time.monotonic() >= self._ready_at
+        return time.monotonic() >= self._ready_at and self.peers_missing() == 0
 
     # -- metrics ------------------------------------------------------------------------------------
     def _init_metrics(self) -> None:
@@ -91,6 +98,14 @@ class Engine:
                                          LAT_BUCKETS)
             self.h_decode = r.histogram("vllm:request_decode_time_seconds", "Time spent in DECODE phase.",
                                         LAT_BUCKETS)
+            # vllm/v1/metrics/loggers.py: Counter("vllm:prefix_cache_queries"|"vllm:prefix_cache_hits"), in tokens;
+            # prometheus_client exposes counters with the _total suffix
+            self.m_pc_queries = r.counter("vllm:prefix_cache_queries_total",
+                                          "Prefix cache queries, in terms of number of queried tokens.")
+            self.m_pc_hits = r.counter("vllm:prefix_cache_hits_total",
+                                       "Prefix cache hits, in terms of number of cached tokens.")
+        elif self.mode == "sglang":
+            self._init_sglang_metrics(r)
         else:
             self.m_success = r.counter("nv_inference_request_success", "Number of successful inference requests")
             self.m_failure = r.counter("nv_inference_request_failure", "Number of failed inference requests")
@@ -110,18 +125,39 @@ class Engine:
             self.m_kvblocks = r.gauge("nv_trt_llm_kv_cache_block_metrics", "TRT LLM KV cache block metrics")
         self.m_info = r.gauge("gridready_sim_info", "The engine answering is gridready's simulator (1).")
 
+    def _init_sglang_metrics(self, r: Registry) -> None:
+        """SGLang's names (docs/references/production_metrics.md; python/sglang/srt/metrics/collector.py)."""
+        self.m_running = r.gauge("sglang:num_running_reqs", "The number of running requests.")
+        self.m_waiting = r.gauge("sglang:num_queue_reqs", "The number of requests in the waiting queue.")
+        self.m_kv = r.gauge("sglang:token_usage", "The token usage.")
+        self.m_hit_rate = r.gauge("sglang:cache_hit_rate", "The prefix cache hit rate.")
+        self.m_prompt = r.counter("sglang:prompt_tokens_total", "Number of prefill tokens processed.")
+        self.m_gen = r.counter("sglang:generation_tokens_total", "Number of generation tokens processed.")
+        self.m_cached = r.counter("sglang:cached_tokens_total", "Number of cached prompt tokens.")
+        self.m_success = r.counter("sglang:num_requests_total", "Number of requests processed.")
+        self.h_ttft = r.histogram("sglang:time_to_first_token_seconds",
+                                  "Histogram of time to first token in seconds.", LAT_BUCKETS)
+        self.h_itl = r.histogram("sglang:inter_token_latency_seconds",
+                                 "Histogram of inter-token latency in seconds.", ITL_BUCKETS)
+        self.h_e2e = r.histogram("sglang:e2e_request_latency_seconds",
+                                 "Histogram of End-to-end request latency in seconds", LAT_BUCKETS)
+
     def _labels(self, model: str) -> tuple[tuple[str, str], ...]:
         if self.mode == "openai":
             return (("engine", "0"), ("model_name", model))
+        if self.mode == "sglang":
+            return (("model_name", model),)
         return (("model", model), ("version", "1"))
 
     def update_gauges(self) -> None:
         for model in self.models:
             lb = self._labels(model)
-            if self.mode == "openai":
+            if self.mode in ("openai", "sglang"):
                 self.m_running.set(lb, self.running)
                 self.m_waiting.set(lb, self.waiting)
                 self.m_kv.set(lb, min(1.0, self.running / max(1, self.profile.max_num_seqs)))
+                if self.mode == "sglang":  # scheduler.py: hit tokens / (hit + new input tokens) since start
+                    self.m_hit_rate.set(lb, self.cache.hit_rate)
             else:
                 self.m_pending.set(lb, self.waiting)
                 for kind, v in (("active", self.running), ("max", self.profile.max_num_seqs),
@@ -137,7 +173,8 @@ class Engine:
 
     # -- generation --------------------------------------------------------------------------------
     async def generate(self, model: str, prompt_tokens: int, max_tokens: int, request_id: str,
-                       received: float) -> AsyncGenerator[tuple[int, str], None]:
+                       received: float, prompt: list[str] | None = None
+                       ) -> AsyncGenerator[tuple[int, str], None]:
         """Yield (index, text) per output token at the profile's times; the caller writes each one.
 
         A token's time is recorded when the caller asks for the next one, i.e. after it was written. Use
@@ -154,9 +191,11 @@ class Engine:
         self.running += 1
         rec.started = time.perf_counter()
         p = self.profile
+        rec.cached_tokens = self.cache.lookup_and_insert(prompt) if prompt is not None else 0
         try:
             # deadlines on the loop clock, so sleep overshoot does not accumulate over tokens
-            deadline = loop.time() + p.ttft_s(prompt_tokens, self.running, rec.no)
+            # only the uncached part of the prompt is prefilled
+            deadline = loop.time() + p.ttft_s(prompt_tokens - rec.cached_tokens, self.running, rec.no)
             for i in range(max_tokens):
                 delay = deadline - loop.time()
                 if delay > 0:
@@ -181,7 +220,11 @@ class Engine:
         done = len(t) == rec.max_tokens
         queue_s = rec.started - rec.received
         e2e_s = rec.finished - rec.received
-        if self.mode == "openai":
+        if self.mode == "sglang":
+            self._account_sglang(rec, lb, e2e_s)
+        elif self.mode == "openai":
+            self.m_pc_queries.inc(lb, rec.prompt_tokens)
+            self.m_pc_hits.inc(lb, rec.cached_tokens)
             self.m_prompt.inc(lb, rec.prompt_tokens)
             self.m_gen.inc(lb, len(t))
             if done:
@@ -207,6 +250,18 @@ class Engine:
             self.m_out_us.inc(lb, 0.0)
             if t:
                 self.h_first.observe(lb, (t[0] - rec.received) * 1000.0)
+
+    def _account_sglang(self, rec: RequestRecord, lb: tuple[tuple[str, str], ...], e2e_s: float) -> None:
+        t = rec.token_times
+        self.m_prompt.inc(lb, rec.prompt_tokens)
+        self.m_cached.inc(lb, rec.cached_tokens)
+        self.m_gen.inc(lb, len(t))
+        self.m_success.inc(lb)
+        self.h_e2e.observe(lb, e2e_s)
+        if t:
+            self.h_ttft.observe(lb, t[0] - rec.received)
+            for a, b in itertools.pairwise(t):
+                self.h_itl.observe(lb, b - a)
 
     def record_tail(self, since: int = 0) -> list[dict[str, Any]]:
         return [r.summary() for r in self.records if r.no >= since]

@@ -51,7 +51,8 @@ async def completions(engine: Engine, req: Request, resp: Responder, chat: bool)
     if chat and not body.get("messages"):
         await resp.send_json(400, _error(400, "messages is required"))
         return
-    prompt_tokens = count_tokens(prompt_of(body, chat))
+    text = prompt_of(body, chat)
+    prompt_tokens = count_tokens(text)
     limit = engine.profile.max_model_len - prompt_tokens
     max_tokens = body.get("max_completion_tokens") or body.get("max_tokens") or engine.profile.default_max_tokens
     if not isinstance(max_tokens, int) or max_tokens < 1:
@@ -66,7 +67,7 @@ async def completions(engine: Engine, req: Request, resp: Responder, chat: bool)
     request_id = req.headers.get("x-request-id", rid)
     head = {"id": rid, "object": "chat.completion.chunk" if chat else "text_completion", "created": int(time.time()),
             "model": model, "system_fingerprint": FINGERPRINT}
-    gen = engine.generate(model, prompt_tokens, max_tokens, request_id, req.received)
+    gen = engine.generate(model, prompt_tokens, max_tokens, request_id, req.received, prompt=text.split())
     if body.get("stream"):
         opts = body.get("stream_options") or {}
         await _stream(resp, gen, head, chat, prompt_tokens, max_tokens, bool(opts.get("include_usage")),

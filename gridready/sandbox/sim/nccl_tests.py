@@ -119,10 +119,14 @@ def sizes(o: Options) -> list[int]:
 # ---- the bandwidth model ---------------------------------------------------------------------------------------
 
 
-def nvlink_bound(host: Host, ngpus: int, env: dict[str, str]) -> float:
-    """Peak busbw (GB/s) of one node's GPUs from the catalog, lowered by NVLink, PCIe and NCCL faults."""
+def nvlink_bound(host: Host, ngpus: int, env: dict[str, str], collective: str = "all_reduce") -> float:
+    """Peak busbw (GB/s) of one node's GPUs from the catalog's reference for this collective (its all_reduce one
+    where the catalog has none: busbw normalises the collectives, nccl-tests doc/PERFORMANCE.md), lowered by NVLink,
+    PCIe and NCCL faults."""
     nvls_off = env.get("NCCL_NVLS_ENABLE") == "0" or env.get("NCCL_ALGO", "").lower() == "ring"
-    refs = {(f["gpus"], f["algo"]): f["reference_gbps"] for f in host.sku["nccl"]}
+    mine = [f for f in host.sku["nccl"] if f.get("collective", "all_reduce") == collective]
+    ref_list = mine or [f for f in host.sku["nccl"] if f.get("collective", "all_reduce") == "all_reduce"]
+    refs = {(f["gpus"], f["algo"]): f["reference_gbps"] for f in ref_list}
     algo = "nvls" if not nvls_off and (ngpus, "nvls") in refs else "ring"
     cands = [g for (g, a) in refs if a == algo and g <= ngpus]
     peak = refs[(max(cands), algo)] if cands else host.sku["nvlink_links"] * host.sku["nvlink_link_gbps"] * 0.75
@@ -174,10 +178,11 @@ def bus_factor(kind: str, n: int) -> float:
     return 1.0
 
 
-def run_model(world: list[Host], ranks_per_host: int, env: dict[str, str]) -> tuple[float, float, bool]:
+def run_model(world: list[Host], ranks_per_host: int, env: dict[str, str],
+              collective: str = "all_reduce") -> tuple[float, float, bool]:
     """(peak busbw GB/s, latency us, ib) for this set of hosts."""
     if len(world) == 1:
-        return nvlink_bound(world[0], ranks_per_host, env), 19.0 + 1.5 * ranks_per_host, True
+        return nvlink_bound(world[0], ranks_per_host, env, collective), 19.0 + 1.5 * ranks_per_host, True
     bounds = [network_bound(h, env) for h in world]
     ib = all(b[1] for b in bounds)
     peak = min(
@@ -291,7 +296,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
             )
             rank += 1
     out.append("#")
-    peak, lat, ib = run_model(world, per_host, env)
+    peak, lat, ib = run_model(world, per_host, env, coll.name)
     out += nccl_debug_lines(world, nranks, ib, env, pid)
     for h in world:
         for g in h.gpus[:per_host]:
@@ -317,7 +322,9 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
             t = lat * simcore.jitter(key + "lat", 0.08) + bus_bytes / (peak * 1e3) * eff * simcore.jitter(key, 0.006)
             algbw = s / (t * 1e3)
             busbw = algbw * factor
-            wrong = "N/A" if o.check == 0 else "0"
+            # nccl-tests src/sendrecv.cu: reportErrors = in_place ? 0 : 1, so its in-place #wrong prints N/A always
+            unchecked = o.check == 0 or (coll.name == "sendrecv" and place == "in")
+            wrong = "N/A" if unchecked else "0"
             cells.append(f"{_fmt_time(t):>7}  {algbw:>6.2f}  {busbw:>6.2f}  {wrong:>6}")
             busbws.append(busbw)
             rows.append(

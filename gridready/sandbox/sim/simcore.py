@@ -44,6 +44,18 @@ def marker(host: str) -> str:
     return f"# gridready-sim: simulated output (profile {host})"
 
 
+PERSISTENCE_STATE = Path("/run/gridready-sim/persistence-mode")  # written by the simulated nvidia-persistenced
+
+
+def persistence_mode() -> str:
+    """Enabled while nvidia-persistenced runs with persistence mode; a host without the daemon (tests, fixtures)
+    keeps the fixtures' Enabled."""
+    try:
+        return PERSISTENCE_STATE.read_text().strip() or "Enabled"
+    except OSError:
+        return "Enabled"
+
+
 def versions() -> dict[str, str]:
     return json.loads((HERE / "versions.json").read_text())
 
@@ -73,7 +85,8 @@ def catalog_facts(sku_list: Any) -> dict[str, dict[str, Any]]:
             "power_limit_w": s.power_limit_w,
             "max_sm_clock_mhz": s.max_sm_clock_mhz,
             "max_mem_clock_mhz": s.max_mem_clock_mhz,
-            "nccl": [{"gpus": f.gpus, "algo": f.algo, "reference_gbps": f.reference_gbps} for f in s.nccl_floors],
+            "nccl": [{"gpus": f.gpus, "algo": f.algo, "collective": f.collective, "reference_gbps": f.reference_gbps}
+                     for f in s.nccl_floors],
             "shapes": [{"gpus": n.gpus, "platform": n.platform, "nvswitch": n.nvswitch, "nvlink_links": n.nvlink_links}
                        for n in s.shapes],
         }
@@ -252,6 +265,16 @@ class Host:
     gpus: list[Gpu]
     hcas: list[Hca]
     faults: list[dict[str, Any]]
+    loaded_driver: str | None = None  # kernel module loaded at boot; None: the installed driver's
+
+    def running_driver(self) -> str:
+        """Version of the loaded kernel module: the profile's loaded_driver (a driver upgraded without a reboot),
+        else the installed user-space driver's."""
+        return self.loaded_driver or versions()["driver"]
+
+    def nvml_mismatch(self) -> bool:
+        """NVML (user space) and the loaded kernel module differ: every NVML client fails until a reboot."""
+        return self.running_driver() != versions()["driver"]
 
     def fault(self, kind: str) -> dict[str, Any] | None:
         return next((f for f in self.faults if f["kind"] == kind), None)
@@ -293,8 +316,8 @@ def with_shape(sku: dict[str, Any], gpus: int, platform: str) -> dict[str, Any]:
     a 4-GPU HGX board has NVLink but no NVSwitch (catalog shapes, with their sources)."""
     shape = next((s for s in sku.get("shapes", []) if s["gpus"] == gpus and s["platform"] == platform), None)
     if shape is None:
-        return sku
-    return {**sku, "nvswitch": shape["nvswitch"], "nvlink_links": shape["nvlink_links"]}
+        return {**sku, "platform": platform}
+    return {**sku, "nvswitch": shape["nvswitch"], "nvlink_links": shape["nvlink_links"], "platform": platform}
 
 
 def from_dict(data: dict[str, Any]) -> Host:
@@ -333,7 +356,8 @@ def from_dict(data: dict[str, Any]) -> Host:
                 faults=mine,
             )
         )
-    return Host(name=host, address=data.get("address"), sku_name=name, sku=sku, gpus=gpus, hcas=hcas, faults=faults)
+    return Host(name=host, address=data.get("address"), sku_name=name, sku=sku, gpus=gpus, hcas=hcas, faults=faults,
+                loaded_driver=data.get("loaded_driver"))
 
 
 def option(argv: list[str], *names: str) -> str | None:

@@ -62,7 +62,7 @@ def test_plots_and_markdown(written: tuple[FleetVerdict, dict[str, Path]]) -> No
     for key in ("plot:busbw", "plot:per_gpu"):
         assert paths[key].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     md = paths["report_md"].read_text()
-    assert "| gpu-b | h2d_bandwidth | 0 | fail |" in md and "probes/gpu-b/probe.json" in md
+    assert "| gpu-b | h2d_bandwidth | GPU 0 | fail |" in md and "probes/gpu-b/probe.json" in md
     assert "![all-reduce busbw vs size](busbw.png)" in md
     html = paths["report_html"].read_text()
     assert html.startswith("<!doctype html>") and "busbw.png" in html and "h2d_bandwidth" in html

@@ -114,3 +114,12 @@ def test_a_served_name_triton_cannot_use_is_refused(served: str, why: str) -> No
     p = plan("8b", 1, 1, mode="engine", tier_over={"served_name": served})
     with pytest.raises(triton.RepositoryError, match=why):
         triton.render_repository(p)
+
+
+@pytest.mark.parametrize("streaming", [True, False])
+def test_llmapi_config_carries_decoupled_and_batch_size(streaming: bool) -> None:
+    # tritonserver runs with --disable-auto-complete-config (openai_frontend: false), so model.py cannot set them
+    p = plan("8b", 1, 1, openai_frontend=False, streaming=streaming)
+    assert "--disable-auto-complete-config" in triton.launch_script(p)
+    cfg = _parse(triton.render_repository(p).files[f"{p.tier.served_name}/config.pbtxt"])
+    assert cfg.model_transaction_policy.decoupled is streaming and cfg.max_batch_size == 0

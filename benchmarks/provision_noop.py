@@ -1,0 +1,133 @@
+"""No-op `playbooks/provision.yml` on converged sandbox fleets of 3, 6 and 12 hosts: before and after, side by side.
+
+    sudo PYTHONPATH=$PWD .venv/bin/python benchmarks/provision_noop.py [--sizes 3 6 12] [--before REV] [--rounds 2]
+
+Per size: a fleet is generated and converged once with the current playbook; then the playbook and ansible.cfg of
+git revision REV ("before") and the current ones ("after") run alternately `--rounds` times on that same fleet, so
+both see the same machine load. Each no-op run reports wall time, changed (must be 0), task results per host,
+the controller's CPU time (user+sys of ansible-playbook and its workers) and, through
+benchmarks/callback_plugins/gridready_timing.py, where the time went per role and per module.
+Results go into docs/benchmarks.md by hand, with the machine's load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from gridready import inventory  # noqa: E402
+from gridready.provision_vars import role_vars  # noqa: E402
+from gridready.sandbox.testfleet import Fleet, start_fleet  # noqa: E402
+from tests.roles.conftest import Run, _simulated_sysfs, sandbox_vars  # noqa: E402
+
+CALLBACKS = Path(__file__).resolve().parent / "callback_plugins"
+
+
+def variant_files(rev: str, tmp: Path) -> tuple[Path, Path]:
+    """The provision playbook and ansible.cfg of `rev`, written beside the current ones (imports are relative)."""
+    play = REPO / "playbooks" / f".bench-{rev[:12]}-provision.yml"
+    play.write_text(subprocess.run(["git", "show", f"{rev}:playbooks/provision.yml"], cwd=REPO, check=True,
+                                   capture_output=True, text=True).stdout)
+    cfg = tmp / "ansible.cfg"
+    cfg.write_text(subprocess.run(["git", "show", f"{rev}:ansible.cfg"], cwd=REPO, check=True,
+                                  capture_output=True, text=True).stdout)
+    return play, cfg
+
+
+def run(fleet: Fleet, play: Path, cfg: Path, extravars: Path, tmp: Path, *args: str) -> dict[str, Any]:
+    timing = tmp / "timing.json"
+    env = {**fleet.ansible_env(), "ANSIBLE_CONFIG": str(cfg), "ANSIBLE_CALLBACK_PLUGINS": str(CALLBACKS),
+           "ANSIBLE_CALLBACKS_ENABLED": "gridready_timing", "GRIDREADY_TIMING_OUT": str(timing)}
+    cmd = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(fleet.hosts_file), str(play),
+           "-e", f"@{extravars}", *args]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.monotonic()
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO, timeout=3600, check=False)
+    wall = time.monotonic() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    r = Run.of(proc)
+    prof = json.loads(timing.read_text()) if timing.exists() else {}
+    per_host = prof.get("results_per_host", {})
+    return {"rc": r.rc, "wall_s": round(wall, 1),
+            "cpu_s": round(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 1),
+            "changed": sum(h["changed"] for h in r.recap.values()),
+            "failed": sum(h["failed"] + h["unreachable"] for h in r.recap.values()),
+            "tasks_per_host": round(sum(per_host.values()) / max(len(per_host), 1)),
+            "by_role": {k: round(v, 1) for k, v in sorted(prof.get("by_role", {}).items(), key=lambda kv: -kv[1])},
+            "by_action": {k: round(v, 1) for k, v in
+                          sorted(prof.get("by_action", {}).items(), key=lambda kv: -kv[1])[:8]},
+            "tail": "" if r.rc == 0 else proc.stdout[-3000:]}
+
+
+def measure(n: int, before: tuple[Path, Path], rounds: int, tmp: Path) -> dict[str, Any]:
+    fleet = start_fleet(n, healthy=True, prefix="noop")
+    try:
+        _simulated_sysfs(fleet)
+        inv = inventory.load(fleet.inventory)
+        ev = tmp / f"extravars-{n}.json"
+        ev.write_text(json.dumps({"gridready_group_vars": {g.name: role_vars(inv.spec, g)
+                                                           for g in inv.spec.node_groups}, **sandbox_vars()}))
+        after = (REPO / "playbooks" / "provision.yml", REPO / "ansible.cfg")
+        converge = run(fleet, *after, ev, tmp)
+        out: dict[str, Any] = {"hosts": n, "converge": converge, "before": [], "after": []}
+        for _ in range(rounds):
+            out["before"].append(run(fleet, *before, ev, tmp))
+            out["after"].append(run(fleet, *after, ev, tmp))
+        out["after_check"] = run(fleet, *after, ev, tmp, "--check", "--diff")
+        return out
+    finally:
+        fleet.down()
+
+
+def best(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    return min(runs, key=lambda r: r["wall_s"])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", type=int, nargs="+", default=[3, 6, 12])
+    ap.add_argument("--before", default="55590eb", help="git revision of the 'before' playbook and ansible.cfg")
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--json", type=Path, help="also write every figure here")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as td:
+        tmp = Path(td)
+        before = variant_files(args.before, tmp)
+        try:
+            rows = [measure(n, before, args.rounds, tmp) for n in args.sizes]
+        finally:
+            before[0].unlink()
+    if args.json:
+        args.json.write_text(json.dumps({"load": os.getloadavg(), "rows": rows}, indent=1))
+    print(f"loadavg after: {os.getloadavg()[0]:.2f}; before = {args.before}; best of {args.rounds} no-op runs")
+    print("| hosts | before: wall / CPU / tasks per host | after: wall / CPU / tasks per host | speed-up | "
+          "changed before/after/--check |")
+    print("|---|---|---|---|---|")
+    for r in rows:
+        b, a = best(r["before"]), best(r["after"])
+        print(f"| {r['hosts']} | {b['wall_s']} s / {b['cpu_s']} s / {b['tasks_per_host']} | {a['wall_s']} s / "
+              f"{a['cpu_s']} s / {a['tasks_per_host']} | {b['wall_s'] / max(a['wall_s'], 0.1):.1f} x | "
+              f"{b['changed']}/{a['changed']}/{r['after_check']['changed']} |")
+    for r in rows:
+        print(f"{r['hosts']} hosts, converge {r['converge']['wall_s']} s (rc {r['converge']['rc']}); "
+              f"before by role: {best(r['before'])['by_role']}; by module: {best(r['before'])['by_action']}; "
+              f"after by role: {best(r['after'])['by_role']}")
+        for v in ("converge", "after_check"):
+            if r[v]["tail"]:
+                print(f"--- {v} rc={r[v]['rc']}\n{r[v]['tail']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

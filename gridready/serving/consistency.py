@@ -1,0 +1,218 @@
+"""Cross-object checks of a rendered manifest set: what no schema can see, and what leaves a deployment Pending,
+unreachable or unscraped although every object validates on its own.
+
+- every Service with a selector selects at least one pod template of its namespace, counting the labels the
+  controllers add to their pods (KubeRay: ray.io/node-type and, on pods with a healthy Serve proxy,
+  ray.io/serve=true; LeaderWorkerSet: leaderworkerset.sigs.k8s.io/name and worker-index, "0" on the leader);
+- every ServiceMonitor endpoint port is a port name of a Service it selects; every PodMonitor port is a container
+  port name of a pod template it selects;
+- every custom resource kind of a known operator (CONTROLLERS) has its controller: a Helm release of the
+  platform stack, or a controller the caller declares as provided outside gridready;
+- every Secret and ConfigMap a pod template names (env valueFrom, envFrom, volumes) is in the set.
+
+One line per problem: `<Kind>/<name>: <path>: <message>`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+LWS_NAME = "leaderworkerset.sigs.k8s.io/name"  # kubernetes-sigs/lws api/leaderworkerset/v1/leaderworkerset_types.go
+LWS_INDEX = "leaderworkerset.sigs.k8s.io/worker-index"
+# API group -> the Helm chart (last path element) whose controller serves it
+CONTROLLERS = {
+    "ray.io": "kuberay-operator",
+    "leaderworkerset.x-k8s.io": "lws",
+    "nvidia.com": "gpu-operator",
+    "monitoring.coreos.com": "kube-prometheus-stack",
+}
+WORKLOADS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job")
+
+
+@dataclass(frozen=True)
+class PodTemplate:
+    owner: str  # Kind/name of the object holding it
+    path: str
+    namespace: str
+    labels: Mapping[str, str]  # the template's labels plus those its controller adds
+    spec: Mapping[str, Any]
+
+
+def _where(doc: Mapping[str, Any]) -> str:
+    return f"{doc.get('kind')}/{doc.get('metadata', {}).get('name')}"
+
+
+def _ns(doc: Mapping[str, Any]) -> str:
+    return doc.get("metadata", {}).get("namespace") or "default"
+
+
+def _template(owner: Mapping[str, Any], path: str, tmpl: Mapping[str, Any] | None,
+              added: Mapping[str, str]) -> list[PodTemplate]:
+    if not tmpl:
+        return []
+    labels = {**(tmpl.get("metadata", {}).get("labels") or {}), **added}
+    return [PodTemplate(_where(owner), path, _ns(owner), labels, tmpl.get("spec") or {})]
+
+
+def pod_templates(docs: Iterable[Mapping[str, Any]]) -> list[PodTemplate]:
+    """Every pod template of the set, with the labels its controller puts on the pods."""
+    out: list[PodTemplate] = []
+    for doc in docs:
+        kind, spec = doc.get("kind"), doc.get("spec") or {}
+        if kind in WORKLOADS:
+            out += _template(doc, "spec.template", spec.get("template"), {})
+        elif kind in ("RayService", "RayCluster"):
+            rc = spec.get("rayClusterConfig", {}) if kind == "RayService" else spec
+            # KubeRay labels head and worker pods ray.io/node-type, and ray.io/serve=true where Serve's proxy is
+            # healthy (ray-operator/controllers/ray/utils/constant.go, rayservice_controller.go)
+            served = {"ray.io/serve": "true"} if kind == "RayService" else {}
+            head = rc.get("headGroupSpec", {})
+            out += _template(doc, "spec.rayClusterConfig.headGroupSpec.template", head.get("template"),
+                             {"ray.io/node-type": "head", **served})
+            for i, group in enumerate(rc.get("workerGroupSpecs") or []):
+                out += _template(doc, f"spec.rayClusterConfig.workerGroupSpecs[{i}].template", group.get("template"),
+                                 {"ray.io/node-type": "worker", "ray.io/group": str(group.get("groupName")), **served})
+        elif kind == "LeaderWorkerSet":
+            lwt = spec.get("leaderWorkerTemplate") or {}
+            name = doc.get("metadata", {}).get("name", "")
+            leader = lwt.get("leaderTemplate") or lwt.get("workerTemplate")
+            out += _template(doc, "spec.leaderWorkerTemplate.leaderTemplate", leader,
+                             {LWS_NAME: name, LWS_INDEX: "0"})
+            if int(lwt.get("size") or 1) > 1:
+                out += _template(doc, "spec.leaderWorkerTemplate.workerTemplate", lwt.get("workerTemplate"),
+                                 {LWS_NAME: name, LWS_INDEX: "1"})
+    return out
+
+
+def _selects(selector: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    match = selector.get("matchLabels", selector) if "matchLabels" in selector or "matchExpressions" in selector \
+        else selector
+    if any(labels.get(k) != v for k, v in (match or {}).items()):
+        return False
+    for expr in selector.get("matchExpressions") or []:
+        key, op, values = expr["key"], expr["operator"], expr.get("values") or []
+        if (op == "In" and labels.get(key) not in values) or (op == "NotIn" and labels.get(key) in values) or (
+                op == "Exists" and key not in labels) or (op == "DoesNotExist" and key in labels):
+            return False
+    return True
+
+
+def _service_errors(docs: list[Mapping[str, Any]], pods: list[PodTemplate]) -> list[str]:
+    errors = []
+    for svc in (d for d in docs if d.get("kind") == "Service"):
+        selector = (svc.get("spec") or {}).get("selector")
+        if not selector:
+            continue  # selector-less Services have hand-made Endpoints
+        if not any(p.namespace == _ns(svc) and _selects(selector, p.labels) for p in pods):
+            errors.append(f"{_where(svc)}: spec.selector: {selector} selects no pod template in namespace "
+                          f"{_ns(svc)}")
+    return errors
+
+
+def _monitor_namespaces(mon: Mapping[str, Any]) -> set[str] | None:
+    sel = (mon.get("spec") or {}).get("namespaceSelector") or {}
+    if sel.get("any"):
+        return None
+    return set(sel.get("matchNames") or [_ns(mon)])
+
+
+def _monitor_errors(docs: list[Mapping[str, Any]], pods: list[PodTemplate], helm_namespaces: set[str]) -> list[str]:
+    errors = []
+    services = [d for d in docs if d.get("kind") == "Service"]
+    for mon in (d for d in docs if d.get("kind") in ("ServiceMonitor", "PodMonitor")):
+        spec, namespaces = mon.get("spec") or {}, _monitor_namespaces(mon)
+        if namespaces and namespaces <= helm_namespaces:
+            continue  # its targets are made by a Helm chart (the GPU Operator's exporter), not rendered here
+        selector = spec.get("selector") or {}
+
+        def in_scope(ns: str, namespaces: set[str] | None = namespaces) -> bool:
+            return namespaces is None or ns in namespaces
+
+        if mon["kind"] == "ServiceMonitor":
+            targets = [s for s in services if in_scope(_ns(s)) and _selects(selector, s["metadata"].get("labels")
+                                                                             or {})]
+            ports = {p.get("name") for s in targets for p in (s.get("spec") or {}).get("ports") or []}
+            wanted = [(i, e.get("port")) for i, e in enumerate(spec.get("endpoints") or [])]
+            what = "Service"
+        else:
+            selected = [p for p in pods if in_scope(p.namespace) and _selects(selector, p.labels)]
+            targets = selected
+            ports = {cp.get("name") for p in selected for c in p.spec.get("containers") or []
+                     for cp in c.get("ports") or []}
+            wanted = [(i, e.get("port")) for i, e in enumerate(spec.get("podMetricsEndpoints") or [])]
+            what = "pod template"
+        if not targets:
+            errors.append(f"{_where(mon)}: spec.selector: selects no {what}")
+            continue
+        key = "endpoints" if mon["kind"] == "ServiceMonitor" else "podMetricsEndpoints"
+        for i, port in wanted:
+            if port not in ports:
+                errors.append(f"{_where(mon)}: spec.{key}[{i}].port: {port!r} is no port of the selected "
+                              f"{what}s (they have {sorted(p for p in ports if p)})")
+    return errors
+
+
+def _controller_errors(docs: list[Mapping[str, Any]], releases: list[Mapping[str, Any]],
+                       external: Mapping[str, str]) -> list[str]:
+    charts = {str(r.get("chart", "")).rstrip("/").rsplit("/", 1)[-1] for r in releases}
+    errors, seen = [], set()
+    for doc in docs:
+        group = str(doc.get("apiVersion", "")).rpartition("/")[0]
+        chart = CONTROLLERS.get(group)
+        if chart is None or group in external or (group, doc.get("kind")) in seen:
+            continue  # built-in kinds, groups another module owns, or already reported
+        seen.add((group, doc.get("kind")))
+        if chart not in charts:
+            errors.append(f"{_where(doc)}: apiVersion: {group} needs the {chart} controller, which no platform Helm "
+                          f"release installs (releases: {sorted(charts)})")
+    return errors
+
+
+def _ref_errors(docs: list[Mapping[str, Any]], pods: list[PodTemplate]) -> list[str]:
+    have = {(d.get("kind"), _ns(d), d.get("metadata", {}).get("name")) for d in docs}
+    errors = []
+
+    def need(kind: str, ns: str, name: str | None, optional: bool, where: str) -> None:
+        if name and not optional and (kind, ns, name) not in have:
+            errors.append(f"{where}: {kind} {name!r} is not rendered in namespace {ns}")
+
+    for p in pods:
+        for c_i, c in enumerate([*(p.spec.get("initContainers") or []), *(p.spec.get("containers") or [])]):
+            at = f"{p.owner}: {p.path}.spec.containers[{c.get('name', c_i)}]"
+            for e in c.get("env") or []:
+                src = e.get("valueFrom") or {}
+                for key, kind in (("secretKeyRef", "Secret"), ("configMapKeyRef", "ConfigMap")):
+                    if key in src:
+                        need(kind, p.namespace, src[key].get("name"), bool(src[key].get("optional")),
+                             f"{at}.env[{e.get('name')}]")
+            for e in c.get("envFrom") or []:
+                for key, kind in (("secretRef", "Secret"), ("configMapRef", "ConfigMap")):
+                    if key in e:
+                        need(kind, p.namespace, e[key].get("name"), bool(e[key].get("optional")), f"{at}.envFrom")
+        for v in p.spec.get("volumes") or []:
+            at = f"{p.owner}: {p.path}.spec.volumes[{v.get('name')}]"
+            if "configMap" in v:
+                need("ConfigMap", p.namespace, v["configMap"].get("name"), bool(v["configMap"].get("optional")), at)
+            if "secret" in v:
+                need("Secret", p.namespace, v["secret"].get("secretName"), bool(v["secret"].get("optional")), at)
+    return errors
+
+
+def check(docs: Iterable[Mapping[str, Any]], helm_releases: Iterable[Mapping[str, Any]] = (), *,
+          external_controllers: Mapping[str, str] | None = None,
+          external_objects: Iterable[tuple[str, str, str]] = ()) -> list[str]:
+    """Problems of one deployment's objects (platform and serving together) and the platform's Helm releases.
+
+    external_controllers: API group -> who provides its controller outside gridready (e.g. the customer's
+    kube-prometheus-stack); external_objects: (kind, namespace, name) made outside the stacks (a Secret the
+    operator creates by hand, say)."""
+    docs = list(docs)
+    docs += [{"kind": k, "metadata": {"namespace": ns, "name": n}} for k, ns, n in external_objects]
+    releases = list(helm_releases)
+    pods = pod_templates(docs)
+    helm_namespaces = {str(r.get("namespace")) for r in releases}
+    return (_service_errors(docs, pods) + _monitor_errors(docs, pods, helm_namespaces)
+            + _controller_errors(docs, releases, external_controllers or {})
+            + _ref_errors(docs, pods))

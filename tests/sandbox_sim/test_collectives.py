@@ -1,0 +1,109 @@
+"""Every collective the spec may choose, judged per SKU x GPU count x algorithm x collective: nccl-tests output of
+the simulated tools (the real text format; busbw from the catalog's per-collective references) and the real
+one-GPU sendrecv capture (tests/fixtures/h200x1), read by the one nccl-tests parser."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from gridready import catalog
+from gridready.certify import nccl
+from gridready.certify.expectations import Expectations
+from gridready.certify.result import GateStatus
+from gridready.probe import nccl_tests
+from gridready.probe.offline import doc_from_outputs
+from gridready.spec import CertificationSpec
+
+from .conftest import FIXTURES, call
+
+GiB = 1 << 30
+ALL = ["all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv"]
+
+
+def exp(gpus: int = 2, **floors: Any) -> Expectations:
+    sku = catalog.lookup("h200")
+    assert sku is not None
+    spec = CertificationSpec(nccl={"collectives": ALL, "min_bytes": GiB}, floors=floors)  # type: ignore[arg-type]
+    return Expectations(node="n", sku=sku, gpus=gpus, spec=spec, platform="passthrough")
+
+
+def run(coll: str, *extra: str) -> str:
+    rc, out = call("nccl_tests", ["-b", "8", "-e", "8G", "-f", "2", "-g", "2", "-n", "20", "-w", "5", *extra],
+                   prog=f"{coll}_perf")
+    assert rc == 0, out
+    return out
+
+
+@pytest.fixture
+def two_gpus(use_profile, monkeypatch):
+    monkeypatch.setenv("NCCL_NVLS_ENABLE", "0")
+    return lambda *faults: use_profile(*faults, gpus=2, platform="passthrough", hcas=0)
+
+
+@pytest.mark.parametrize(("coll", "reference"), [("all_reduce", 347.0), ("all_gather", 313.0),
+                                                 ("reduce_scatter", 296.0), ("sendrecv", 366.0)])
+def test_each_collective_passes_its_own_floor_and_fails_below_it(two_gpus, coll: str, reference: float) -> None:
+    floor = catalog.lookup("h200").nccl_floor(2, "ring", coll)  # type: ignore[union-attr]
+    assert floor is not None and floor.reference_gbps == reference and floor.floor_gbps < reference
+    two_gpus()
+    (ok,) = nccl.nccl_collective(doc_from_outputs({f"{coll}_perf": run(coll)}), exp(), coll)
+    assert ok.status is GateStatus.PASS, ok.reason
+    assert ok.gate == nccl.gate_name(coll) and ok.measured["validation"] == 1
+    assert 0.95 * reference <= ok.measured["max_busbw_gbps"] <= 1.02 * reference
+    two_gpus({"kind": "low_nccl_busbw", "factor": 0.7})
+    (low,) = nccl.nccl_collective(doc_from_outputs({f"{coll}_perf": run(coll)}), exp(), coll)
+    assert low.status is GateStatus.FAIL and f"below {floor.floor_gbps:g} GB/s" in low.reason
+
+
+def test_sendrecv_in_place_na_is_by_design_and_its_busbw_is_not_gated(two_gpus) -> None:
+    """nccl-tests never validates sendrecv in place (src/sendrecv.cu): N/A there is no 'validation off' warning,
+    and only the validated out-of-place column counts."""
+    two_gpus()
+    out = run("sendrecv")
+    parsed = nccl_tests.parse_text(out)
+    assert parsed["validation"] == 1 and all(r["ip"]["wrong"] is None and r["oop"]["wrong"] == 0
+                                             for r in parsed["rows"])
+    (r,) = nccl.nccl_collective(doc_from_outputs({"sendrecv_perf": out}), exp(), "sendrecv")
+    assert r.status is GateStatus.PASS and "validation off" not in r.reason
+    best = max(p["busbw"] for p in r.measured["sweep"] if p["bytes"] >= GiB)
+    assert best == max(row["oop"]["busbw"] for row in parsed["rows"] if row["bytes"] >= GiB)
+
+
+def test_validation_off_in_the_header_warns(two_gpus) -> None:
+    two_gpus()
+    (r,) = nccl.nccl_collective(doc_from_outputs({"all_gather_perf": run("all_gather", "-c", "0")}), exp(),
+                                "all_gather")
+    assert r.status is GateStatus.WARN and "validation off" in r.reason and r.measured["validation"] == 0
+
+
+def test_real_one_gpu_sendrecv_reads_and_the_gate_is_na() -> None:
+    text = (FIXTURES / "h200x1" / "sendrecv_perf_1gpu.txt").read_text()
+    parsed = nccl_tests.parse_text(text)
+    assert parsed["collective"] == "sendrecv" and parsed["ranks"] == 1 and parsed["validation"] == 1
+    row = next(r for r in parsed["rows"] if r["bytes"] == 536870912)
+    assert row["ip"]["wrong"] is None and row["ip"]["busbw"] == 323475  # the in-place no-op's absurd figure
+    assert nccl_tests.validated_busbw(row) == 1891.3  # the validated out-of-place copy
+    (r,) = nccl.nccl_collective(doc_from_outputs({"sendrecv_perf": text}), exp(gpus=1), "sendrecv")
+    assert r.status is GateStatus.SKIPPED and r.reason.startswith("n/a: one GPU")
+
+
+def test_alltoall_without_a_floor_is_an_error_naming_the_key_and_a_spec_floor_judges_it(two_gpus) -> None:
+    two_gpus()
+    doc = doc_from_outputs({"alltoall_perf": run("alltoall")})
+    (r,) = nccl.nccl_collective(doc, exp(), "alltoall")
+    assert r.status is GateStatus.ERROR and "certification.floors.nccl_collectives_gbps.alltoall" in r.reason
+    (ok,) = nccl.nccl_collective(doc, exp(nccl_collectives_gbps={"alltoall": 250.0}), "alltoall")
+    assert ok.status is GateStatus.PASS and ok.expected.source == "spec"
+
+
+def test_a_chosen_collective_that_did_not_run_is_an_error_and_unchosen_ones_have_no_gate() -> None:
+    doc = doc_from_outputs({"all_reduce_perf": (FIXTURES / "h200x2" / "all_reduce_perf.txt").read_text()})
+    (r,) = nccl.nccl_collective(doc, exp(), "all_gather")
+    assert r.status is GateStatus.ERROR and "neither nccl-tests all_gather_perf nor" in r.reason
+    only_ar = exp()
+    only_ar = Expectations(node="n", sku=only_ar.sku, gpus=2, spec=CertificationSpec(), platform="passthrough")
+    assert nccl.nccl_collective(doc, only_ar, "all_gather") == []
+    (ar,) = nccl.nccl_collective(doc, only_ar, "all_reduce")
+    assert ar.status is GateStatus.PASS and ar.measured["max_busbw_gbps"] == 346.98  # the real 2 x H200 peak (oop)

@@ -1,0 +1,80 @@
+"""An SGLang tier rendered through stacks/serving under Pulumi mocks: a Deployment for one node, a LeaderWorkerSet
+for two (the env-driven rank and rendezvous of kubernetes-sigs/lws docs/examples/sglang/lws.yaml), a leader-only
+Service; every manifest validates against the Kubernetes schemas and the LWS CRD."""
+
+from __future__ import annotations
+
+import pytest
+
+from gridready import pulumi as gpulumi
+from gridready.serving import manifests, topology
+from gridready.stages import serve
+from tests.summaries import certification
+from tests.unit.serving.conftest import vllm_tier
+
+
+def _render(make_inv, pp: int, replicas: int = 1):
+    tier = vllm_tier(name="llama-sgl", engine="sglang", pipeline_parallel=pp, replicas=replicas, port=30000)
+    inv = make_inv(4, [tier], target="kubernetes")
+    cert = topology.read_certification(inv, certification(inv, ["gpu01", "gpu02", "gpu03", "gpu04"]))
+    configs = serve.stack_configs(inv, cert, topology.plan_tiers(inv, cert))
+    assert configs["serving"]["triton_tiers"] == []  # an sglang tier is not handed to the Triton component
+    return gpulumi.render("serving", configs["serving"], "acme").manifests
+
+
+def _kind(docs, kind):
+    return [d for d in docs if d["kind"] == kind]
+
+
+def _opt(args, flag):
+    return args[args.index(flag) + 1]
+
+
+def test_one_node_is_a_deployment(make_inv):
+    docs = _render(make_inv, 1, replicas=2)
+    assert manifests.validate(docs) == []
+    (dep,) = _kind(docs, "Deployment")
+    assert dep["spec"]["replicas"] == 2 and not _kind(docs, "LeaderWorkerSet")
+    (c,) = dep["spec"]["template"]["spec"]["containers"]
+    assert c["command"][:3] == ["python3", "-m", "sglang.launch_server"]
+    assert "--nnodes" not in c["command"] and _opt(c["command"], "--port") == "30000"
+    assert c["image"] == "lmsysorg/sglang:v0.5.19-cu129"
+    assert c["resources"]["limits"]["nvidia.com/gpu"] == 8 and c["startupProbe"]["httpGet"]["path"] == "/health"
+    assert {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "HF_TOKEN"}}} in c["env"]
+
+
+def test_two_nodes_are_a_leaderworkerset_with_env_driven_ranks(make_inv):
+    docs = _render(make_inv, 2)
+    assert manifests.validate(docs) == []
+    (lws,) = _kind(docs, "LeaderWorkerSet")
+    tpl = lws["spec"]["leaderWorkerTemplate"]
+    assert tpl["size"] == 2 and tpl["restartPolicy"] == "RecreateGroupOnPodRestart"
+    for role in ("leaderTemplate", "workerTemplate"):
+        (c,) = tpl[role]["spec"]["containers"]
+        cmd = c["command"]
+        assert _opt(cmd, "--dist-init-addr") == "$(LWS_LEADER_ADDRESS):50000"
+        assert _opt(cmd, "--node-rank") == "$(LWS_WORKER_INDEX)" and _opt(cmd, "--nnodes") == "2"
+        assert (_opt(cmd, "--tp-size"), _opt(cmd, "--pp-size")) == ("8", "2")
+        assert c["securityContext"]["capabilities"]["add"] == ["IPC_LOCK"]
+        assert not any(e["name"].startswith("RAY_") for e in c["env"])
+    leader = tpl["leaderTemplate"]["spec"]["containers"][0]
+    assert "readinessProbe" in leader and "readinessProbe" not in tpl["workerTemplate"]["spec"]["containers"][0]
+    (svc,) = _kind(docs, "Service")
+    assert svc["metadata"]["name"] == "llama-sgl-openai"
+    assert svc["spec"]["selector"] == {"leaderworkerset.sigs.k8s.io/name": "llama-sgl", "role": "leader"}
+
+
+def test_lws_schema_catches_a_broken_set(make_inv):
+    docs = _render(make_inv, 2)
+    (lws,) = _kind(docs, "LeaderWorkerSet")
+    lws["spec"]["leaderWorkerTemplate"]["sizee"] = 2
+    assert any("sizee" in e for e in manifests.validate(docs))
+
+
+@pytest.mark.parametrize("pp", [1, 2])
+def test_serve_render_writes_validated_manifests(make_inv, tmp_path, pp):
+    tier = vllm_tier(name="llama-sgl", engine="sglang", pipeline_parallel=pp)
+    inv = make_inv(4, [tier], target="kubernetes")
+    cert = topology.read_certification(inv, certification(inv, ["gpu01", "gpu02"]))
+    out = serve.render_manifests(inv, cert, topology.plan_tiers(inv, cert), tmp_path / "k8s")
+    assert out["files"] and out["validated_against"].startswith("kubernetes")
