@@ -11,11 +11,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from gridready import console
+from gridready import console, matrix
 from gridready.artifacts import RunContext, new_run_id, write_atomic
 from gridready.errors import GridreadyError
 from gridready.exitcodes import ExitCode
-from gridready.inventory import Inventory, load, project_root
+from gridready.inventory import Inventory, display_path, load, project_root
 
 T = TypeVar("T")
 
@@ -36,7 +36,11 @@ def artifacts_root() -> Path:
 
 @functools.cache
 def inventory(name: str) -> Inventory:
-    return load(name)
+    """The validated inventory whose software pins are a supported row of the version matrix (exit 2 otherwise:
+    `inventories/<c>/cluster.yml: software.<key>: ...`); every task, `validate` first, goes through here."""
+    inv = load(name)
+    matrix.require_supported(inv.spec, display_path(inv.path / "cluster.yml"))
+    return inv
 
 
 def context(inv: Inventory, **flags: Any) -> RunContext:

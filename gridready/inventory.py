@@ -35,6 +35,11 @@ def _display(path: Path) -> str:
         return str(path)
 
 
+def display_path(path: Path) -> str:
+    """A path as error lines show it: relative to the working directory when below it."""
+    return _display(path)
+
+
 def render_loc(loc: tuple[int | str, ...]) -> str:
     """('serving', 'tiers', 0, 'tensor_parallel') -> serving.tiers[0].tensor_parallel"""
     out = ""

@@ -29,15 +29,21 @@ class _Row(BaseModel):
 
 
 class DriverBranch(_Row):
+    designation: Literal["long-term support", "production", "new feature"]
+    status: Literal["supported", "end-of-life"]
+    eol: str
     min_version: str
     cuda: list[str]
     dcgm_majors: list[int]
     open_kernel_modules: bool
 
 
-class DcgmPackage(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class DcgmPackage(_Row):
     package: str
+
+
+class PackageRow(_Row):
+    role: str
 
 
 class CudaRow(_Row):
@@ -88,6 +94,7 @@ class VersionMatrix(BaseModel):
     nccl_tests: dict[str, NcclTestsRow]
     fabricmanager: FabricManagerRule
     rdma: RdmaRows
+    packages: dict[str, PackageRow]
     os: dict[str, OsRow]
 
     @model_validator(mode="after")
@@ -99,6 +106,8 @@ class VersionMatrix(BaseModel):
             ("fabricmanager", self.fabricmanager),
             ("rdma.distro", self.rdma.distro),
             *((f"rdma.doca.{k}", r) for k, r in self.rdma.doca.items()),
+            *((f"cuda.{c}.dcgm.{k}", r) for c, row in self.cuda.items() for k, r in row.dcgm.items()),
+            *((f"packages.{k}", r) for k, r in self.packages.items()),
         ]
         unknown = [f"{where}: unknown source {s!r}" for where, r in rows for s in r.sources if s not in self.sources]
         for branch, row in self.driver_branches.items():
@@ -115,6 +124,9 @@ class VersionMatrix(BaseModel):
         if branch is None:
             errors.append(f"software.driver_branch: {pins.driver_branch} is not in the version matrix "
                           f"(known: {', '.join(self.driver_branches)})")
+        elif branch.status == "end-of-life":
+            errors.append(f"software.driver_branch: R{pins.driver_branch} ({branch.designation} branch) is end of life "
+                          f"({branch.eol}); use {self.recommended_branch()}")
         if cuda is None:
             errors.append(f"software.cuda: {pins.cuda} is not in the version matrix (known: {', '.join(self.cuda)})")
         if branch is not None and cuda is not None:
@@ -150,6 +162,23 @@ class VersionMatrix(BaseModel):
         elif pins.doca_ofed:
             errors.append("software.doca_ofed: set only with rdma_stack: doca")
         return errors
+
+    def recommended_branch(self) -> str:
+        """The supported long-term support branch named in refusals (R580, EOL June 2028)."""
+        lts = [(k, b) for k, b in self.driver_branches.items()
+               if b.status == "supported" and b.designation == "long-term support"]
+        k, b = max(lts, key=lambda kb: int(kb[0]))
+        return f"R{k} (long-term support, end of life {b.eol})"
+
+    def min_driver(self, branch: str, cuda: str) -> str:
+        """The oldest driver of `branch` that runs CUDA `cuda`: the later of the two minimums."""
+        return max(self.driver_branches[branch].min_version, self.cuda[cuda].min_driver, key=_vtuple)
+
+    def min_kernel(self, os: str) -> str:
+        return self.os[OS_KEYS.get(os, os)].min_kernel
+
+    def min_rdma_core(self, os: str) -> str:
+        return self.rdma.distro.rdma_core[OS_KEYS.get(os, os)]
 
     def dcgm_package(self, cuda: str, major: int) -> str:
         return self.cuda[cuda].dcgm[major].package

@@ -21,8 +21,13 @@ def role_vars(spec: ClusterSpec, node_group: NodeGroup) -> dict[str, Any]:
     pins = spec.software
     sku = node_group.catalog_sku
     rdma_nics = [n for n in node_group.nics if n.kind in ("infiniband", "roce")]
+    versions = matrix.load()
+    branch = versions.driver_branches.get(pins.driver_branch)
     out: dict[str, Any] = {
         "gridready_preflight_supported_os": [matrix.OS_KEYS[node_group.os]],
+        # enforced from the version matrix: os.<os>.min_kernel, the branch's open_kernel_modules, min_driver,
+        # rdma.distro.rdma_core (each row carries its source in gridready/data/version_matrix.yml)
+        "gridready_preflight_min_kernel": versions.min_kernel(node_group.os),
         "gridready_preflight_gpu_device_id": sku.device_id,
         "gridready_preflight_gpu_count": node_group.gpus_per_node,
         "gridready_nvidia_driver_branch": pins.driver_branch,
@@ -37,7 +42,14 @@ def role_vars(spec: ClusterSpec, node_group: NodeGroup) -> dict[str, Any]:
         "gridready_rdma_stack": pins.rdma_stack,
         "gridready_rdma_peermem": bool(rdma_nics) and node_group.gpudirect_rdma,
         "gridready_host_tuning_iommu_passthrough": bool(rdma_nics) and node_group.gpudirect_rdma,
+        "gridready_rdma_roce_nics": [{"netdev": n.netdev, "mtu": n.mtu or 0} for n in node_group.nics
+                                     if n.kind == "roce" and n.netdev],
     }
+    if branch is not None and pins.cuda in versions.cuda:  # an unsupported pin never gets here (invoke validate)
+        out["gridready_nvidia_driver_open_kernel_modules"] = branch.open_kernel_modules
+        out["gridready_nvidia_driver_min_version"] = versions.min_driver(pins.driver_branch, pins.cuda)
+    if pins.rdma_stack == "distro" and rdma_nics:
+        out["gridready_rdma_min_rdma_core"] = versions.min_rdma_core(node_group.os)
     checksum = matrix.load().nccl_tests_checksum(pins.nccl_tests)
     if checksum:
         out["gridready_nccl_tests_checksum"] = checksum

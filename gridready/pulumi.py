@@ -141,15 +141,16 @@ def write_rendered(rendered: Rendered, out_dir: Path) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     files = []
     path = folder / "manifests.yaml"
-    # one order whatever order the mocks resolved in: a re-render diffs only where the program changed
+    # one order (documents and keys) whatever order the mocks resolved in: a re-render diffs only where the
+    # program changed
     docs = sorted(rendered.manifests, key=lambda d: (d.get("kind", ""), d.get("metadata", {}).get("namespace", ""),
                                                      d.get("metadata", {}).get("name", "")))
-    path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+    path.write_text(yaml.safe_dump_all(docs, sort_keys=True))
     files.append(path)
     if rendered.helm_releases:
         path = folder / "helm-releases.yaml"
         releases = sorted(rendered.helm_releases, key=lambda r: str(r.get("name", r.get("resource", ""))))
-        path.write_text(yaml.safe_dump(releases, sort_keys=False))
+        path.write_text(yaml.safe_dump(releases, sort_keys=True))
         files.append(path)
     return files
 

@@ -261,7 +261,7 @@ def roce_gates(node: str, nic: Nic, data: dict[str, Any], settings: FabricSettin
         mtu = nd.get("mtu")
         out.append(_gate(
             "roce_mtu", node, S.ERROR if mtu is None else (S.PASS if mtu >= nic.mtu else S.FAIL),
-            f"{netdev or nic.name} MTU {mtu if mtu is not None else 'unreadable'} (spec {nic.mtu})",
+            f"{nic.name} ({netdev}) MTU {mtu if mtu is not None else 'unreadable'} (spec {nic.mtu})",
             measured=mtu, expected=Expected(floor=nic.mtu, source="spec"), evidence=f"hca.netdevs.{netdev}", **kw,
         ))
     if settings.roce.pfc_priorities is not None:
@@ -270,20 +270,37 @@ def roce_gates(node: str, nic: Nic, data: dict[str, Any], settings: FabricSettin
         want_p = sorted(settings.roce.pfc_priorities)
         out.append(_gate(
             "roce_pfc", node, S.ERROR if got is None else (S.PASS if got == want_p else S.FAIL),
-            f"{netdev} PFC priorities {got if got is not None else 'unreadable (mlnx_qos)'} (spec {want_p})",
+            f"{nic.name} ({netdev}) PFC priorities {got if got is not None else 'unreadable (mlnx_qos)'} "
+            f"(spec {want_p})",
             measured=got, expected=Expected(equals=want_p, source="spec"), evidence=f"hca.qos.{netdev}", **kw,
         ))
     if settings.roce.ecn_priorities is not None:
-        ecn = nd.get("ecn_roce_np") or {}
-        got_e = sorted(int(p) for p, v in ecn.items() if v == 1) if ecn else None
-        want_e = sorted(settings.roce.ecn_priorities)
-        ok = got_e is not None and set(want_e) <= set(got_e)
+        out.append(_ecn_gate(node, nic, netdev, nd, sorted(settings.roce.ecn_priorities)))
+    if settings.roce.trust is not None:
+        parsed = ((data.get("qos") or {}).get(netdev or "") or {}).get("parsed")
+        got_t = None if parsed is None else parsed.get("trust")
         out.append(_gate(
-            "roce_ecn", node, S.ERROR if got_e is None else (S.PASS if ok else S.FAIL),
-            f"{netdev} ECN (roce_np) on priorities {got_e if got_e is not None else 'unreadable'} (spec {want_e})",
-            measured=got_e, expected=Expected(equals=want_e, source="spec"), evidence=f"hca.netdevs.{netdev}", **kw,
+            "roce_trust", node, S.ERROR if got_t is None else (S.PASS if got_t == settings.roce.trust else S.FAIL),
+            f"{nic.name} ({netdev}) QoS trust {got_t or 'unreadable (mlnx_qos)'} (spec {settings.roce.trust})",
+            measured=got_t, expected=Expected(equals=settings.roce.trust, source="spec"),
+            evidence=f"hca.qos.{netdev}", **kw,
         ))
     return out
+
+
+def _ecn_gate(node: str, nic: Nic, netdev: str | None, nd: dict[str, Any], want: list[int]) -> GateResult:
+    """DCQCN needs ECN at both ends: roce_np (marks CNPs) and roce_rp (slows the sender) on the RoCE priorities.
+    A kernel without roce_rp files (older mlx5) is judged on roce_np alone."""
+    np_ = nd.get("ecn_roce_np") or {}
+    rp = nd.get("ecn_roce_rp") or {}
+    got_np = sorted(int(p) for p, v in np_.items() if v == 1) if np_ else None
+    got_rp = sorted(int(p) for p, v in rp.items() if v == 1) if rp else None
+    missing = sorted((set(want) - set(got_np or [])) | (set(want) - set(got_rp) if got_rp is not None else set()))
+    status = S.ERROR if got_np is None else (S.PASS if not missing else S.FAIL)
+    reason = (f"{nic.name} ({netdev}) ECN roce_np {got_np if got_np is not None else 'unreadable'}, roce_rp "
+              f"{got_rp if got_rp is not None else 'not exposed'} (spec {want})")
+    return _gate("roce_ecn", node, status, reason, measured={"roce_np": got_np, "roce_rp": got_rp},
+                 expected=Expected(equals=want, source="spec"), evidence=f"hca.netdevs.{netdev}", hca=nic.name)
 
 
 def ibstat_gate(node: str, data: dict[str, Any]) -> GateResult | None:

@@ -116,11 +116,16 @@ def read_ib_sysfs(root: Path | None = None) -> dict[str, Any]:
 
 
 def read_netdev(name: str, root: Path | None = None) -> dict[str, Any]:
-    """MTU and per-priority ECN (roce_np) of one kernel interface."""
+    """MTU and per-priority ECN of one kernel interface: roce_np (notification point, marks CNPs) and roce_rp
+    (reaction point, DCQCN rate control), /sys/class/net/<if>/ecn/roce_{np,rp}/enable/<prio> (mlx5)."""
     base = _class_dir(root or sysfs_root(), "net") / name
-    ecn_dir = base / "ecn" / "roce_np" / "enable"
-    ecn = {p.name: _read_int(p) for p in sorted(ecn_dir.iterdir())} if ecn_dir.is_dir() else {}
-    return {"exists": base.is_dir(), "mtu": _read_int(base / "mtu"), "ecn_roce_np": ecn}
+
+    def ecn(kind: str) -> dict[str, int | None]:
+        d = base / "ecn" / kind / "enable"
+        return {p.name: _read_int(p) for p in sorted(d.iterdir())} if d.is_dir() else {}
+
+    return {"exists": base.is_dir(), "mtu": _read_int(base / "mtu"), "ecn_roce_np": ecn("roce_np"),
+            "ecn_roce_rp": ecn("roce_rp")}
 
 
 def counters_snapshot(root: Path | None = None) -> dict[str, Any]:
@@ -315,20 +320,31 @@ def run_topo() -> dict[str, Any]:
 # ---------------------------------------------------------------- RoCE QoS
 
 def parse_mlnx_qos(text: str) -> dict[str, Any]:
-    """`mlnx_qos -i <netdev>` -> {"pfc_enabled": [priorities]} from its `enabled` row under PFC."""
+    """`mlnx_qos -i <netdev>` -> {"trust": "dscp"|"pcp"|None, "pfc_enabled": [priorities], "dscp2prio": {dscp: prio}}.
+
+    Format: MLNX_OFED/DOCA `mlnx_qos` ("Priority trust state: dscp", a `dscp2prio mapping:` block of
+    `prio:N dscp:..,` lines, and the `enabled` row under "PFC configuration:"), as NVIDIA's RoCE configuration
+    guides print it: https://docs.nvidia.com/networking/display/mlnxofedv24010331/quality+of+service"""
     pfc: list[int] = []
+    trust: str | None = None
+    dscp2prio: dict[int, int] = {}
     in_pfc = False
     for line in text.splitlines():
-        if "PFC configuration" in line:
+        s = line.strip()
+        if s.lower().startswith("priority trust state:"):
+            trust = s.split(":", 1)[1].strip().lower() or None
+        elif s.startswith("prio:") and "dscp:" in s:
+            prio = int(s.split()[0].split(":")[1])
+            for d in s.split("dscp:", 1)[1].split(","):
+                if d.strip().isdigit():
+                    dscp2prio[int(d)] = prio
+        elif "PFC configuration" in s:
             in_pfc = True
-        elif in_pfc and line.strip().startswith("enabled"):
-            vals = line.split()[1:]
-            pfc = [i for i, v in enumerate(vals) if v == "1"]
-            break
-    return {"pfc_enabled": pfc}
+        elif in_pfc and s.startswith("enabled"):
+            pfc = [i for i, v in enumerate(s.split()[1:]) if v == "1"]
+            in_pfc = False
+    return {"trust": trust, "pfc_enabled": pfc, "dscp2prio": dscp2prio}
 
-
-# ---------------------------------------------------------------- one node
 
 def collect(gdr: bool = False, hcas: list[str] | None = None, qos: bool = False) -> dict[str, Any]:
     """Everything the HCA gates read, for the node probe's JSON (key `hca`)."""

@@ -38,6 +38,8 @@ NCCL = f"{V['nccl']}-1+cuda{V['cuda']}"
 CTK = f"{V['container_toolkit']}-1"
 SIM = f"{V['sim']}-1"
 BRANCH = V["driver_branch"]
+UBUNTU_DRIVER = f"{V['driver']}-0ubuntu0.24.04.1"  # the Ubuntu archive's build of the same release
+DCGM3 = "1:3.3.9"
 CUDA_MAJOR = V["cuda"].split(".")[0]
 
 
@@ -68,6 +70,8 @@ class Pkg:
     arch: str = "all"
     section: str = "multiverse/devel"
     conflicts: list[str] = field(default_factory=list)
+    provides: list[str] = field(default_factory=list)
+    recommends: list[str] = field(default_factory=list)
     postinst_extra: str = ""  # shell run by postinst on configure (must be idempotent)
 
 
@@ -136,12 +140,32 @@ def packages() -> list[Pkg]:
     _exe(persist, "/usr/bin/nvidia-persistenced", _wrapper("nvidia-persistenced", "daemons", prog=True))
     persist.units["nvidia-persistenced.service"] = _unit(
         "NVIDIA Persistence Daemon",
-        "/usr/bin/nvidia-persistenced --user nvidia-persistenced --verbose",
+        # the distribution's unit starts the daemon without persistence mode (Ubuntu nvidia-graphics-drivers
+        # packaging, debian/nvidia-persistenced.service); NVIDIA's own Ansible role overrides ExecStart
+        "/usr/bin/nvidia-persistenced --user nvidia-persistenced --no-persistence-mode --verbose",
         after="syslog.target",
     )
 
+    # The kernel-side common files: nvidia-driver-<branch>[-open] depends on nvidia-kernel-common-<branch>, and the
+    # -server flavour of the Ubuntu archive ships the same files, so the two conflict. Sources: "nvidia-dkms-580"
+    # (dep: nvidia-kernel-common-580), https://packages.ubuntu.com/noble-updates/nvidia-dkms-580, and
+    # "nvidia-fabricmanager-580" (dep: nvidia-kernel-common-580-server-<version>, a virtual package provided by
+    # nvidia-kernel-common-580-server), https://packages.ubuntu.com/noble-updates/nvidia-fabricmanager-580.
+    kcommon = Pkg(f"nvidia-kernel-common-{BRANCH}", DRIVER, "Shared files used with the kernel module", [dep_common],
+                  arch=ARCH, conflicts=[f"nvidia-kernel-common-{BRANCH}-server"],
+                  provides=[f"nvidia-kernel-common-{BRANCH}-{V['driver']}"])  # fmt: skip
+    kcommon.files["/usr/share/gridready-sim/kernel-common"] = b"open\n"
+    kcommon_server = Pkg(f"nvidia-kernel-common-{BRANCH}-server", UBUNTU_DRIVER,
+                         "Shared files used with the kernel module (Ubuntu archive, -server flavour)", [dep_common],
+                         arch=ARCH, conflicts=[f"nvidia-kernel-common-{BRANCH}"],
+                         provides=[f"nvidia-kernel-common-{BRANCH}-server-{V['driver']}"])  # fmt: skip
+    kcommon_server.files["/usr/share/gridready-sim/kernel-common"] = b"server\n"
+    # The headers metapackage of the running kernel flavour rebuilds the module on a kernel update (DKMS):
+    # NVIDIA Driver Installation Guide, "Ubuntu" / "Debian" (kernel headers, then the driver),
+    # https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/ubuntu.html
     driver = Pkg(f"nvidia-driver-{BRANCH}-open", DRIVER, "NVIDIA driver (open kernel) metapackage",
-                 [f"nvidia-compute-utils-{BRANCH} (= {DRIVER})", f"nvidia-persistenced (= {DRIVER})", dep_common],
+                 [f"nvidia-compute-utils-{BRANCH} (= {DRIVER})", f"nvidia-persistenced (= {DRIVER})",
+                  f"nvidia-kernel-common-{BRANCH} (= {DRIVER})", dep_common],
                  arch=ARCH, conflicts=[f"nvidia-driver-{BRANCH}"])  # fmt: skip
     driver.files["/usr/share/gridready-sim/driver-version"] = f"{V['driver']}\n".encode()
     dep_driver = f"nvidia-driver-{BRANCH}-open (= {DRIVER})"
@@ -149,20 +173,63 @@ def packages() -> list[Pkg]:
         Pkg(f"nvidia-open-{BRANCH}", DRIVER, "NVIDIA open driver metapackage (CUDA repository name)", [dep_driver]),
         Pkg(f"cuda-drivers-{BRANCH}", DRIVER, "CUDA driver metapackage for branch " + BRANCH, [dep_driver]),
     ]
+    # NVIDIA's version lock for Debian/Ubuntu: an apt preferences file that keeps every driver package on the
+    # branch. NVIDIA Driver Installation Guide, "Version locking" / "Ubuntu",
+    # https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/version-locking.html
+    pinning = Pkg(f"nvidia-driver-pinning-{BRANCH}", DRIVER, f"apt preferences locking the driver to branch {BRANCH}")
+    pinning.files[f"/etc/apt/preferences.d/nvidia-driver-pinning-{BRANCH}"] = (
+        f"# gridready-sim: SIMULATED version lock of driver branch {BRANCH}\n"
+        f"Package: *nvidia* *cuda-drivers* libnvidia-nscq\nPin: version {BRANCH}.*\nPin-Priority: 1000\n"
+    ).encode()
 
-    fm = Pkg(f"nvidia-fabricmanager-{BRANCH}", DRIVER, "Fabric Manager for NVSwitch based systems", [dep_common],
-             arch=ARCH)  # fmt: skip
+    # Fabric manager and NSCQ: from branch 580 on NVIDIA's CUDA repository names them without the branch suffix
+    # (nvidia-fabricmanager, libnvidia-nscq; up to 575: nvidia-fabricmanager-<branch>, libnvidia-nscq-<branch>),
+    # version = the driver's. Source: NVIDIA gpu-driver-container, ubuntu22.04/install.sh (fabricmanager_install,
+    # nscq_install: "-ge 580"), https://github.com/NVIDIA/gpu-driver-container/blob/main/ubuntu22.04/install.sh;
+    # Fabric Manager User Guide ("the FM package version must match the driver version"),
+    # https://docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide/index.html
+    fm = Pkg("nvidia-fabricmanager", DRIVER, "Fabric Manager for NVSwitch based systems", [dep_common], arch=ARCH)
     _exe(fm, "/usr/bin/nv-fabricmanager", _wrapper("nv-fabricmanager", "daemons", prog=True))
     fm.files["/usr/share/nvidia/nvswitch/fabricmanager.cfg"] = (
         b"# gridready-sim: SIMULATED fabric manager configuration\nLOG_LEVEL=4\n"
         b"LOG_FILE_NAME=/var/log/fabricmanager.log\n"
         b"DAEMONIZE=0\nFABRIC_MODE=0\n"
     )
+    fm.files["/usr/share/gridready-sim/fabricmanager-version"] = f"{V['driver']}\n".encode()
     fm.units["nvidia-fabricmanager.service"] = _unit(
         "NVIDIA fabric manager service", "/usr/bin/nv-fabricmanager -c /usr/share/nvidia/nvswitch/fabricmanager.cfg"
     )
+    nscq = Pkg("libnvidia-nscq", DRIVER, "NVSwitch Configuration and Query library (used by DCGM on NVSwitch)",
+               [dep_common], arch=ARCH, section="libs")  # fmt: skip
+    nscq.files[f"/usr/lib/{MULTIARCH}/libnvidia-nscq.so.{V['driver']}"] = b"gridready-sim: SIMULATED libnvidia-nscq\n"
     fm_meta = Pkg(f"cuda-drivers-fabricmanager-{BRANCH}", DRIVER, "Meta-package for FM and Driver",
-                  [f"nvidia-fabricmanager-{BRANCH} (= {DRIVER})", f"cuda-drivers-{BRANCH} (= {DRIVER})"])  # fmt: skip
+                  [f"nvidia-fabricmanager (= {DRIVER})", f"cuda-drivers-{BRANCH} (= {DRIVER})"])  # fmt: skip
+    # The Ubuntu archive's fabric manager (source fabric-manager-580) keeps the suffixed name and depends on the
+    # -server kernel common package, which conflicts with the open driver's (above).
+    fm_ubuntu = Pkg(f"nvidia-fabricmanager-{BRANCH}", UBUNTU_DRIVER, "Fabric Manager for NVSwitch based systems "
+                    "(Ubuntu archive)", [f"nvidia-kernel-common-{BRANCH}-server-{V['driver']}"], arch=ARCH)  # fmt: skip
+    fm_ubuntu.files["/usr/share/doc/gridready-sim/fabricmanager-ubuntu-archive"] = b"Ubuntu archive build\n"
+
+    # What a host may already carry: cuda-keyring (NVIDIA's keyring package writes its own source for the CUDA
+    # repository, signed-by its keyring): CUDA Installation Guide for Linux, "Network Repository Installation",
+    # https://docs.nvidia.com/cuda/cuda-installation-guide-linux/#network-repo-installation-for-ubuntu
+    keyring = Pkg("cuda-keyring", "1.1-1", "GPG keyring for the CUDA repository")
+    keyring.files["/usr/share/keyrings/cuda-archive-keyring.gpg"] = b"gridready-sim: SIMULATED keyring\n"
+    keyring.files["/usr/share/gridready-sim/cuda-keyring.list.in"] = (
+        b"deb [signed-by=/usr/share/keyrings/cuda-archive-keyring.gpg] @REPO@ /\n"
+    )
+    # DCGM 3.x: datacenter-gpu-manager ships the same programs and unit as DCGM 4's core package, so dpkg refuses
+    # to unpack one over the other; the DCGM guide purges 3.x (and -config) before installing DCGM 4.
+    # DCGM User Guide, "Installation", https://docs.nvidia.com/datacenter/dcgm/latest/user-guide/getting-started.html
+    dcgm3 = Pkg("datacenter-gpu-manager", DCGM3, "NVIDIA Datacenter GPU Management Tools (DCGM 3)", [dep_common],
+                arch=ARCH, section="devel")  # fmt: skip
+    _exe(dcgm3, "/usr/bin/dcgmi", _wrapper("dcgmi", "dcgmi"))
+    _exe(dcgm3, "/usr/bin/nv-hostengine", _wrapper("nv-hostengine", "daemons", prog=True))
+    dcgm3.units["nvidia-dcgm.service"] = _unit(
+        "NVIDIA DCGM service", "/usr/bin/nv-hostengine -n --service-account nvidia-dcgm"
+    )
+    dcgm3_config = Pkg("datacenter-gpu-manager-config", DCGM3, "DCGM 3 configuration files", arch="all")
+    dcgm3_config.files["/etc/datacenter-gpu-manager/README.gridready-sim"] = b"DCGM 3 configuration (SIMULATED)\n"
 
     dcgm = Pkg("datacenter-gpu-manager-4-core", DCGM, "NVIDIA Datacenter GPU Management Tools (DCGM 4, core)",
                [dep_common], arch=ARCH, section="devel")  # fmt: skip
@@ -171,8 +238,15 @@ def packages() -> list[Pkg]:
     dcgm.units["nvidia-dcgm.service"] = _unit(
         "NVIDIA DCGM service", "/usr/bin/nv-hostengine -n --service-account nvidia-dcgm"
     )
+    # The diagnostic plugins come with the proprietary package, a Recommends of -cuda<N>: the guide installs with
+    # --install-recommends (DCGM User Guide, "Installation", link above).
     dcgm_cuda = Pkg(f"datacenter-gpu-manager-4-cuda{CUDA_MAJOR}", DCGM, f"DCGM 4 CUDA {CUDA_MAJOR} diagnostics",
+                    [f"datacenter-gpu-manager-4-core (= {DCGM})"], arch=ARCH, section="devel",
+                    recommends=[f"datacenter-gpu-manager-4-proprietary-cuda{CUDA_MAJOR} (= {DCGM})"])  # fmt: skip
+    dcgm_prop = Pkg(f"datacenter-gpu-manager-4-proprietary-cuda{CUDA_MAJOR}", DCGM,
+                    f"DCGM 4 proprietary diagnostic plugins (CUDA {CUDA_MAJOR})",
                     [f"datacenter-gpu-manager-4-core (= {DCGM})"], arch=ARCH, section="devel")  # fmt: skip
+    dcgm_prop.files["/usr/share/gridready-sim/dcgm-diag-plugins"] = b"present\n"
     dcgm_cuda.files[f"/usr/libexec/datacenter-gpu-manager-4/plugins/cuda{CUDA_MAJOR}/README.gridready-sim"] = (
         b"gridready-sim: SIMULATED DCGM diagnostic plugins (dcgmi diag is simulated)\n"
     )
@@ -214,7 +288,8 @@ def packages() -> list[Pkg]:
         extra="RestartPreventExitStatus=2\n",
     )
 
-    return [common, utils, persist, driver, *metas, fm, fm_meta, dcgm, dcgm_cuda, nccl, nccl_dev, ctk_base, ctk, rdma]
+    return [common, utils, persist, kcommon, kcommon_server, driver, *metas, pinning, fm, nscq, fm_meta, fm_ubuntu,
+            keyring, dcgm3, dcgm3_config, dcgm, dcgm_cuda, dcgm_prop, nccl, nccl_dev, ctk_base, ctk, rdma]
 
 
 # ---- building ----------------------------------------------------------------------------------------------------
@@ -263,8 +338,12 @@ def control(p: Pkg, installed_kib: int) -> str:
     ]
     if p.depends:
         lines.append("Depends: " + ", ".join(p.depends))
+    if p.recommends:
+        lines.append("Recommends: " + ", ".join(p.recommends))
     if p.conflicts:
         lines.append("Conflicts: " + ", ".join(p.conflicts))
+    if p.provides:
+        lines.append("Provides: " + ", ".join(p.provides))
     lines += [f"Section: {p.section}", "Priority: optional", f"Description: {p.summary} (SIMULATED)"]
     return "\n".join(lines) + "\n" + SIM_NOTE + "\n"
 
@@ -398,7 +477,8 @@ def sources_hash() -> str:
     """Hash of everything a build depends on (package specs, simulator files, catalog facts)."""
     h = hashlib.sha256(f"builder-{BUILDER_VERSION}/{ARCH}".encode())
     for p in packages():
-        spec = (p.name, p.version, p.depends, p.units, p.links, p.modes, p.start_units, p.arch, p.postinst_extra)
+        spec = (p.name, p.version, p.depends, p.units, p.links, p.modes, p.start_units, p.arch, p.postinst_extra,
+                p.conflicts, p.provides, p.recommends)
         h.update(repr(spec).encode())
         for path, data in sorted(p.files.items()):
             h.update(path.encode() + b"\0" + hashlib.sha256(data).digest())

@@ -102,6 +102,11 @@ class HardwareProfile(BaseModel):
         "baremetal", description="bare metal or GPUs passed through to a VM: with gpus, a catalog node shape")
     hcas: list[Hca] = Field(default_factory=list)
     faults: list[Fault] = Field(default_factory=list)
+    loaded_driver: str | None = Field(
+        None, pattern=r"^\d{3}\.\d+(\.\d+)?$",
+        description="kernel module version loaded at boot when it differs from the installed driver (a driver "
+        "upgraded without a reboot: NVML mismatch); None means the installed driver's",
+    )
 
     @field_validator("sku")
     @classmethod

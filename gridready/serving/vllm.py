@@ -256,7 +256,8 @@ def serving_stack_config(
         tier = plan.tier
         if tier.engine == "vllm":
             cfg = llm_config(plan)
-            max_replicas = cfg["deployment_config"]["autoscaling_config"]["max_replicas"]
+            bounds = cfg["deployment_config"]["autoscaling_config"]
+            max_replicas, min_replicas = bounds["max_replicas"], bounds["min_replicas"]
             vllm_tiers.append({
                 "name": tier.name,
                 "served_name": tier.served_name,
@@ -266,6 +267,7 @@ def serving_stack_config(
                 "accelerator_type": plan.accelerator_type,
                 "llm_config": cfg,
                 "worker_replicas": plan.nodes_per_replica * max_replicas,
+                "worker_min_replicas": plan.nodes_per_replica * min_replicas,
                 "gpus_per_node": plan.gpus_per_node,
                 # one node per replica exchanges nothing across nodes: no RDMA device to wait for
                 "rdma_resource": k.rdma_resource if plan.nodes_per_replica > 1 else None,

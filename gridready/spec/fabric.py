@@ -40,7 +40,12 @@ class RoceSettings(BaseModel):
 
     gid_type: str | None = Field("RoCE v2", description="type of the GID at the NIC's gid_index")
     pfc_priorities: list[int] | None = Field(None, description="priorities with PFC enabled (mlnx_qos)")
-    ecn_priorities: list[int] | None = Field(None, description="priorities with ECN (roce_np) enabled")
+    ecn_priorities: list[int] | None = Field(
+        None, description="priorities with ECN enabled at both ends of DCQCN (roce_np and roce_rp)"
+    )
+    trust: Literal["dscp", "pcp"] | None = Field(
+        None, description="QoS trust state of the RoCE NICs (mlnx_qos): dscp for routed RoCEv2 fabrics"
+    )
 
 
 class FabricSettings(BaseModel):

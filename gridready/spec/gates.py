@@ -16,7 +16,7 @@ NODE_GATE_NAMES = (
 FABRIC_GATE_NAMES = (
     "hca_present", "hca", "hca_port_state", "hca_phys_state", "hca_rate", "hca_link_layer", "hca_counters",
     "hca_firmware", "hca_pcie_link", "hca_gdr_bw", "gpu_nic_rail", "ibstat",
-    "roce_gid", "roce_mtu", "roce_pfc", "roce_ecn", "nccl_multinode_all_reduce", "fabric_isolation",
+    "roce_gid", "roce_mtu", "roce_pfc", "roce_ecn", "roce_trust", "nccl_multinode_all_reduce", "fabric_isolation",
 )
 
 # Fleet outlier gates are named `outlier_<figure>` (gridready.certify.outliers).

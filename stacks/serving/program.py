@@ -34,7 +34,9 @@ class RayServiceTier(BaseModel):
     port: int
     accelerator_type: str
     llm_config: dict[str, Any] = Field(description="one Ray Serve LLM llm_configs[] entry")
-    worker_replicas: int = Field(description="GPU worker pods: nodes per replica x max replicas")
+    worker_replicas: int = Field(description="GPU worker pods at most: nodes per replica x max replicas")
+    worker_min_replicas: int | None = Field(None, description="GPU worker pods at least: nodes x min replicas")
+    autoscaler_idle_timeout_s: int = Field(60, description="KubeRay autoscaler: idle worker pods go after this")
     gpus_per_node: int
     rdma_resource: str | None = None
     env: dict[str, str] = Field(default_factory=dict, description="NCCL/Gloo env of every Ray pod")
@@ -112,14 +114,17 @@ class VllmRayService(pulumi.ComponentResource):
                 },
             },
         }
+        min_workers = tier.worker_replicas if tier.worker_min_replicas is None else tier.worker_min_replicas
         gpu_res: dict[str, Any] = {"nvidia.com/gpu": tier.gpus_per_node, "cpu": tier.worker_cpu,
                                    "memory": tier.worker_memory}
         if tier.rdma_resource:
             gpu_res[tier.rdma_resource] = 1
         worker = {
             "groupName": "gpu",
-            "replicas": tier.worker_replicas,
-            "minReplicas": tier.worker_replicas,
+            # the autoscaler adds and removes worker pods between the bounds of the Serve replicas, so GPUs go
+            # back when Serve scales down (Ray docs, KubeRay autoscaling; Ray Serve LLM autoscaling_config)
+            "replicas": min_workers,
+            "minReplicas": min_workers,
             "maxReplicas": tier.worker_replicas,
             "numOfHosts": 1,
             "rayStartParams": {"num-gpus": str(tier.gpus_per_node)},
@@ -154,7 +159,9 @@ class VllmRayService(pulumi.ComponentResource):
                 "serveConfigV2": serve_config(tier),
                 "rayClusterConfig": {
                     "rayVersion": tier.ray_version,
-                    "enableInTreeAutoscaling": False,
+                    "enableInTreeAutoscaling": True,
+                    "autoscalerOptions": {"upscalingMode": "Default",
+                                          "idleTimeoutSeconds": tier.autoscaler_idle_timeout_s},
                     "headGroupSpec": head,
                     "workerGroupSpecs": [worker],
                 },

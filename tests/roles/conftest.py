@@ -30,6 +30,12 @@ PLAYBOOK = "playbooks/provision.yml"
 SIM_DIR = REPO / "gridready" / "sandbox" / "sim"
 GOOD = ["node1", "node2"]
 BAD = "node3"
+# Start profiles (real starting points of a leased host): node1 fresh; node2 with cuda-keyring's entry for the
+# NVIDIA repository and DCGM 3.x installed; node4 with its driver upgraded without a reboot (NVML mismatch).
+KEYRING_DCGM3 = "node2"
+UPGRADED = "node4"
+OLD_DRIVER = "580.95.05"
+CONVERGED = [*GOOD, UPGRADED]
 RECAP = re.compile(r"^(\S+)\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)\s+skipped=(\d+)", re.M)
 
 
@@ -44,6 +50,7 @@ def sandbox_vars() -> dict[str, Any]:
     return {
         "gridready_preflight_sysfs_root": sysfs,
         "gridready_rdma_sysfs_root": sysfs,
+        "gridready_fabricmanager_sysfs_root": sysfs,
         "gridready_nccl_tests_url": paths.REPO_URL + tests["filename"],
         "gridready_nccl_tests_checksum": f"sha256:{tests['sha256']}",
         "gridready_nccl_tests_build_packages": ["make"],
@@ -104,16 +111,34 @@ def _simulated_sysfs(fleet: Any) -> None:
         fleet.ssh(host, "bash -s", input=script)
 
 
+def _keyring_and_dcgm3(fleet: Any, host: str) -> None:
+    """What cuda-keyring leaves (its own entry for the NVIDIA repository, signed-by its keyring; here the sandbox
+    repository and key stand in for NVIDIA's) and a DCGM 3.x installed from it."""
+    key = paths.REPO_URL.rsplit("/nvidia/", 1)[0] + "/keys/gridready-sandbox-archive-keyring.gpg"
+    script = "\n".join([
+        "set -e",
+        f"python3 -c 'import urllib.request as u; u.urlretrieve(\"{key}\", "
+        "\"/usr/share/keyrings/cuda-archive-keyring.gpg\")'",
+        "echo 'deb [signed-by=/usr/share/keyrings/cuda-archive-keyring.gpg] " + paths.REPO_URL + " /' "
+        "> /etc/apt/sources.list.d/cuda-debian12-x86_64.list",
+        "apt-get update -q >/dev/null",
+        "DEBIAN_FRONTEND=noninteractive apt-get install -y -q datacenter-gpu-manager datacenter-gpu-manager-config "
+        ">/dev/null",
+    ])
+    fleet.ssh(host, "bash -s", input=script)
+
+
 @pytest.fixture(scope="session")
 def provisioned(make_fleet: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Provisioned]:
-    fleet = make_fleet(3, healthy=True, profiles={BAD: {"gpus": 4}})
+    fleet = make_fleet(4, healthy=True, profiles={BAD: {"gpus": 4}, UPGRADED: {"loaded_driver": OLD_DRIVER}})
     _simulated_sysfs(fleet)
+    _keyring_and_dcgm3(fleet, KEYRING_DCGM3)
     inv = inventory.load(fleet.inventory)
     extravars = {"gridready_group_vars": {g.name: role_vars(inv.spec, g) for g in inv.spec.node_groups},
                  **sandbox_vars()}
     ev = tmp_path_factory.mktemp("provision") / "extravars.json"
     ev.write_text(json.dumps(extravars))
-    good = ",".join(GOOD)
+    good = ",".join(CONVERGED)
     first = Run.of(fleet.ansible_playbook(PLAYBOOK, "-e", f"@{ev}", check=False))
     second = Run.of(fleet.ansible_playbook(PLAYBOOK, "-e", f"@{ev}", "--limit", good, check=False))
     check = Run.of(fleet.ansible_playbook(PLAYBOOK, "-e", f"@{ev}", "--limit", good, "--check", "--diff",

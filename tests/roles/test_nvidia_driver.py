@@ -7,7 +7,8 @@ import pytest
 pytestmark = pytest.mark.sandbox
 
 
-def test_repository_is_signed_and_configured(node):
+def test_repository_is_signed_and_configured(converged_fleet):
+    node = converged_fleet.host("node1")  # a fresh host; node2 keeps cuda-keyring's entry (test_start_profiles)
     lst = node.file("/etc/apt/sources.list.d/gridready-nvidia.list")
     assert lst.exists and lst.mode == 0o644
     assert "signed-by=/usr/share/keyrings/gridready-nvidia.gpg" in lst.content_string
@@ -34,3 +35,16 @@ def test_persistenced_is_enabled_and_running(node):
 def test_nouveau_is_blacklisted(node):
     f = node.file("/etc/modprobe.d/gridready-blacklist-nouveau.conf")
     assert f.contains("^blacklist nouveau$")
+
+
+def test_persistenced_keeps_persistence_mode(node):
+    unit = node.check_output("systemctl show -p ExecStart nvidia-persistenced")
+    assert "--no-persistence-mode" not in unit
+    assert set(node.check_output("nvidia-smi --query-gpu=persistence_mode --format=csv,noheader").split()) == {
+        "Enabled"}
+
+
+def test_driver_is_version_locked_held_and_kept_from_unattended_upgrades(node):
+    assert node.package("nvidia-driver-pinning-580").is_installed
+    assert {"nvidia-driver-580-open", "nvidia-compute-utils-580"} <= set(node.check_output("apt-mark showhold").split())
+    assert node.file("/etc/apt/apt.conf.d/51gridready-nvidia-driver").contains("Package-Blacklist")

@@ -1,4 +1,4 @@
-"""gridready_rdma: the distribution stack, nvidia-peermem configured, HCAs recorded."""
+"""gridready_rdma: the distribution stack, GPUDirect RDMA through DMA-BUF (no nvidia-peermem), HCAs recorded."""
 
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ def test_distro_rdma_packages_are_installed(node, name):
     assert node.package(name).is_installed
 
 
-def test_peermem_loads_at_boot(node):
-    assert node.file("/etc/modules-load.d/gridready-nvidia-peermem.conf").contains("^nvidia-peermem$")
+def test_inbox_stack_uses_dma_buf_not_peermem(node):
+    # nvidia-peermem cannot load without MLNX_OFED/DOCA peer memory: nothing asks for it at boot
+    assert not node.file("/etc/modules-load.d/gridready-nvidia-peermem.conf").exists
 
 
 def test_hca_firmware_and_links_are_recorded(node):
@@ -24,4 +25,4 @@ def test_hca_firmware_and_links_are_recorded(node):
     names = {h["name"] for h in facts["hcas"]}
     assert names == {f"mlx5_{i}" for i in range(8)}
     assert all(h["fw_ver"] and h["link_layer"] == "InfiniBand" for h in facts["hcas"])
-    assert "container" in facts["peermem"]  # the sandbox hosts are containers: the module is left to the host
+    assert "DMA-BUF" in facts["peermem"]  # distro stack: GPUDirect RDMA through DMA-BUF

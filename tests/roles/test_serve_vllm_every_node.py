@@ -58,7 +58,11 @@ def served(make_fleet, tmp_path_factory):
 
 def test_the_tier_serves_with_a_rank_worker_on_each_node(served) -> None:
     result, fleet = served["result"], served["fleet"]
-    assert result.exit_code == 0, result.messages
+    if result.exit_code != 0:  # say why: the engine's log on the head, the Ray worker's on the worker
+        head, worker = fleet.names
+        logs = fleet.ssh(head, f"journalctl -u {UNIT} --no-pager -o cat | tail -15").stdout
+        logs += fleet.ssh(worker, "journalctl -u ray-worker --no-pager -o cat | grep -v '^ ' | tail -5").stdout
+        pytest.fail(f"{result.messages}\n{logs}")
     head, worker = fleet.names
     assert fleet.host(worker).file(f"{SIM_ENGINE_DIR}/__init__.py").is_file
     info = _get(f"http://{fleet.addresses[head]}:8000/gridready/info")["ray"]

@@ -7,6 +7,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from gridready.sandbox.profile import HardwareProfile
+
 from .conftest import FIXTURES, call
 
 FX = FIXTURES / "h200x2"
@@ -174,3 +176,11 @@ def test_nvlink_status_matches_the_fixture(healthy):
     out = smi("nvlink", "-s", "-i", "0").splitlines()
     real = (FX / "nvidia-smi-nvlink.txt").read_text().splitlines()
     assert out[2:20] == real[1:19] and out[1].startswith("GPU 0: NVIDIA H200 (UUID: GPU-")
+
+
+def test_nvml_mismatch_after_an_upgrade_without_reboot(tmp_path, monkeypatch):
+    prof = HardwareProfile.sample("sim-up").model_copy(update={"loaded_driver": "580.95.05"})
+    monkeypatch.setenv("GRIDREADY_SIM_PROFILE", str(prof.write(tmp_path / "p.json")))
+    rc, out = call("nvidia_smi", ["--query-gpu=driver_version", "--format=csv,noheader"])
+    assert rc == 18  # NVML_ERROR_LIB_RM_VERSION_MISMATCH
+    assert out.startswith("Failed to initialize NVML: Driver/library version mismatch")

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 import yaml
 
-from gridready import inventory, matrix
+from gridready import cli, inventory, matrix
 from gridready.errors import InvalidInput
 from gridready.provision_vars import role_vars
-from gridready.spec import ClusterSpec, NodeGroup, SoftwarePins
+from gridready.spec import ClusterSpec, Nic, NodeGroup, SoftwarePins
 
 
 def _spec(**software) -> ClusterSpec:
@@ -33,6 +34,7 @@ def test_default_pins_are_supported():
     [
         ({"driver_branch": "999"}, "software.driver_branch"),
         ({"driver_branch": "535"}, "software.cuda"),  # 535 cannot run CUDA 13
+        ({"driver_branch": "535", "cuda": "12.2", "nccl": "2.19.3", "dcgm_major": 3}, "software.driver_branch"),
         ({"nccl": "2.18.3"}, "software.nccl"),  # built for CUDA 12.2, not 13.0
         ({"dcgm_major": 3}, "software.dcgm_major"),
         ({"nccl_tests": "9.9.9"}, "software.nccl_tests"),
@@ -92,3 +94,55 @@ def test_local_h200_group_needs_no_fabric_manager():
     got = role_vars(inv.spec, inv.spec.node_groups[0])
     assert got["gridready_fabricmanager_nvswitch"] is False  # 2 GPUs: no NVSwitch baseboard
     assert got["gridready_rdma_enabled"] is False
+
+
+@pytest.mark.parametrize("branch", ["535", "570", "575"])
+def test_end_of_life_branches_are_refused_with_a_clear_line(branch):
+    errors = matrix.check_spec(_spec(driver_branch=branch))
+    line = next(e for e in errors if e.startswith("software.driver_branch:"))
+    assert f"R{branch} (" in line and "is end of life" in line
+    assert line.endswith("use R580 (long-term support, end of life 2028-06)")
+
+
+def test_r580_is_the_supported_long_term_branch():
+    row = matrix.load().driver_branches["580"]
+    assert (row.designation, row.status, row.eol) == ("long-term support", "supported", "2028-06")
+
+
+def test_every_package_name_and_dcgm_package_carries_a_source(tmp_path):
+    m = matrix.load()
+    assert {"nvidia-fabricmanager", "libnvidia-nscq", "nvidia-driver-pinning-<branch>"} <= set(m.packages)
+    assert all(p.sources for p in m.packages.values())
+    data = yaml.safe_load(matrix.MATRIX_PATH.read_text())
+    del data["cuda"]["13.0"]["dcgm"]["4"]["sources"]
+    bad = tmp_path / "m.yml"
+    bad.write_text(yaml.safe_dump(data))
+    with pytest.raises(ValueError, match="sources"):
+        matrix.load(bad)
+
+
+def test_invoke_validate_refuses_an_end_of_life_branch(tmp_path):
+    src = Path(inventory.__file__).resolve().parents[1] / "inventories" / "sandbox"
+    inv = tmp_path / "sandbox"
+    shutil.copytree(src, inv)
+    cluster = inv / "cluster.yml"
+    data = yaml.safe_load(cluster.read_text())
+    data.setdefault("software", {})["driver_branch"] = "570"
+    cluster.write_text(yaml.safe_dump(data))
+    inventory.load(inv)  # the spec itself is valid: the matrix refuses it, in what every task loads
+    with pytest.raises(InvalidInput) as err:
+        cli.inventory(str(inv))
+    assert any(line.endswith("cluster.yml: software.driver_branch: R570 (production branch) is end of life (no "
+                             "longer listed as supported); use R580 (long-term support, end of life 2028-06)")
+               for line in err.value.lines), err.value.lines
+
+
+def test_role_vars_enforce_the_matrix_fields():
+    spec = _spec()
+    spec.node_groups[0].nics = [Nic(name="mlx5_0", kind="roce", rate_gbps=400, netdev="enp25s0np0", mtu=4200)]
+    got = role_vars(spec, spec.node_groups[0])
+    assert got["gridready_preflight_min_kernel"] == "5.15"  # os.Ubuntu-22.min_kernel
+    assert got["gridready_nvidia_driver_min_version"] == "580.65.06"  # max(branch min, CUDA 13.0 min_driver)
+    assert got["gridready_nvidia_driver_open_kernel_modules"] is True
+    assert got["gridready_rdma_min_rdma_core"] == "39.0"  # rdma.distro.rdma_core Ubuntu-22
+    assert got["gridready_rdma_roce_nics"] == [{"netdev": "enp25s0np0", "mtu": 4200}]

@@ -16,6 +16,9 @@ from pathlib import Path
 
 from . import simcore
 
+CONTAINERD_DROPIN = Path("/etc/containerd/conf.d/99-nvidia.toml")  # nvidia-ctk 1.18+ for containerd
+FM_VERSION_FILE = Path("/usr/share/gridready-sim/fabricmanager-version")  # written by the fabric manager package
+
 
 def _log(name: str, msg: str) -> None:
     sys.stderr.write(f"{name}: {msg}\n")
@@ -48,8 +51,18 @@ def persistenced(argv: list[str]) -> int:
         return 0
     host = simcore.load()
     _pidfile("/run/nvidia-persistenced/nvidia-persistenced.pid")
-    _log("nvidia-persistenced", f"Started (gridready-sim, {len(host.gpus)} simulated GPUs, persistence mode on)")
-    return _wait_forever("nvidia-persistenced", threading.Event())
+    # --no-persistence-mode (the distribution unit's default) leaves persistence mode off: nvidia-persistenced(1),
+    # NVIDIA Driver Persistence, https://docs.nvidia.com/deploy/driver-persistence/index.html
+    mode = "Disabled" if "--no-persistence-mode" in argv else "Enabled"
+    try:
+        simcore.PERSISTENCE_STATE.parent.mkdir(parents=True, exist_ok=True)
+        simcore.PERSISTENCE_STATE.write_text(mode + "\n")
+    except OSError:
+        pass
+    _log("nvidia-persistenced", f"Started (gridready-sim, {len(host.gpus)} simulated GPUs, persistence mode {mode})")
+    rc = _wait_forever("nvidia-persistenced", threading.Event())
+    simcore.PERSISTENCE_STATE.unlink(missing_ok=True)
+    return rc
 
 
 def hostengine(argv: list[str]) -> int:
@@ -90,6 +103,13 @@ def fabricmanager(argv: list[str]) -> int:
     if not host.sku["nvswitch"]:
         _log("nv-fabricmanager", "NVSwitch devices not found (gridready-sim); fabric manager is for NVSwitch systems")
         return 1
+    mine = FM_VERSION_FILE.read_text().strip() if FM_VERSION_FILE.exists() else v["driver"]
+    if mine != host.running_driver():
+        # Fabric manager refuses to start unless its version equals the loaded driver's: Fabric Manager User Guide,
+        # "Installing Fabric Manager" (version must match), https://docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide/index.html
+        _log("nv-fabricmanager", f"[ERROR] fabric manager {mine} does not match the loaded NVIDIA driver "
+             f"{host.running_driver()} (gridready-sim); not starting")
+        return 1
     log = Path("/var/log/fabricmanager.log")
     stamp = time.strftime("[%b %d %Y %H:%M:%S]")
     try:
@@ -114,7 +134,18 @@ def ctk(argv: list[str]) -> int:
         runtime = simcore.option(argv, "--runtime") or "docker"
         default = {"docker": "/etc/docker/daemon.json", "containerd": "/etc/containerd/config.toml"}
         path = Path(simcore.option(argv, "--config") or default.get(runtime, f"/etc/{runtime}/config"))
-        block = f"# nvidia runtime configured by nvidia-ctk (gridready-sim) for {runtime}\n"
+        block = (f"# nvidia runtime configured by nvidia-ctk (gridready-sim) for {runtime}\n"
+                 'BinaryName = "/usr/bin/nvidia-container-runtime"\n')
+        if runtime == "containerd":
+            # Toolkit 1.18+: the runtime goes into a drop-in that config.toml imports; config.toml keeps only the
+            # imports line. NVIDIA Container Toolkit v1.18.0 release notes ("containerd drop-in config"),
+            # https://github.com/NVIDIA/nvidia-container-toolkit/releases/tag/v1.18.0
+            imports = 'imports = ["/etc/containerd/conf.d/*.toml"]\n'
+            text = path.read_text() if path.exists() else ""
+            if imports not in text:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(imports + text)
+            path = CONTAINERD_DROPIN
         text = path.read_text() if path.exists() else ""
         if block not in text:
             path.parent.mkdir(parents=True, exist_ok=True)

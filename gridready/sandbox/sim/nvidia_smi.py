@@ -217,7 +217,7 @@ def _fields() -> dict[str, Field]:
         "pci.sub_device_id": ("", lambda g, v: g.display["subsys"]),
         "driver_version": ("", lambda g, v: v["driver"]),
         "vbios_version": ("", lambda g, v: g.display["vbios"]),
-        "persistence_mode": ("", lambda g, v: "Enabled"),
+        "persistence_mode": ("", lambda g, v: simcore.persistence_mode()),
         "pstate": ("", lambda g, v: "P0"),
         "compute_mode": ("", lambda g, v: "Default"),
         "mig.mode.current": ("", lambda g, v: "Disabled"),
@@ -426,6 +426,12 @@ def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     host = simcore.load()
     v = simcore.versions()
+    if host.nvml_mismatch():
+        # After a driver upgrade without a reboot NVML refuses to initialise; nvidia-smi prints this on stdout and
+        # exits with NVML_ERROR_LIB_RM_VERSION_MISMATCH (18). NVML API Reference, "nvmlReturn_t",
+        # https://docs.nvidia.com/deploy/nvml-api/group__nvmlDeviceEnumvs.html
+        print(f"Failed to initialize NVML: Driver/library version mismatch\nNVML library version: {v['driver']}")
+        return 18
     gpus = host.gpu_selected(simcore.option(args, "-i", "--id"))
     fmt = simcore.option(args, "--format") or ""
     rc, text = 0, ""

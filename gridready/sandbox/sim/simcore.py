@@ -44,6 +44,18 @@ def marker(host: str) -> str:
     return f"# gridready-sim: simulated output (profile {host})"
 
 
+PERSISTENCE_STATE = Path("/run/gridready-sim/persistence-mode")  # written by the simulated nvidia-persistenced
+
+
+def persistence_mode() -> str:
+    """Enabled while nvidia-persistenced runs with persistence mode; a host without the daemon (tests, fixtures)
+    keeps the fixtures' Enabled."""
+    try:
+        return PERSISTENCE_STATE.read_text().strip() or "Enabled"
+    except OSError:
+        return "Enabled"
+
+
 def versions() -> dict[str, str]:
     return json.loads((HERE / "versions.json").read_text())
 
@@ -253,6 +265,16 @@ class Host:
     gpus: list[Gpu]
     hcas: list[Hca]
     faults: list[dict[str, Any]]
+    loaded_driver: str | None = None  # kernel module loaded at boot; None: the installed driver's
+
+    def running_driver(self) -> str:
+        """Version of the loaded kernel module: the profile's loaded_driver (a driver upgraded without a reboot),
+        else the installed user-space driver's."""
+        return self.loaded_driver or versions()["driver"]
+
+    def nvml_mismatch(self) -> bool:
+        """NVML (user space) and the loaded kernel module differ: every NVML client fails until a reboot."""
+        return self.running_driver() != versions()["driver"]
 
     def fault(self, kind: str) -> dict[str, Any] | None:
         return next((f for f in self.faults if f["kind"] == kind), None)
@@ -334,7 +356,8 @@ def from_dict(data: dict[str, Any]) -> Host:
                 faults=mine,
             )
         )
-    return Host(name=host, address=data.get("address"), sku_name=name, sku=sku, gpus=gpus, hcas=hcas, faults=faults)
+    return Host(name=host, address=data.get("address"), sku_name=name, sku=sku, gpus=gpus, hcas=hcas, faults=faults,
+                loaded_driver=data.get("loaded_driver"))
 
 
 def option(argv: list[str], *names: str) -> str | None:

@@ -72,7 +72,6 @@ def write_tree(host: Host, root: Path) -> Path:
     tmp = root.with_name(root.name + ".new")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    v = simcore.versions()
     n = len(host.gpus)
     group = 0
 
@@ -128,7 +127,7 @@ def write_tree(host: Host, root: Path) -> Path:
     _pci(tmp, "0000:17:03.0", vendor="0x1000", device="0xc030", cls="0x060400", cur=(4, 16), mx=(5, 16), numa=0)
     _pci(tmp, "0000:1b:00.0", vendor="0x15b3", device="0x101d", cls="0x020000", cur=(4, 16), mx=(4, 16), numa=0)
     iommu("0000:1b:00.0")
-    _w(tmp / "module/nvidia/version", v["driver"])
+    _w(tmp / "module/nvidia/version", host.running_driver())  # the loaded module, not the installed package
     _w(tmp / "module/nvidia_peermem/initstate", "live")
     _w(tmp / "proc/cmdline", CMDLINE)
     _w(
@@ -147,7 +146,8 @@ def write_tree(host: Host, root: Path) -> Path:
     )
     _w(
         tmp / "proc/driver/nvidia/version",
-        f"NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  {v['driver']}  Release Build  (gridready-sim)\n"
+        f"NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  {host.running_driver()}  Release Build"
+        "  (gridready-sim)\n"
         "GCC version:  gcc version 12.2.0 (Debian 12.2.0-14)",
     )
     _w(tmp / "GRIDREADY_SIMULATED", f"gridready-sim: simulated sysfs (profile {host.name})")

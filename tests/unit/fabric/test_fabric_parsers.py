@@ -81,7 +81,7 @@ def test_topo_without_nics(public):
 def test_mlnx_qos_pfc():
     text = ("PFC configuration:\n\tpriority    0   1   2   3   4   5   6   7\n"
             "\tenabled     0   0   0   1   0   0   0   0\n")
-    assert hca.parse_mlnx_qos(text) == {"pfc_enabled": [3]}
+    assert hca.parse_mlnx_qos(text) == {"trust": None, "pfc_enabled": [3], "dscp2prio": {}}
 
 
 def test_collect_on_a_machine_without_tools(tmp_path, monkeypatch):

@@ -172,3 +172,15 @@ def test_lora_adapters_ray_serve_cannot_find_are_refused(make_inv):
     adapters = [{"name": "support", "path": "/a/support-v2"}]
     with pytest.raises(InvalidInput, match=r"serving.tiers\[llama70b\].lora_adapters: .*support=/a/support-v2"):
         _serving(make_inv, vllm_tier(lora_adapters=adapters))
+
+
+def test_the_kuberay_autoscaler_follows_the_serve_replica_bounds(make_inv):
+    tier = vllm_tier(tensor_parallel=8, pipeline_parallel=1, autoscaling={"min_replicas": 1, "max_replicas": 3})
+    rs = _one(_serving(make_inv, tier).manifests, "RayService")
+    cluster = rs["spec"]["rayClusterConfig"]
+    assert cluster["enableInTreeAutoscaling"] is True
+    assert cluster["autoscalerOptions"]["idleTimeoutSeconds"] == 60
+    (worker,) = cluster["workerGroupSpecs"]
+    assert (worker["minReplicas"], worker["replicas"], worker["maxReplicas"]) == (1, 1, 3)
+    llm = yaml.safe_load(rs["spec"]["serveConfigV2"])["applications"][0]["args"]["llm_configs"][0]
+    assert llm["deployment_config"]["autoscaling_config"]["min_replicas"] == 1

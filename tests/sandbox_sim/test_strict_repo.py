@@ -1,0 +1,77 @@
+"""The simulated repository is as strict as NVIDIA's and the distribution's: real apt resolves the roles' package
+sets against it (apt-get -s over a throw-away root) and refuses what a real host refuses."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from gridready.sandbox import packages
+from tests.sandbox_sim.aptroot import AptRoot, role_vars, status_stanza
+
+pytestmark = pytest.mark.skipif(shutil.which("dpkg-deb") is None or shutil.which("apt-get") is None,
+                                reason="dpkg-deb/apt-get not installed")  # fmt: skip
+
+OSES = ["Debian-12", "Ubuntu-22", "Ubuntu-24"]
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    mp = pytest.MonkeyPatch()
+    mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
+    yield packages.build_repo(tmp_path_factory.mktemp("repo"))
+    mp.undo()
+
+
+@pytest.fixture
+def apt(repo: Path, tmp_path: Path) -> AptRoot:
+    root = AptRoot.create(tmp_path / "root", repo)
+    assert root.update().returncode == 0
+    return root
+
+
+def driver_packages(os_name: str) -> list[str]:
+    v = role_vars("gridready_nvidia_driver", os_name, ansible_kernel="6.1.0-sim")
+    return [v["__gridready_nvidia_driver_kmod_package"], *v["__gridready_nvidia_driver_packages"]]
+
+
+@pytest.mark.parametrize("os_name", OSES)
+def test_fabricmanager_role_packages_install_beside_the_open_driver(apt, os_name):
+    fm = role_vars("gridready_fabricmanager", os_name)["__gridready_fabricmanager_packages"]
+    res = apt.simulate(*driver_packages(os_name), *fm)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "Inst libnvidia-nscq " in res.stdout  # HGX: DCGM needs NSCQ for the NVSwitches
+    assert "Inst nvidia-kernel-common-580-server" not in res.stdout
+
+
+def test_the_ubuntu_archive_fabricmanager_clashes_with_the_open_driver(apt):
+    res = apt.simulate("nvidia-driver-580-open", "nvidia-fabricmanager-580")
+    assert res.returncode != 0
+    assert "nvidia-kernel-common-580-server" in res.stdout + res.stderr
+
+
+def test_dcgm4_pulls_the_diagnostic_plugins_only_with_recommends(apt):
+    assert "Inst datacenter-gpu-manager-4-proprietary-cuda13" in apt.simulate("datacenter-gpu-manager-4-cuda13").stdout
+    res = apt.apt_get("-s", "install", "--no-install-recommends", "datacenter-gpu-manager-4-cuda13")
+    assert res.returncode == 0 and "Inst datacenter-gpu-manager-4-proprietary-cuda13" not in res.stdout
+
+
+def test_a_second_source_for_the_same_repository_with_another_key_stops_apt(repo, tmp_path):
+    # apt refuses to read any source when two entries for one URL name different Signed-By keys (apt 2.x:
+    # "Conflicting values set for option Signed-By"); cuda-keyring's own entry plus a second one do exactly that.
+    root = AptRoot.create(tmp_path / "root", repo)
+    (root.root / "etc/apt/sources.list").write_text("")
+    root.add_source("cuda-keyring.list", f"deb [signed-by=/usr/share/keyrings/cuda-archive-keyring.gpg] file:{repo} ./")
+    root.add_source("gridready-nvidia.list", f"deb [signed-by=/usr/share/keyrings/gridready-nvidia.asc] file:{repo} ./")
+    res = root.update()
+    assert res.returncode != 0
+    assert "Conflicting values set for option Signed-By" in res.stderr
+
+
+def test_dcgm3_installed_is_visible_to_apt(repo, tmp_path):
+    root = AptRoot.create(tmp_path / "root", repo, [status_stanza("datacenter-gpu-manager", "1:3.3.9")])
+    assert root.update().returncode == 0
+    res = root.apt_get("-s", "purge", "datacenter-gpu-manager")
+    assert "Purg datacenter-gpu-manager" in res.stdout
