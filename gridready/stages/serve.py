@@ -27,6 +27,7 @@ from gridready.inventory import Inventory
 from gridready.monitoring.write import write_monitoring
 from gridready.serving import consistency, manifests, sglang, topology, triton, vllm
 from gridready.serving.topology import Certification, TierPlan
+from gridready.stages import serve_router
 from gridready.stages.common import Timer, base_extravars, outcome_from_playbook
 from gridready.stages.fabric import SshRunner
 
@@ -168,7 +169,8 @@ def _hosts(inv: Inventory, ctx: RunContext, cert: Certification, plans: list[Tie
     stage_dir = ctx.stage_dir(STAGE)
     if any(p.tier.engine == "vllm" for p in plans):
         vault.ensure_api_key(inv.customer, inv.path)  # Ansible reads it from the vault itself, never from here
-    extravars = hosts_extravars(inv, cert, plans)
+    extravars = hosts_extravars(inv, cert, plans) | serve_router.extravars(inv, ctx.root, cert, plans)
+    serve_router.open_router_port(extravars)
     data["engine_mode"] = extravars["gridready_serve"]["engine_mode"]
     units = triton_units(inv, cert, plans, stage_dir)
     data["triton"] = [entry for _, _, entry in units]
@@ -271,6 +273,7 @@ def verify_tiers(inv: Inventory, ctx: RunContext, cert: Certification, plans: li
             bench.write_decision(stage_dir / "decision" / model.replace("/", "--"), decision, group)
     data["bench"] = {r.tier: {"passed": r.gate.passed, "message": r.gate.message, "simulated": r.simulated}
                      for r in reports}
+    serve_router.measure_overhead(inv.spec.serving.router, cert, plans, data, messages)
     failed = [r for r in reports if not r.gate.passed]
     messages += [r.gate.message for r in failed]
     return ("failed", ExitCode.STAGE_FAILED) if failed else ("success", ExitCode.OK)
