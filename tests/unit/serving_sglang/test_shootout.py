@@ -30,10 +30,10 @@ def reports(tmp_path_factory):
     try:
         a = verify_tier(Endpoint(url=vllm.url, model="m", metrics_url=f"{vllm.url}/metrics"),
                         Tier(name="llama-vllm", engine="vllm", model={"local_path": "/m"}, served_name="m",
-                             slo=SLO, tensor_parallel=1), WL)
+                             slo=SLO, tensor_parallel=1), WL, gpus=1)
         b = verify_tier(Endpoint(url=sgl.url, model="m", metrics_url=f"{sgl.url}/metrics"),
                         Tier(name="llama-sgl", engine="sglang", model={"local_path": "/m"}, served_name="m",
-                             slo=SLO, tensor_parallel=1), WL)
+                             slo=SLO, tensor_parallel=1), WL, gpus=1)
     finally:
         for e in (vllm, sgl):
             e.proc.terminate()
