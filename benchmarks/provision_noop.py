@@ -1,6 +1,8 @@
 """No-op `playbooks/provision.yml` on converged sandbox fleets of 3, 6 and 12 hosts: before and after, side by side.
 
     sudo PYTHONPATH=$PWD .venv/bin/python benchmarks/provision_noop.py [--sizes 3 6 12] [--before REV] [--rounds 2]
+        [--fleet FLEET.json]  # an already converged fleet (Fleet fields as JSON) instead of new ones
+        [--extra '{"var": value}']  # extra vars for every run, before and after alike
 
 Per size: a fleet is generated and converged once with the current playbook; then the playbook and ansible.cfg of
 git revision REV ("before") and the current ones ("after") run alternately `--rounds` times on that same fleet, so
@@ -45,12 +47,15 @@ def variant_files(rev: str, tmp: Path) -> tuple[Path, Path]:
     return play, cfg
 
 
+EXTRA: list[str] = []
+
+
 def run(fleet: Fleet, play: Path, cfg: Path, extravars: Path, tmp: Path, *args: str) -> dict[str, Any]:
     timing = tmp / "timing.json"
     env = {**fleet.ansible_env(), "ANSIBLE_CONFIG": str(cfg), "ANSIBLE_CALLBACK_PLUGINS": str(CALLBACKS),
            "ANSIBLE_CALLBACKS_ENABLED": "gridready_timing", "GRIDREADY_TIMING_OUT": str(timing)}
     cmd = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(fleet.hosts_file), str(play),
-           "-e", f"@{extravars}", *args]
+           "-e", f"@{extravars}", *EXTRA, *args]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO, timeout=3600, check=False)
@@ -70,8 +75,9 @@ def run(fleet: Fleet, play: Path, cfg: Path, extravars: Path, tmp: Path, *args: 
             "tail": "" if r.rc == 0 else proc.stdout[-3000:]}
 
 
-def measure(n: int, before: tuple[Path, Path], rounds: int, tmp: Path) -> dict[str, Any]:
-    fleet = start_fleet(n, healthy=True, prefix="noop")
+def measure(n: int, before: tuple[Path, Path], rounds: int, tmp: Path, given: Fleet | None = None) -> dict[str, Any]:
+    fleet = given or start_fleet(n, healthy=True, prefix="noop")
+    n = len(fleet.addresses)
     try:
         _simulated_sysfs(fleet)
         inv = inventory.load(fleet.inventory)
@@ -87,7 +93,8 @@ def measure(n: int, before: tuple[Path, Path], rounds: int, tmp: Path) -> dict[s
         out["after_check"] = run(fleet, *after, ev, tmp, "--check", "--diff")
         return out
     finally:
-        fleet.down()
+        if given is None:
+            fleet.down()
 
 
 def best(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -100,12 +107,22 @@ def main() -> int:
     ap.add_argument("--before", default="55590eb", help="git revision of the 'before' playbook and ansible.cfg")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--json", type=Path, help="also write every figure here")
+    ap.add_argument("--fleet", type=Path, help="JSON of a converged fleet (name, inventory, ssh_config, addresses)")
+    ap.add_argument("--extra", help="extra vars (JSON) for every run")
     args = ap.parse_args()
+    if args.extra:
+        EXTRA.extend(["-e", args.extra])
+    given = None
+    if args.fleet:
+        d = json.loads(args.fleet.read_text())
+        given = Fleet(name=d["name"], inventory=Path(d["inventory"]), ssh_config=Path(d["ssh_config"]),
+                      addresses=d["addresses"])
     with tempfile.TemporaryDirectory() as td:
         tmp = Path(td)
         before = variant_files(args.before, tmp)
         try:
-            rows = [measure(n, before, args.rounds, tmp) for n in args.sizes]
+            rows = ([measure(0, before, args.rounds, tmp, given)] if given else
+                    [measure(n, before, args.rounds, tmp) for n in args.sizes])
         finally:
             before[0].unlink()
     if args.json:

@@ -119,6 +119,8 @@ class CertifySummary(StageSummary):
     failure_policy: str
     validity_hours: int = Field(description="the spec's window when the certification was made")
     reports: dict[str, str] = Field(default_factory=dict, description="report kind -> path under the stage dir")
+    simulated: list[str] = Field(default_factory=list,
+                                 description="SIMULATED: nodes whose evidence came from gridready's simulated tools")
 
 
 class Endpoint(BaseModel):

@@ -111,13 +111,7 @@ def alert_rules(customer: str, tiers: list[Tier]) -> dict[str, Any]:
         if t.engine != "vllm":
             continue
         tsel = f'{sel},tier="{t.name}"'
-        if t.slo.ttft_ms_p99:
-            rules.append({
-                "alert": "GridreadyTtftOverSlo",
-                "expr": f"histogram_quantile(0.99, sum by (le) (rate(vllm:time_to_first_token_seconds_bucket"
-                        f"{{{tsel}}}[5m]))) > {t.slo.ttft_ms_p99 / 1000.0:g}",
-                "for": "10m", "labels": {"severity": "warning", "tier": t.name},
-                "annotations": {"summary": f"tier {t.name}: live p99 TTFT above the SLO {t.slo.ttft_ms_p99:g} ms"}})
+        rules += _ttft_rule(t, tsel, "vllm:time_to_first_token_seconds_bucket")
         if t.slo.tpot_ms_p99:
             rules.append({
                 "alert": "GridreadyTpotOverSlo",
@@ -128,17 +122,21 @@ def alert_rules(customer: str, tiers: list[Tier]) -> dict[str, Any]:
     return {"groups": [{"name": f"gridready-{customer}", "rules": rules}]}
 
 
+def _ttft_rule(t: Tier, tsel: str, bucket: str) -> list[dict[str, Any]]:
+    """Live p99 TTFT over the tier's SLO, from the engine's own TTFT histogram (seconds)."""
+    if not t.slo.ttft_ms_p99:
+        return []
+    return [{"alert": "GridreadyTtftOverSlo",
+             "expr": f"histogram_quantile(0.99, sum by (le) (rate({bucket}{{{tsel}}}[5m]))) > "
+                     f"{t.slo.ttft_ms_p99 / 1000.0:g}",
+             "for": "10m", "labels": {"severity": "warning", "tier": t.name},
+             "annotations": {"summary": f"tier {t.name}: live p99 TTFT above the SLO {t.slo.ttft_ms_p99:g} ms"}}]
+
+
 def _sglang_rules(t: Tier, sel: str) -> list[dict[str, Any]]:
     """SGLang's own series (production_metrics.md): TTFT histogram and the prefix-cache hit rate gauge."""
     tsel = f'{sel},tier="{t.name}"'
-    rules: list[dict[str, Any]] = []
-    if t.slo.ttft_ms_p99:
-        rules.append({
-            "alert": "GridreadyTtftOverSlo",
-            "expr": f"histogram_quantile(0.99, sum by (le) (rate(sglang:time_to_first_token_seconds_bucket"
-                    f"{{{tsel}}}[5m]))) > {t.slo.ttft_ms_p99 / 1000.0:g}",
-            "for": "10m", "labels": {"severity": "warning", "tier": t.name},
-            "annotations": {"summary": f"tier {t.name}: live p99 TTFT above the SLO {t.slo.ttft_ms_p99:g} ms"}})
+    rules = _ttft_rule(t, tsel, "sglang:time_to_first_token_seconds_bucket")
     if t.enable_prefix_caching:
         rules.append({
             "alert": "GridreadyPrefixCacheCold",

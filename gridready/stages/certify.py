@@ -168,6 +168,9 @@ def write_summary(inv: Inventory, ctx: RunContext, fleet: FleetVerdict, *, hosts
     reused, unreachable, timer = reused or {}, unreachable or [], timer or Timer()
     hosts = hosts if hosts is not None else [h for h in inv.gpu_hosts() if h in fleet.nodes or h in reused]
     messages = [*(messages or []), *fleet.messages]
+    if fleet.simulated:
+        messages.insert(0, f"SIMULATED: the evidence of {len(fleet.simulated)} node(s) came from gridready's "
+                           "simulated NVIDIA tools: " + ", ".join(fleet.simulated))
     code = ExitCode(fleet.exit_code)
     todo = [h for h in hosts if h not in reused]
     if todo and set(unreachable) >= set(todo) and not reused:
@@ -184,6 +187,7 @@ def write_summary(inv: Inventory, ctx: RunContext, fleet: FleetVerdict, *, hosts
         certified=fleet.certified, quarantined=sorted(fleet.quarantined), reused=sorted(reused),
         fleet_status=fleet.status, profile=fleet.profile, failure_policy=fleet.failure_policy,
         validity_hours=inv.spec.certification.validity_hours, reports=reports or {}, data=data or {},
+        simulated=fleet.simulated,
     ).close(ctx)
 
 

@@ -8,6 +8,7 @@ import re
 from typing import Any
 
 from . import openai_api, sglang_api, triton_api
+from .auth import ApiKeys
 from .core import Engine
 from .httpserver import Handler, Request, Responder, serve_connection
 
@@ -32,21 +33,34 @@ async def _gridready_routes(engine: Engine, req: Request, resp: Responder) -> bo
     return False
 
 
-def openai_handler(engine: Engine, with_metrics: bool = True) -> Handler:
+async def openai_routes(engine: Engine, p: str, req: Request, resp: Responder) -> bool:
+    """/v1/models, /v1/completions, /v1/chat/completions (vLLM's and SGLang's OpenAI servers alike)."""
+    if p == "/v1/models":
+        await openai_api.models(engine, req, resp)
+    elif p == "/v1/completions" and req.method == "POST":
+        await openai_api.completions(engine, req, resp, chat=False)
+    elif p == "/v1/chat/completions" and req.method == "POST":
+        await openai_api.completions(engine, req, resp, chat=True)
+    else:
+        return False
+    return True
+
+
+def openai_handler(engine: Engine, with_metrics: bool = True, keys: ApiKeys | None = None) -> Handler:
+    keys = keys or ApiKeys([])
+
     async def handle(req: Request, resp: Responder) -> None:
         p = req.path.rstrip("/") or "/"
-        if await _gridready_routes(engine, req, resp):
+        if await _gridready_routes(engine, req, resp):  # simulator-only ground truth, not a vLLM route
             return
-        if p in ("/health", "/health/ready"):
+        if not keys.allows(req.method, req.path, req.headers):  # vLLM's middleware runs before any route
+            await resp.send_json(401, {"error": "Unauthorized"})
+        elif p in ("/health", "/health/ready"):
             await resp.send(200 if engine.ready else 503, b"")
         elif not engine.ready and p.startswith("/v1/"):
             await resp.send_json(503, {"error": {"message": "model is loading", "code": 503}})
-        elif p == "/v1/models":
-            await openai_api.models(engine, req, resp)
-        elif p == "/v1/completions" and req.method == "POST":
-            await openai_api.completions(engine, req, resp, chat=False)
-        elif p == "/v1/chat/completions" and req.method == "POST":
-            await openai_api.completions(engine, req, resp, chat=True)
+        elif await openai_routes(engine, p, req, resp):
+            return
         elif p == "/version":
             await resp.send_json(200, {"version": "gridready-sim"})
         elif p == "/metrics" and with_metrics:
@@ -95,7 +109,8 @@ def _gridready_only(engine: Engine) -> Handler:
 
 
 async def start(engine: Engine, host: str, port: int, metrics_port: int | None = None,
-                openai_port: int | None = None, enable_metrics: bool = True) -> dict[str, Any]:
+                openai_port: int | None = None, enable_metrics: bool = True,
+                api_keys: list[str] | None = None) -> dict[str, Any]:
     """Start the listeners of engine.mode; returns {"servers": [...], "ports": {role: port}}."""
     servers: list[asyncio.base_events.Server] = []
     ports: dict[str, int] = {}
@@ -106,9 +121,10 @@ async def start(engine: Engine, host: str, port: int, metrics_port: int | None =
         ports[role] = srv.sockets[0].getsockname()[1]
 
     if engine.mode == "openai":
-        await listen("http", openai_handler(engine), port)
+        await listen("http", openai_handler(engine, keys=ApiKeys(api_keys or [])), port)
     elif engine.mode == "sglang":
-        await listen("http", sglang_api.handler(engine, enable_metrics, _gridready_only(engine)), port)
+        await listen("http", sglang_api.handler(engine, enable_metrics, _gridready_only(engine), openai_routes),
+                     port)
     else:
         await listen("http", triton_handler(engine), port)
         if openai_port is None:  # tritonserver: metrics on --metrics-port (default 8002)

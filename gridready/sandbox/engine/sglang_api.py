@@ -7,13 +7,16 @@ enable it by adding --enable-metrics"); without it the route does not exist (404
 
 from __future__ import annotations
 
-from . import openai_api
+from collections.abc import Awaitable, Callable
+
 from .core import Engine
 from .httpserver import Handler, Request, Responder
 
+OpenAIRoutes = Callable[[Engine, str, Request, Responder], Awaitable[bool]]
 
-def handler(engine: Engine, enable_metrics: bool, routes: Handler) -> Handler:
-    """`routes` answers the simulator-only /gridready/* paths first."""
+
+def handler(engine: Engine, enable_metrics: bool, routes: Handler, openai: OpenAIRoutes) -> Handler:
+    """`routes` answers the simulator-only /gridready/* paths; `openai` the shared OpenAI routes (app.py)."""
 
     async def handle(req: Request, resp: Responder) -> None:
         p = req.path.rstrip("/") or "/"
@@ -27,12 +30,8 @@ def handler(engine: Engine, enable_metrics: bool, routes: Handler) -> Handler:
             await resp.send_json(200, {"model_path": engine.info.get("model", engine.models[0]),
                                        "tokenizer_path": engine.info.get("model", engine.models[0]),
                                        "is_generation": True})
-        elif p == "/v1/models":
-            await openai_api.models(engine, req, resp)
-        elif p == "/v1/completions" and req.method == "POST":
-            await openai_api.completions(engine, req, resp, chat=False)
-        elif p == "/v1/chat/completions" and req.method == "POST":
-            await openai_api.completions(engine, req, resp, chat=True)
+        elif await openai(engine, p, req, resp):
+            return
         elif p == "/metrics" and enable_metrics:
             await resp.send(200, engine.metrics_text().encode(), "text/plain; version=0.0.4; charset=utf-8")
         else:

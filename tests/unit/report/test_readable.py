@@ -86,3 +86,16 @@ def test_busbw_floor_is_on_the_axis(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     busbw_plot(fleet, tmp_path / "b.png")
     lo, hi = seen["ylim"]
     assert lo <= 0 and hi > 330 * 1.05  # floor 330 GB/s (catalog, 8 x H200 ring) inside, with room above
+
+
+def test_certify_summary_says_simulated(tmp_path: Path) -> None:
+    from gridready.artifacts import RunContext
+    from gridready.contracts import CertifySummary
+    from gridready.stages import certify as certify_stage
+
+    fleet = judged(2, 50)
+    ctx = RunContext(customer="sandbox", run_id="20261201T040000Z-sim", root=tmp_path, check=False)
+    certify_stage.write_summary(inventory.load("sandbox"), ctx, fleet)
+    summary = CertifySummary.model_validate_json((ctx.stage_dir("certify") / "summary.json").read_text())
+    assert summary.simulated == ["gpu0000", "gpu0001"]
+    assert summary.messages[0].startswith("SIMULATED: the evidence of 2 node(s)")
