@@ -39,6 +39,7 @@ def _inv(c: Context) -> cli.Inventory:
 def validate(c: Context) -> None:
     """Load and cross-check the inventory; one line per problem, exit 2 when invalid."""
     inv = _inv(c)
+    cli.run_id()
     cli.console.info(f"inventory {inv.name}: valid ({len(inv.gpu_hosts())} GPU nodes, "
                      f"{len(inv.spec.serving.tiers)} serving tiers)")
 
@@ -50,9 +51,9 @@ def _stage(c: Context, stage: str, **flags: object) -> None:
     inv = _inv(c)
     as_json = bool(flags.pop("json", False)) or bool(c.config.gridready.json)
     flags["check"] = bool(flags.get("check")) or bool(c.config.gridready.check)
-    cli.ensure_sandbox(inv)
     ctx = cli.context(inv, json=as_json, **flags)  # type: ignore[arg-type]
-    cli.finish(run(inv, ctx), as_json)
+    cli.ensure_sandbox(inv)
+    cli.finish(cli.run_stage(inv, ctx, run), as_json)
 
 
 @task(pre=[validate], help=HELP)
@@ -109,8 +110,10 @@ def plan(c: Context, json: bool = False) -> None:
     from gridready.stages import plan as planner
 
     inv = _inv(c)
+    ctx = cli.context(inv, check=True, render=True, json=json)
     cli.ensure_sandbox(inv)
-    planner.run(inv, cli.context(inv, check=True, render=True, json=json), as_json=json)
+    with cli.stage_lock(ctx, "plan"):
+        planner.run(inv, ctx, as_json=json)
 
 
 @task

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 import threading
 import time
@@ -10,15 +11,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import ansible_runner
+from ansible_runner.config.runner import RunnerConfig
+from ansible_runner.runner import Runner
 from rich.live import Live
 from rich.table import Table
 
-from gridready import console
+from gridready import console, vault
 from gridready.inventory import Inventory
 
 REPO = Path(__file__).resolve().parent.parent
 PLAYBOOKS = REPO / "playbooks"
+# The controller environment Ansible is given: ansible-runner seeds its env with all of os.environ and writes it to
+# artifacts/<id>/command (ansible_runner/runner.py, Runner.run), which CI uploads; only these names pass.
+PASSED_ENV = {"HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TERM", "TMPDIR", "TZ", "SSH_AUTH_SOCK",
+              "PYTHONPATH", "VIRTUAL_ENV", "GRIDREADY_PROBE_PYTHON"}
+PASSED_ENV_PREFIXES = ("LC_", "ANSIBLE_")
+SECRET_ENV_NAME = re.compile(r"PASSWORD|PASSWD|PASSPHRASE|TOKEN|SECRET|CREDENTIAL|_PASS$", re.IGNORECASE)
 KEPT_EVENTS = {"runner_on_ok", "runner_on_failed", "runner_on_unreachable", "runner_on_skipped",
                "runner_item_on_ok", "runner_item_on_failed"}
 
@@ -135,6 +143,21 @@ class _Progress:
                     console.info(f"[{host}] {state}: {task}: {msg}")
 
 
+def scrubbed_env(inherited: dict[str, str], ours: dict[str, str]) -> dict[str, str]:
+    """What Ansible runs with: `ours` plus the few inherited names it needs; never a secret-looking name.
+
+    ANSIBLE_* settings pass (they are configuration) unless their name speaks of a password or token and
+    the value is not a file path (ANSIBLE_VAULT_PASSWORD_FILE passes, ANSIBLE_BECOME_PASS does not).
+    """
+    kept = {}
+    for name, value in inherited.items():
+        wanted = name in PASSED_ENV or name.startswith(PASSED_ENV_PREFIXES)
+        secret = SECRET_ENV_NAME.search(name) and not name.endswith("_FILE")
+        if wanted and not secret:
+            kept[name] = value
+    return {**kept, **ours}
+
+
 def run_playbook(
     inv: Inventory,
     playbook: str,
@@ -151,13 +174,13 @@ def run_playbook(
     name = book.stem
     private = stage_dir / f"ansible-{name}"
     private.mkdir(parents=True, exist_ok=False)
-    cmdline = ["--diff"]
-    if check:
-        cmdline.append("--check")
-    vault_file = os.environ.get("GRIDREADY_VAULT_PASSWORD_FILE")
+    # --diff only in check mode, where showing the change is the point; tasks that template a secret carry
+    # no_log and diff: false, so their content never reaches job_events or stdout either way
+    cmdline = ["--check", "--diff"] if check else []
+    vault_file = vault.password_file(inv.path)
     if vault_file:
         cmdline += ["--vault-id", f"{inv.customer}@{vault_file}"]
-    env = {
+    ours = {
         "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
         "ANSIBLE_ROLES_PATH": str(REPO / "roles"),
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
@@ -165,6 +188,9 @@ def run_playbook(
         "ANSIBLE_NOCOLOR": "1",
         # facts are cached per inventory: every sandbox fleet has a node1
         "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(REPO / ".cache" / "ansible-facts" / inv.name),
+        # ansible-runner sets ANSIBLE_HOST_KEY_CHECKING=False when the variable is absent (config/_base.py,
+        # prepare_env), overriding ansible.cfg; keep Ansible's default. Sandbox inventories opt out per host.
+        "ANSIBLE_HOST_KEY_CHECKING": "True",
     }
     kept: list[dict[str, Any]] = []
     progress = _Progress(f"{name} ({inv.name})")
@@ -177,23 +203,31 @@ def run_playbook(
             }})
         return True
 
+    config = RunnerConfig(
+        private_data_dir=str(private),
+        project_dir=str(REPO),
+        playbook=str(book),
+        inventory=str(inv.hosts_file.resolve()),
+        extravars=extravars or {},
+        envvars=ours,
+        limit=limit,
+        tags=tags,
+        cmdline=" ".join(cmdline),
+        forks=forks,
+        quiet=True,
+        suppress_env_files=True,
+    )
+    config.prepare()
+    # RunnerConfig + Runner is ansible-runner's documented lower-level interface ("RunnerConfig ... can be used
+    # to construct the Runner configuration to be invoked elsewhere", ansible_runner.config docs); it lets the
+    # environment be replaced after prepare() seeded it from os.environ.
+    runner_set = {k: v for k, v in config.env.items() if os.environ.get(k) != v}
+    config.env = scrubbed_env(dict(os.environ), {**runner_set, **ours})
+    runner = Runner(config, event_handler=on_event)
     started = time.monotonic()
     with progress:
-        thread, runner = ansible_runner.run_async(
-            private_data_dir=str(private),
-            project_dir=str(REPO),
-            playbook=str(book),
-            inventory=str(inv.hosts_file.resolve()),
-            extravars=extravars or {},
-            envvars=env,
-            limit=limit,
-            tags=tags,
-            cmdline=" ".join(cmdline),
-            forks=forks,
-            quiet=True,
-            suppress_env_files=True,
-            event_handler=on_event,
-        )
+        thread = threading.Thread(target=runner.run, name=f"ansible-{name}")
+        thread.start()
         thread.join()
     return PlaybookResult(
         playbook=playbook,

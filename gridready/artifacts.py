@@ -2,16 +2,34 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
+import re
 import secrets
 import tempfile
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
+
+from gridready.errors import InvalidInput
+
+# A run id names a folder: letters, digits, '-' and '_' only (no '/', no '.', so no '..'), at most 64.
+RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+LOCK_FILE = ".lock"
+
+
+def validate_run_id(run_id: str, source: str = "GRIDREADY_RUN_ID") -> str:
+    """The run id, or InvalidInput naming where it came from; never echoes more than the pattern."""
+    if not RUN_ID.match(run_id):
+        raise InvalidInput(f"{source}: (run id): must match {RUN_ID.pattern} (letters, digits, '-', '_')")
+    return run_id
 
 
 def new_run_id(now: datetime | None = None) -> str:
@@ -62,30 +80,97 @@ class RunContext:
     def run_dir(self) -> Path:
         return self.root / self.customer / self.run_id
 
+    def claim_stage(self, stage: str) -> Path:
+        """Create this run's folder of `stage`; a run id already used for that stage is refused (exit 2)."""
+        path = self.run_dir / stage
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            path.mkdir()
+        except FileExistsError:
+            raise InvalidInput(
+                f"GRIDREADY_RUN_ID: (run id): run {self.run_id!r} of {self.customer} already has a {stage} stage "
+                f"({path}); artifacts are never overwritten, use a new run id"
+            ) from None
+        return path
+
     def stage_dir(self, stage: str) -> Path:
         path = self.run_dir / stage
         path.mkdir(parents=True, exist_ok=True)
         return path
 
 
+def _recorded_time(data: dict[str, Any]) -> float | None:
+    """When the stage recorded its result (finished_at, else started_at) as a POSIX time; None if absent."""
+    for key in ("finished_at", "started_at"):
+        value = data.get(key)
+        if isinstance(value, str):
+            try:
+                stamp = datetime.fromisoformat(value)
+            except ValueError:
+                continue
+            return (stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)).timestamp()
+    return None
+
+
 def latest_summary(
     root: Path, customer: str, stage: str, *, include_check: bool = False
 ) -> tuple[Path, dict[str, Any]] | None:
-    """The newest `<stage>/summary.json` of any run of this customer (run ids sort by time).
+    """The newest `<stage>/summary.json` of any run of this customer, by the time the summary records.
 
-    Check-mode summaries record what would happen; later stages never take them as results unless asked.
+    Run ids are never compared (`123-9` vs `123-10`, a local timestamp vs a CI number); ties on the recorded
+    second fall back to when the file was written. Check-mode summaries record what would happen; later stages
+    never take them as results unless asked.
     """
     base = root / customer
     if not base.is_dir():
         return None
-    for run in sorted((p for p in base.iterdir() if p.is_dir()), reverse=True):
+    found: list[tuple[float, int, Path, dict[str, Any]]] = []
+    for run in (p for p in base.iterdir() if p.is_dir()):
         summary = run / stage / "summary.json"
-        if summary.is_file():
+        if not summary.is_file():
+            continue
+        try:
+            data = json.loads(summary.read_text())
+            written = summary.stat().st_mtime_ns
+        except (OSError, ValueError):
+            continue
+        if not isinstance(data, dict) or (data.get("check") and not include_check):
+            continue
+        recorded = _recorded_time(data)
+        found.append((recorded if recorded is not None else written / 1e9, written, summary, data))
+    if not found:
+        return None
+    _, _, path, data = max(found, key=lambda f: (f[0], f[1]))
+    return path, data
+
+
+@contextlib.contextmanager
+def customer_lock(root: Path, customer: str, holder: str, wait_s: float = 0.0) -> Iterator[Path]:
+    """One stage at a time per customer: an exclusive flock on artifacts/<customer>/.lock.
+
+    A second run waits up to `wait_s` seconds, then stops with exit 2 naming the run that holds the lock.
+    The kernel drops the lock when its process ends, so a killed run never leaves a stale one.
+    """
+    base = root / customer
+    base.mkdir(parents=True, exist_ok=True)
+    path = base / LOCK_FILE
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        deadline = time.monotonic() + wait_s
+        while True:
             try:
-                data = json.loads(summary.read_text())
-            except (OSError, json.JSONDecodeError):
-                continue
-            if data.get("check") and not include_check:
-                continue
-            return summary, data
-    return None
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    other = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another run"
+                    raise InvalidInput(
+                        f"{path}: (lock): {other} is using customer {customer}; one stage at a time per "
+                        f"customer (wait with GRIDREADY_LOCK_WAIT_S=<seconds>)"
+                    ) from None
+                time.sleep(0.5)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, holder.encode(), 0)
+        yield path
+    finally:
+        os.close(fd)  # closing the descriptor releases the flock

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
 from gridready import console, matrix
-from gridready.artifacts import RunContext, new_run_id, write_atomic
-from gridready.errors import GridreadyError
+from gridready.artifacts import RUN_ID, RunContext, customer_lock, new_run_id, validate_run_id, write_atomic
+from gridready.errors import GridreadyError, InvalidInput
 from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory, display_path, load, project_root
 
@@ -25,7 +26,7 @@ class CommandExit(SystemExit):
 
 
 @functools.cache
-def run_id() -> str:
+def _raw_run_id() -> str:
     """One run id for the whole command line (every stage of `invoke provision certify serve`), made on first use."""
     return os.environ.get("GRIDREADY_RUN_ID") or new_run_id()
 
@@ -43,8 +44,33 @@ def inventory(name: str) -> Inventory:
     return inv
 
 
+def run_id() -> str:
+    """This command line's run id; exit 2 when GRIDREADY_RUN_ID is not a slug."""
+    return validate_run_id(_raw_run_id())
+
+
 def context(inv: Inventory, **flags: Any) -> RunContext:
     return RunContext(customer=inv.customer, run_id=run_id(), root=artifacts_root(), **flags)
+
+
+@contextlib.contextmanager
+def stage_lock(ctx: RunContext, stage: str) -> Iterator[None]:
+    """Hold the customer's lock and claim this run's `stage` folder (exit 2 when either is taken)."""
+    try:
+        wait_s = float(os.environ.get("GRIDREADY_LOCK_WAIT_S") or 0)
+    except ValueError:
+        raise InvalidInput("GRIDREADY_LOCK_WAIT_S: (environment): must be a number of seconds") from None
+    holder = f"run {ctx.run_id} stage {stage} (pid {os.getpid()})"
+    with customer_lock(ctx.root, ctx.customer, holder, wait_s):
+        ctx.claim_stage(stage)
+        yield
+
+
+def run_stage(inv: Inventory, ctx: RunContext, run: Callable[[Inventory, RunContext], T]) -> T:
+    """Run one stage (gridready.stages.<stage>.run) under the customer's lock, in a stage folder no earlier run
+    of this id has used."""
+    with stage_lock(ctx, run.__module__.rsplit(".", 1)[-1]):
+        return run(inv, ctx)
 
 
 def guarded(fn: Callable[..., T]) -> Callable[..., T]:
@@ -61,7 +87,8 @@ def guarded(fn: Callable[..., T]) -> Callable[..., T]:
         except (CommandExit, KeyboardInterrupt):
             raise
         except Exception as err:  # a bug: keep the trace out of the terminal, on disk for the report
-            path = artifacts_root() / "internal-errors" / f"{run_id()}.txt"
+            raw = _raw_run_id()
+            path = artifacts_root() / "internal-errors" / f"{raw if RUN_ID.match(raw) else new_run_id()}.txt"
             write_atomic(path, traceback.format_exc())
             console.error(f"internal error: {type(err).__name__}: {err} (trace in {path})")
             raise CommandExit(int(ExitCode.INTERNAL)) from None

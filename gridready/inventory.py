@@ -13,14 +13,15 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from gridready import secretscan
 from gridready.errors import InvalidInput
-from gridready.spec import SLUG, ClusterSpec
+from gridready.spec import SLUG, ClusterSpec, rules
 from gridready.spec.gates import is_known_gate
 from gridready.spec.parallel import fit_problems
 from gridready.yamlio import YamlError, is_vault_file, load_yaml
 
 HOST_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-SECRET_KEY = re.compile(r"(password|passwd|secret|token|api_key|private_key)", re.IGNORECASE)
+VAR_DIRS = ("group_vars", "host_vars")
 
 
 def project_root() -> Path:
@@ -29,8 +30,9 @@ def project_root() -> Path:
 
 
 def _display(path: Path) -> str:
+    """The path as the user knows it (relative to the current directory; a symlink is not followed)."""
     try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
+        return str(Path(os.path.abspath(path)).relative_to(Path.cwd().resolve()))
     except ValueError:
         return str(path)
 
@@ -154,36 +156,40 @@ def _load_hosts(path: Path, errors: list[str]) -> tuple[dict[str, list[str]], di
     if not isinstance(data, dict) or not data:
         errors.append(f"{file}: (top level): must be a mapping of groups (e.g. all:)")
         return groups, hostvars
+    errors.extend(_secret_lines(file, data))
     for name, body in data.items():
         _walk_groups(file, str(name), body, groups, hostvars, errors, str(name))
     return groups, hostvars
 
 
-def _check_group_vars(inv_dir: Path, errors: list[str]) -> None:
-    """group_vars must parse; secrets belong in vault files, never in plain YAML."""
-    gv = inv_dir / "group_vars"
-    if not gv.exists():
-        return
-    for path in sorted(p for p in gv.rglob("*") if p.suffix in (".yml", ".yaml") and p.is_file()):
-        if is_vault_file(path):
+def _secret_lines(file: str, data: Any, path: str = "") -> list[str]:
+    return [f"{file}: {where}: {what}" for where, what in secretscan.find(data, path)]
+
+
+def _check_var_files(inv_dir: Path, errors: list[str]) -> None:
+    """group_vars/ and host_vars/, every file whatever its extension: they must parse, hold a mapping, and
+    keep secrets in ansible-vault files only (vault files are never read here)."""
+    for sub in VAR_DIRS:
+        top = inv_dir / sub
+        if not top.is_dir():
             continue
-        file = _display(path)
-        try:
-            data = load_yaml(path)
-        except YamlError as err:
-            errors.append(f"{file}: {err.where}: {err}")
-            continue
-        if data is None:
-            continue
-        if not isinstance(data, dict):
-            errors.append(f"{file}: (top level): must be a mapping of variables")
-            continue
-        for key, value in data.items():
-            plain = isinstance(value, str) and value and "{{" not in value and value != "<vault-encrypted>"
-            if SECRET_KEY.search(str(key)) and plain:
-                errors.append(
-                    f"{file}: {key}: looks like a secret in plain text; put it in an ansible-vault file"
-                )
+        for path in sorted(top.rglob("*")):
+            if path.is_dir() and not path.is_symlink():
+                continue
+            file = _display(path)
+            try:
+                if is_vault_file(path):
+                    continue
+                data = load_yaml(path)
+            except YamlError as err:
+                errors.append(f"{file}: {err.where}: {err}")
+                continue
+            if data is None:
+                continue
+            if not isinstance(data, dict):
+                errors.append(f"{file}: (top level): must be a mapping of variables")
+                continue
+            errors.extend(_secret_lines(file, data))
 
 
 def _cross_check(file: str, spec: ClusterSpec, groups: dict[str, list[str]], hosts_file: str) -> list[str]:
@@ -251,18 +257,22 @@ def load(name_or_path: str | os.PathLike[str]) -> Inventory:
         else:
             if not isinstance(raw, dict):
                 errors.append(f"{file}: (top level): must be a mapping")
+            elif leaks := _secret_lines(file, raw):
+                errors.extend(leaks)
             else:
                 try:
                     spec = ClusterSpec.model_validate(raw)
                 except ValidationError as err:
                     errors.extend(_pydantic_lines(file, err))
     groups, hostvars = _load_hosts(inv_dir / "hosts.yml", errors)
-    _check_group_vars(inv_dir, errors)
+    _check_var_files(inv_dir, errors)
     if spec is not None:
         if not name.startswith("_") and spec.customer != name:
             errors.append(f"{file}: customer: must equal the inventory directory name ({name!r})")
         if groups:
             errors.extend(_cross_check(file, spec, groups, _display(inv_dir / "hosts.yml")))
+        nodes = {g.name: len(groups.get(g.name, [])) for g in spec.node_groups}
+        errors.extend(f"{file}: {where}: {what}" for where, what in rules.check(spec, nodes))
     if errors or spec is None:
         raise InvalidInput(errors or [f"{file}: (file): could not be loaded"])
     return Inventory(name=name, path=inv_dir, spec=spec, hosts=hostvars, groups=groups)

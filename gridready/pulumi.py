@@ -155,6 +155,14 @@ def write_rendered(rendered: Rendered, out_dir: Path) -> list[Path]:
     return files
 
 
+def state_dir(customer: str) -> Path:
+    """The file:// backend of the customer's stacks: GRIDREADY_STATE/<customer>/pulumi, default state/ in the
+    project root. Never under artifacts/: the state holds the encrypted stack secrets, and CI uploads artifacts."""
+    from gridready.inventory import project_root
+
+    return Path(os.environ.get("GRIDREADY_STATE") or project_root() / "state") / customer / "pulumi"
+
+
 def _workspace_stack(stack: str, customer: str, state_dir: Path) -> Any:
     from pulumi import automation as auto
 

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 VAULT_HEADER = "$ANSIBLE_VAULT;"
+MAX_BYTES = 1 << 20  # an inventory file is a few KiB; 1 MiB is far beyond any real one
+MAX_NODES = 100_000  # nodes after expanding aliases: stops a "billion laughs" fan-out before it is built
+MAX_DEPTH = 64  # nesting of mappings and sequences
 
 
 class YamlError(Exception):
@@ -40,20 +45,89 @@ _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _c
 _StrictLoader.add_constructor("!vault", lambda loader, node: "<vault-encrypted>")
 
 
+def read_capped(path: Path) -> bytes:
+    """The bytes of a regular file of at most MAX_BYTES; a FIFO, device or directory is refused unopened
+    (opening a FIFO would block until a writer came)."""
+    try:
+        info = os.stat(path)
+    except OSError as err:
+        raise YamlError("(file)", f"cannot read: {err.strerror}") from err
+    if not stat.S_ISREG(info.st_mode):
+        raise YamlError("(file)", "not a regular file (a FIFO, device or directory)")
+    if info.st_size > MAX_BYTES:
+        raise YamlError("(file)", f"{info.st_size} bytes, more than the {MAX_BYTES} an inventory file may have")
+    try:
+        with path.open("rb") as fh:
+            data = fh.read(MAX_BYTES + 1)
+    except OSError as err:
+        raise YamlError("(file)", f"cannot read: {err.strerror}") from err
+    if len(data) > MAX_BYTES:
+        raise YamlError("(file)", f"more than the {MAX_BYTES} bytes an inventory file may have")
+    return data
+
+
 def is_vault_file(path: Path) -> bool:
-    with path.open("rb") as fh:
-        return fh.read(len(VAULT_HEADER)).decode(errors="replace") == VAULT_HEADER
+    return read_capped(path)[: len(VAULT_HEADER)].decode(errors="replace") == VAULT_HEADER
+
+
+def _check_shape(root: yaml.Node) -> None:
+    """Refuse nesting deeper than MAX_DEPTH and documents that expand to more than MAX_NODES nodes.
+
+    Aliases share nodes, so sizes are memoised per node: the check costs one visit per distinct node."""
+    sizes: dict[int, int] = {}
+
+    def size(node: yaml.Node, depth: int) -> int:
+        if depth > MAX_DEPTH:
+            mark = node.start_mark
+            raise YamlError(f"line {mark.line + 1} column {mark.column + 1}",
+                            f"nested deeper than {MAX_DEPTH} levels")
+        if id(node) in sizes:
+            return sizes[id(node)]
+        total = 1
+        if isinstance(node, yaml.SequenceNode):
+            total += sum(size(child, depth + 1) for child in node.value)
+        elif isinstance(node, yaml.MappingNode):
+            total += sum(size(k, depth + 1) + size(v, depth + 1) for k, v in node.value)
+        if total > MAX_NODES:
+            raise YamlError("(file)", f"expands to more than {MAX_NODES} nodes (aliases fanning out)")
+        sizes[id(node)] = total
+        return total
+
+    size(root, 0)
+
+
+def _control_chars(text: str) -> int | None:
+    """Line (1-based) of the first control character other than tab, newline and carriage return."""
+    for lineno, line in enumerate(text.split("\n"), 1):
+        if any((ord(c) < 32 and c not in "\t\r") or ord(c) == 127 for c in line):
+            return lineno
+    return None
 
 
 def load_yaml(path: Path) -> Any:
-    """Parse one YAML document; raises YamlError with a line/column on syntax errors."""
+    """Parse one YAML document; raises YamlError (never anything else) on any unreadable or hostile input."""
+    data = read_capped(path)
     try:
-        text = path.read_text()
-    except OSError as err:
-        raise YamlError("file", f"cannot read: {err.strerror}") from err
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise YamlError("(file)", f"not UTF-8 (byte {err.start})") from None
+    bad_line = _control_chars(text)
+    if bad_line is not None:
+        raise YamlError(f"line {bad_line}", "control character in the text")
+    loader = _StrictLoader(text)
     try:
-        return yaml.load(text, Loader=_StrictLoader)
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check_shape(node)
+        return loader.construct_document(node)
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         where = f"line {mark.line + 1} column {mark.column + 1}" if mark else "yaml"
         raise YamlError(where, f"YAML syntax error: {err.problem or err.context}") from err
+    except yaml.YAMLError as err:
+        raise YamlError("yaml", f"YAML error: {type(err).__name__}") from None
+    except RecursionError:
+        raise YamlError("(file)", f"nested deeper than {MAX_DEPTH} levels") from None
+    finally:
+        loader.dispose()

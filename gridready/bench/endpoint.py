@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from gridready.bench.http import Url
 from gridready.bench.protocols import Api
@@ -18,17 +18,18 @@ class Endpoint(BaseModel):
     api: Api = Api.OPENAI_CHAT
     model: str = Field(description="the served model name clients send")
     metrics_url: str | None = Field(None, description="the engine's Prometheus endpoint")
+    api_key: SecretStr | None = Field(None, exclude=True, description="Bearer token (vLLM --api-key); never dumped")
 
     @property
     def base(self) -> Url:
-        return Url.parse(self.url)
+        return Url.parse(self.url, self.api_key.get_secret_value() if self.api_key else None)
 
     @property
     def triton(self) -> bool:
         return self.api is Api.TRITON_GENERATE
 
     @classmethod
-    def for_tier(cls, tier: Tier, host: str) -> Endpoint:
+    def for_tier(cls, tier: Tier, host: str, api_key: str | None = None) -> Endpoint:
         """The endpoint of a tier on a host.
 
         vllm: OpenAI chat on tier.port. triton-trtllm (the tier's optional `triton:` settings, duck-typed):
@@ -37,7 +38,8 @@ class Endpoint(BaseModel):
         else on metrics_port (8002)."""
         if tier.engine != "triton-trtllm":
             return cls(url=f"http://{host}:{tier.port}", api=Api.OPENAI_CHAT, model=tier.served_name,
-                       metrics_url=f"http://{host}:{tier.port}/metrics")
+                       metrics_url=f"http://{host}:{tier.port}/metrics",
+                       api_key=SecretStr(api_key) if api_key else None)
         t = getattr(tier, "triton", None)
         if _setting(t, "frontend", "triton") == "trtllm-serve":
             return cls(url=f"http://{host}:{tier.port}", api=Api.OPENAI_CHAT, model=tier.served_name,

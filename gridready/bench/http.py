@@ -29,14 +29,16 @@ class Url:
     host: str
     port: int
     base: str  # path prefix without trailing slash
+    # Bearer token sent with every request (vLLM's --api-key); never part of str(), repr() or equality
+    token: str | None = field(default=None, repr=False, compare=False)
 
     @classmethod
-    def parse(cls, url: str) -> Url:
+    def parse(cls, url: str, token: str | None = None) -> Url:
         parts = urlsplit(url if "://" in url else f"http://{url}")
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"not an http(s) URL: {url!r}")
         port = parts.port or (443 if parts.scheme == "https" else 80)
-        return cls(parts.scheme, parts.hostname, port, parts.path.rstrip("/"))
+        return cls(parts.scheme, parts.hostname, port, parts.path.rstrip("/"), token)
 
     def __str__(self) -> str:
         return f"{self.scheme}://{self.host}:{self.port}{self.base}"
@@ -106,7 +108,7 @@ class Connection:
             await self.connect()
         assert self._r is not None and self._w is not None
         hdrs = {"Host": f"{self.url.host}:{self.url.port}", "User-Agent": "gridready-bench", "Accept": "*/*",
-                **(headers or {})}
+                **({"Authorization": f"Bearer {self.url.token}"} if self.url.token else {}), **(headers or {})}
         if body is not None:
             hdrs["Content-Length"] = str(len(body))
         head = f"{method} {self.url.base}{path} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in hdrs.items())

@@ -26,6 +26,7 @@ CRD_FILES = (
     "ray.io_rayservices.yaml",
     "ray.io_rayclusters.yaml",
     "leaderworkerset.x-k8s.io_leaderworkersets.yaml",
+    "gateway.networking.k8s.io_httproutes.yaml",
 )
 DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 MAX_NAME = {"RayService": 47, "RayCluster": 53}  # KubeRay validation.go (names get suffixes)

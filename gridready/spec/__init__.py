@@ -8,6 +8,7 @@ tests/unit/test_layers.py). One module per section of cluster.yml:
 - certification.py: CertificationSpec (`certification:`) with fabric.py's FabricSettings (`certification.fabric`)
 - serving.py: ServingSpec, Tier, Slo (`serving:`), with triton.py (`tiers[].triton`) and decision.py
   (`serving.decision`)
+- router.py: RouterSpec (`serving.router`): routes, weights, fallbacks, keys and canary timing of the router
 - names.py: the slug and name patterns, defined once
 """
 
@@ -16,11 +17,12 @@ from gridready.spec.cluster import ClusterSpec, Nic, NodeGroup, SoftwarePins
 from gridready.spec.decision import DecisionSpec, Objective
 from gridready.spec.fabric import FabricSettings
 from gridready.spec.names import ANSIBLE_NAME, IMAGE_REF, SLUG
+from gridready.spec.router import Route, RouterKey, RouterSpec, RouteTarget
 from gridready.spec.serving import ServingSpec, Slo, Tier
 from gridready.spec.triton import TritonSettings
 
 __all__ = [
     "ANSIBLE_NAME", "IMAGE_REF", "SLUG", "CertificationSpec", "ClusterSpec", "DecisionSpec", "FabricSettings",
-    "FailurePolicy", "Floors", "NcclSettings", "Nic", "NodeGroup", "Objective", "Profile", "ServingSpec", "Slo",
-    "SoftwarePins", "Tier", "TritonSettings",
+    "FailurePolicy", "Floors", "NcclSettings", "Nic", "NodeGroup", "Objective", "Profile", "Route", "RouteTarget",
+    "RouterKey", "RouterSpec", "ServingSpec", "Slo", "SoftwarePins", "Tier", "TritonSettings",
 ]

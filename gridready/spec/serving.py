@@ -16,6 +16,7 @@ from pydantic import (
 
 from gridready.spec.decision import DecisionSpec
 from gridready.spec.names import IMAGE_REF, SLUG
+from gridready.spec.router import RouterSpec
 from gridready.spec.sglang import SglangSettings
 from gridready.spec.sglang import problems as sglang_problems
 from gridready.spec.triton import TritonSettings
@@ -204,4 +205,7 @@ class ServingSpec(BaseModel):
     kubernetes: KubernetesServing = Field(default_factory=KubernetesServing)
     decision: DecisionSpec = Field(
         default_factory=DecisionSpec, description="how to choose between tiers that serve the same model"
+    )
+    router: RouterSpec = Field(
+        default_factory=RouterSpec, description="one OpenAI-compatible endpoint in front of the tiers (docs/layer3.md)"
     )

@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from gridready import ansible, contracts
+from gridready import ansible, contracts, vault
 from gridready import pulumi as gpulumi
 from gridready.artifacts import RunContext
 from gridready.bench.endpoint import Endpoint as BenchEndpoint
@@ -26,6 +26,7 @@ from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory
 from gridready.serving import consistency, manifests, sglang, topology, vllm
 from gridready.serving.topology import Certification, TierPlan
+from gridready.stages import serve_router
 from gridready.stages.common import Timer, base_extravars, outcome_from_playbook
 from gridready.stages.fabric import SshRunner
 
@@ -166,7 +167,10 @@ def triton_units(inv: Inventory, cert: Certification, plans: list[TierPlan], sta
 def _hosts(inv: Inventory, ctx: RunContext, cert: Certification, plans: list[TierPlan],
            hosts: dict[str, HostOutcome], data: dict[str, Any], messages: list[str]) -> tuple[str, ExitCode]:
     stage_dir = ctx.stage_dir(STAGE)
-    extravars = hosts_extravars(inv, cert, plans)
+    if any(p.tier.engine == "vllm" for p in plans):
+        vault.ensure_api_key(inv.customer, inv.path)  # Ansible reads it from the vault itself, never from here
+    extravars = hosts_extravars(inv, cert, plans) | serve_router.extravars(inv, ctx.root, cert, plans)
+    serve_router.open_router_port(extravars)
     data["engine_mode"] = extravars["gridready_serve"]["engine_mode"]
     units = triton_units(inv, cert, plans, stage_dir)
     data["triton"] = [entry for _, _, entry in units]
@@ -248,13 +252,14 @@ def verify_tiers(inv: Inventory, ctx: RunContext, cert: Certification, plans: li
         messages.append("gridready.bench is not installed: readiness, smoke and benchmark not run")
         return "success", ExitCode.OK
     stage_dir = ctx.stage_dir(stage)
+    api_key = vault.ensure_api_key(inv.customer, inv.path) if any(p.tier.engine == "vllm" for p in plans) else None
     reports = []
     reuse = inv.spec.serving.decision.prefix_reuse
     workload = (bench.Workload(shared_prefix_len=reuse.system_prompt_tokens, shared_prefix_share=reuse.share)
                 if reuse else bench.Workload())
     for plan in plans:
         head = plan.replicas[0].head
-        endpoint = bench.Endpoint.for_tier(plan.tier, cert.certified[head].ip)
+        endpoint = bench.Endpoint.for_tier(plan.tier, cert.certified[head].ip, api_key=api_key)
         unit_state, log_lines = unit_probes(inv, head, unit_name(plan.tier))
         reports.append(bench.verify_tier(endpoint, plan.tier, workload,
                                          gpus=plan.gpus,
@@ -275,6 +280,7 @@ def verify_tiers(inv: Inventory, ctx: RunContext, cert: Certification, plans: li
             bench.write_decision(stage_dir / "decision" / model.replace("/", "--"), decision, group)
     data["bench"] = {r.tier: {"passed": r.gate.passed, "message": r.gate.message, "simulated": r.simulated}
                      for r in reports}
+    serve_router.measure_overhead(inv.spec.serving.router, cert, plans, data, messages)
     failed = [r for r in reports if not r.gate.passed]
     messages += [r.gate.message for r in failed]
     return ("failed", ExitCode.STAGE_FAILED) if failed else ("success", ExitCode.OK)
@@ -349,7 +355,7 @@ def _kubernetes(inv: Inventory, ctx: RunContext, cert: Certification, plans: lis
                         f"{stage_dir / 'render'}")
         return "success", ExitCode.OK
     secrets = _secrets(inv)
-    state = ctx.root / inv.customer / "pulumi-state"
+    state = gpulumi.state_dir(inv.customer)  # apart from artifacts/, which CI uploads
     outputs: dict[str, Any] = {}
     for stack, config in stack_configs(inv, cert, plans).items():
         wanted = {k: secrets[k] for k in gpulumi.SECRET_KEYS[stack]}

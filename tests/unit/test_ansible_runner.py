@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -76,3 +77,34 @@ def test_limit_restricts_hosts_and_private_dir_is_fresh(local_inv, tmp_path):
     assert not (result.private_data_dir / "env" / "extravars").exists()  # suppress_env_files
     with pytest.raises(FileExistsError):
         ansible.run_playbook(local_inv, str(PLAY), tmp_path / "s1")
+
+
+CANARY = "canary-7f3e9b1d-not-for-artifacts"
+
+
+def test_controller_secrets_never_reach_the_runner_artifacts(local_inv, tmp_path, monkeypatch):
+    """ansible-runner copies os.environ into artifacts/<id>/command; only what Ansible needs may pass."""
+    for name in ("AWS_SECRET_ACCESS_KEY", "GRIDREADY_PULUMI_PASSPHRASE", "GRIDREADY_HF_TOKEN", "ANSIBLE_BECOME_PASS",
+                 "SOME_UNRELATED_VARIABLE"):
+        monkeypatch.setenv(name, CANARY)
+    out = tmp_path / "markers"
+    out.mkdir()
+    result = ansible.run_playbook(local_inv, str(PLAY), tmp_path / "s1",
+                                  extravars={"marker_dir": str(out), "marker_text": "x"})
+    assert result.status == "successful"
+    command = next(result.private_data_dir.glob("artifacts/*/command"))
+    recorded = json.loads(command.read_text())
+    assert recorded["env"]["ANSIBLE_HOST_KEY_CHECKING"] == "True"  # ansible-runner would set False
+    assert "--diff" not in recorded["command"]
+    leaks = [p for p in result.private_data_dir.rglob("*") if p.is_file() and CANARY in p.read_text(errors="ignore")]
+    assert leaks == []
+
+
+def test_scrubbed_env_keeps_what_ansible_needs_and_drops_secret_names():
+    env = ansible.scrubbed_env(
+        {"HOME": "/root", "LC_ALL": "C.UTF-8", "ANSIBLE_VAULT_PASSWORD_FILE": "/run/vp", "ANSIBLE_BECOME_PASS": "x",
+         "AWS_SECRET_ACCESS_KEY": "x", "GITHUB_TOKEN": "x", "PATH": "/usr/bin"},
+        {"PATH": "/venv/bin:/usr/bin"},
+    )
+    assert env == {"HOME": "/root", "LC_ALL": "C.UTF-8", "ANSIBLE_VAULT_PASSWORD_FILE": "/run/vp",
+                   "PATH": "/venv/bin:/usr/bin"}

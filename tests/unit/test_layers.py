@@ -21,11 +21,11 @@ PKG = Path(__file__).resolve().parents[2] / "gridready"
 # docs/architecture.md, "Layers": lower numbers are further down; an import must point strictly down.
 LAYERS: dict[str, int] = {
     "exitcodes": 0,
-    "errors": 1, "catalog": 1, "yamlio": 1, "console": 1,
+    "errors": 1, "catalog": 1, "yamlio": 1, "console": 1, "secretscan": 1,
     "spec": 2,
     "artifacts": 3, "inventory": 3, "matrix": 3,
-    "contracts": 4, "provision_vars": 4, "sample": 4, "ansible": 4, "pulumi": 4, "probe": 4,
-    "certify": 5, "bench": 5, "monitoring": 5, "discovery": 5,
+    "contracts": 4, "provision_vars": 4, "sample": 4, "vault": 4, "pulumi": 4, "probe": 4,
+    "certify": 5, "bench": 5, "monitoring": 5, "discovery": 5, "ansible": 5,
     "report": 6, "serving": 6, "sandbox": 6,
     "stages": 7,
     "cli": 8,

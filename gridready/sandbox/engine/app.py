@@ -8,6 +8,7 @@ import re
 from typing import Any
 
 from . import openai_api, sglang_api, triton_api
+from .auth import ApiKeys
 from .core import Engine
 from .httpserver import Handler, Request, Responder, serve_connection
 
@@ -45,12 +46,16 @@ async def openai_routes(engine: Engine, p: str, req: Request, resp: Responder) -
     return True
 
 
-def openai_handler(engine: Engine, with_metrics: bool = True) -> Handler:
+def openai_handler(engine: Engine, with_metrics: bool = True, keys: ApiKeys | None = None) -> Handler:
+    keys = keys or ApiKeys([])
+
     async def handle(req: Request, resp: Responder) -> None:
         p = req.path.rstrip("/") or "/"
-        if await _gridready_routes(engine, req, resp):
+        if await _gridready_routes(engine, req, resp):  # simulator-only ground truth, not a vLLM route
             return
-        if p in ("/health", "/health/ready"):
+        if not keys.allows(req.method, req.path, req.headers):  # vLLM's middleware runs before any route
+            await resp.send_json(401, {"error": "Unauthorized"})
+        elif p in ("/health", "/health/ready"):
             await resp.send(200 if engine.ready else 503, b"")
         elif not engine.ready and p.startswith("/v1/"):
             await resp.send_json(503, {"error": {"message": "model is loading", "code": 503}})
@@ -104,7 +109,8 @@ def _gridready_only(engine: Engine) -> Handler:
 
 
 async def start(engine: Engine, host: str, port: int, metrics_port: int | None = None,
-                openai_port: int | None = None, enable_metrics: bool = True) -> dict[str, Any]:
+                openai_port: int | None = None, enable_metrics: bool = True,
+                api_keys: list[str] | None = None) -> dict[str, Any]:
     """Start the listeners of engine.mode; returns {"servers": [...], "ports": {role: port}}."""
     servers: list[asyncio.base_events.Server] = []
     ports: dict[str, int] = {}
@@ -115,7 +121,7 @@ async def start(engine: Engine, host: str, port: int, metrics_port: int | None =
         ports[role] = srv.sockets[0].getsockname()[1]
 
     if engine.mode == "openai":
-        await listen("http", openai_handler(engine), port)
+        await listen("http", openai_handler(engine, keys=ApiKeys(api_keys or [])), port)
     elif engine.mode == "sglang":
         await listen("http", sglang_api.handler(engine, enable_metrics, _gridready_only(engine), openai_routes),
                      port)

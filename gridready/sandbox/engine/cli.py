@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import sys
 from dataclasses import fields
@@ -56,6 +57,8 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--port", type=int, default=8000, help="HTTP port (0 = any free port)")
     ap.add_argument("--metrics-port", type=int, default=None, help="triton mode: metrics port (default 8002)")
     ap.add_argument("--openai-port", type=int, default=None, help="triton mode: also serve /v1 on this port")
+    ap.add_argument("--api-key", nargs="+", default=None,
+                    help="openai mode: keys clients must send as Bearer tokens (default: $VLLM_API_KEY, as vLLM)")
     ap.add_argument("--port-file", type=Path, help="write the bound ports as one JSON line here")
     ap.add_argument("--profile", type=Path, help="JSON file of timing keys (flags below override it)")
     defaults = Profile()
@@ -122,8 +125,10 @@ async def run(args: argparse.Namespace, ignored: list[str]) -> int:
         await rdv.listen(args.host, int(port))
         engine.peers_missing = lambda: rdv.missing
         engine.info["dist_init_addr"] = args.dist_init_addr
+    # vLLM: the --api-key keys take precedence over VLLM_API_KEY (api_server.py build_app)
+    keys = args.api_key or [os.environ.get("VLLM_API_KEY", "")]
     started = await app.start(engine, args.host, args.port, args.metrics_port, args.openai_port,
-                              enable_metrics=args.enable_metrics or args.mode != "sglang")
+                              enable_metrics=args.enable_metrics or args.mode != "sglang", api_keys=keys)
     line = app.ports_json(started["ports"])
     print(line, flush=True)
     if args.port_file:

@@ -1,0 +1,67 @@
+"""Find plain-text secrets in inventory data without ever echoing them.
+
+A key that names a secret (password, token, api_key, ...) must hold a vault reference (`!vault`, a `{{ }}`
+template) or nothing; any string value that has the shape of a credential is refused wherever it sits, e.g. a
+token among a tier's `extra_engine_args`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+# whole words of a key (`hf_token`, `become_password`), not parts of others (`tokenizer`, `max_tokens`)
+SECRET_KEY = re.compile(
+    r"(?:^|[^a-z])(password|passwd|passphrase|secret|token|api[_-]?key|private[_-]?key|access[_-]?key"
+    r"|credentials?)(?:$|[^a-z])",
+    re.IGNORECASE,
+)
+# keys that name where a secret is, not the secret: a key file, the name of a Kubernetes Secret
+NOT_SECRET_KEY = re.compile(r"(_file|_path|_dir|_checking|^hf_token_secret)$", re.IGNORECASE)
+# Credential shapes, each from its issuer's documented format
+SECRET_VALUE = re.compile(
+    r"(hf_[A-Za-z0-9]{30,}"  # Hugging Face user access token (huggingface.co/docs/hub/security-tokens)
+    r"|sk-[A-Za-z0-9_-]{20,}"  # OpenAI-style API key
+    r"|gh[pousr]_[A-Za-z0-9]{36,}"  # GitHub tokens (github.blog, "Behind GitHub's new authentication token formats")
+    r"|AKIA[0-9A-Z]{16}"  # AWS access key id (docs.aws.amazon.com IAM, "Understanding unique ID prefixes")
+    r"|-----BEGIN [A-Z ]*PRIVATE KEY-----"  # PEM private key (RFC 7468)
+    r"|\$ANSIBLE_VAULT;)"  # a vault blob pasted into a plain file is still a secret to keep in vault files
+)
+# engine flags whose value is a secret: `--api-key X`, `--hf-token=X`
+SECRET_FLAG = re.compile(r"^--?[A-Za-z0-9-]*(api-key|token|password|secret)[A-Za-z0-9-]*(=.+)?$", re.IGNORECASE)
+VAULT_MARKER = "<vault-encrypted>"
+
+
+def _referenced(value: str) -> bool:
+    return value == VAULT_MARKER or "{{" in value
+
+
+def _loc(path: str, key: object) -> str:
+    return f"{path}[{key}]" if isinstance(key, int) else (f"{path}.{key}" if path else str(key))
+
+
+def find(data: Any, path: str = "") -> Iterator[tuple[str, str]]:
+    """(key path, what is wrong) for each plain-text secret in `data`; the value itself is never returned."""
+    if isinstance(data, dict):
+        for key, value in data.items():
+            where = _loc(path, key)
+            if isinstance(key, str) and SECRET_KEY.search(key) and not NOT_SECRET_KEY.search(key) \
+                    and isinstance(value, str | int) \
+                    and not isinstance(value, bool) and str(value) and not _referenced(str(value)):
+                yield where, "looks like a secret in plain text; put it in an ansible-vault file"
+                continue
+            yield from find(value, where)
+    elif isinstance(data, list):
+        flagged = False
+        for i, value in enumerate(data):
+            if flagged and isinstance(value, str) and not _referenced(value):
+                yield _loc(path, i), "value of a secret flag in plain text; pass secrets through the vault"
+            flagged = isinstance(value, str) and bool(SECRET_FLAG.match(value)) and "=" not in value
+            if isinstance(value, str) and SECRET_FLAG.match(value) and "=" in value \
+                    and not _referenced(value.split("=", 1)[1]):
+                yield _loc(path, i), "secret flag with a plain-text value; pass secrets through the vault"
+                continue
+            yield from find(value, _loc(path, i))
+    elif isinstance(data, str) and SECRET_VALUE.search(data):
+        yield path or "(top level)", "has the shape of a credential (token or private key); keep it in the vault"

@@ -1,0 +1,49 @@
+"""The router on Kubernetes: each route of `serving.router` as a Gateway API HTTPRoute with weighted backendRefs.
+
+Routing by model name: the OpenAI `model` is in the request body, which HTTPRoute cannot match; the Gateway API
+Inference Extension's body-based routing copies it into the `X-Gateway-Model-Name` header
+(https://cloud.google.com/kubernetes-engine/docs/how-to/configure-body-based-routing), which the rule matches.
+Weights: `backendRefs[].weight`, the share of the rule's requests per backend (HTTPRoute, gateway.networking.k8s.io/v1,
+https://gateway-api.sigs.k8s.io/reference/spec/#httpbackendref). A canary is the same route with the canary's weight.
+Each vLLM tier's backend is its `<tier>-openai` Service (stacks/serving/program.py). Fallback tiers have no HTTPRoute
+equivalent (no retry-to-another-backend in the standard channel): they are reported, not rendered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from gridready.spec.router import Route
+
+MODEL_HEADER = "X-Gateway-Model-Name"
+
+
+def backend_service(tier: str) -> str:
+    return f"{tier}-openai"
+
+
+def httproute(route: Route, namespace: str, gateway: str, ports: Mapping[str, int], name: str | None = None
+              ) -> dict[str, Any]:
+    """One HTTPRoute for `route`; `ports`: the Service port of every tier on Kubernetes. Raises ValueError naming a
+    target tier without a Service."""
+    refs = []
+    for target in route.targets:
+        if target.tier not in ports:
+            raise ValueError(f"route {route.model}: tier {target.tier} has no OpenAI Service on Kubernetes")
+        refs.append({"name": backend_service(target.tier), "port": ports[target.tier], "weight": target.weight})
+    slug = name or "router-" + "".join(c if c.isalnum() else "-" for c in route.model.lower()).strip("-")[:50]
+    return {
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": "HTTPRoute",
+        "metadata": {"name": slug, "namespace": namespace,
+                     "labels": {"app.kubernetes.io/managed-by": "gridready", "gridready.io/route": slug}},
+        "spec": {
+            "parentRefs": [{"name": gateway}],
+            "rules": [{
+                "matches": [{"path": {"type": "PathPrefix", "value": "/v1"},
+                             "headers": [{"type": "Exact", "name": MODEL_HEADER, "value": route.model}]}],
+                "backendRefs": refs,
+            }],
+        },
+    }

@@ -1,0 +1,80 @@
+"""`serving.router` of cluster.yml: one OpenAI-compatible endpoint (LiteLLM's proxy) in front of the tiers."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
+
+from gridready.spec.names import ANSIBLE_NAME, SLUG
+
+
+class RouteTarget(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    tier: str = Field(pattern=SLUG, description="a tier of serving.tiers")
+    weight: int = Field(1, ge=0, le=1000, description="relative share of the route's requests (0: fallback only)")
+
+
+class Route(BaseModel):
+    """A model name clients ask for, and the tiers that serve it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = Field(pattern=r"^[A-Za-z0-9_.:/-]+$", description="the `model` clients send to the router")
+    targets: list[RouteTarget] = Field(min_length=1, description="tiers and their weights (LiteLLM `weight`)")
+    fallback: list[str] = Field(default_factory=list, description="tiers tried, in order, when every target fails")
+    split_from_decision: bool = Field(
+        False, description="weights from the latest decision record of these tiers (throughput per GPU at the SLO)")
+
+    @model_validator(mode="after")
+    def _weights(self) -> Route:
+        if not any(t.weight for t in self.targets):
+            raise ValueError("at least one target needs a weight above 0")
+        names = [t.tier for t in self.targets]
+        if len(set(names)) != len(names):
+            raise ValueError("a tier appears twice in targets")
+        if set(self.fallback) & set(names):
+            raise ValueError("a fallback tier is also a target")
+        return self
+
+
+class RouterKey(BaseModel):
+    """A client key of the router; the key itself lives in the vault variable named here."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=SLUG, description="key alias in metrics and logs")
+    vault_var: str = Field(pattern=ANSIBLE_NAME, description="group_vars/all/vault.yml variable of the key")
+    rpm_limit: PositiveInt | None = Field(None, description="requests per minute (LiteLLM rpm_limit); null: none")
+    tpm_limit: PositiveInt | None = Field(None, description="tokens per minute (LiteLLM tpm_limit); null: none")
+
+
+class Canary(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    observe_s: PositiveInt = Field(120, description="how long live canary traffic is benchmarked before deciding")
+    requests: PositiveInt = Field(64, description="benchmark requests sent through the router while observing")
+
+
+class RouterSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = Field(False, description="run the router (hosts: LiteLLM proxy on the first tier's head)")
+    port: int = Field(4000, ge=1024, le=65535, description="the router's port")
+    routes: list[Route] = Field(
+        default_factory=list, description="default: one route per served_name over the tiers serving it, weight 1")
+    keys: list[RouterKey] = Field(default_factory=list, description="client keys (at least one when enabled)")
+    num_retries: int = Field(1, ge=0, le=5, description="LiteLLM router_settings.num_retries")
+    allowed_fails: PositiveInt = Field(1, description="failures in a minute before a tier cools down")
+    cooldown_s: PositiveInt = Field(30, description="LiteLLM router_settings.cooldown_time")
+    timeout_s: PositiveInt = Field(600, description="LiteLLM router_settings.timeout per request")
+    health_check_interval_s: PositiveInt = Field(15, description="background health checks of every tier")
+    canary: Canary = Field(default_factory=Canary)
+
+    @model_validator(mode="after")
+    def _keys(self) -> RouterSpec:
+        if self.enabled and not self.keys:
+            raise ValueError("an enabled router needs at least one entry in keys")
+        models = [r.model for r in self.routes]
+        if len(set(models)) != len(models):
+            raise ValueError("two routes have the same model")
+        return self

@@ -1,0 +1,25 @@
+"""The encrypted Pulumi state lives apart from artifacts/ (which CI uploads)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gridready.artifacts import RunContext
+from gridready.stages import serve
+
+
+def test_pulumi_state_is_kept_out_of_the_artifacts(make_inv, write_certify, monkeypatch, tmp_path):
+    calls: list[dict[str, Any]] = []
+    monkeypatch.setattr(serve.gpulumi, "cli_available", lambda: True)
+    monkeypatch.setattr(serve.gpulumi, "up", lambda stack, customer, config, secrets, state, preview=False:
+                        calls.append({"stack": stack, "state": state}) or {})
+    monkeypatch.delenv("GRIDREADY_STATE", raising=False)
+    inv = make_inv(1, target="kubernetes")
+    (inv.path / "kubeconfig.yml").write_text("apiVersion: v1\nkind: Config\n")
+    root = write_certify(inv, ["gpu01"])
+    result = serve.run(inv, RunContext(customer="acme", run_id="r-state", root=root))
+    assert result.exit_code == 0, result.messages
+    assert {c["stack"] for c in calls} == {"platform", "serving"}
+    for call in calls:
+        assert call["state"] == tmp_path / "state" / "acme" / "pulumi"
+        assert not call["state"].is_relative_to(root)

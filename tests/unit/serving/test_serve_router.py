@@ -1,0 +1,58 @@
+"""serve on hosts with `serving.router` on: the router play's variables, its port opened, split from a decision."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from gridready import contracts, inventory
+from gridready.artifacts import RunContext
+from gridready.errors import InvalidInput
+from gridready.serving import topology
+from gridready.stages import serve, serve_router
+from tests.unit.serving.conftest import vllm_tier
+from tests.unit.serving.test_serve_stage import _fake_playbook
+
+TIERS = [vllm_tier(name="batch", tensor_parallel=8, pipeline_parallel=1),
+         vllm_tier(name="hot", port=8001, tensor_parallel=8, pipeline_parallel=1)]
+ROUTER = {"enabled": True, "port": 4000, "keys": [{"name": "ci", "vault_var": "vault_router_key_ci", "rpm_limit": 60}]}
+
+
+def with_router(inv: inventory.Inventory, **router: Any) -> inventory.Inventory:
+    path = inv.path / "cluster.yml"
+    doc = yaml.safe_load(path.read_text())
+    doc["serving"]["router"] = ROUTER | router
+    path.write_text(yaml.safe_dump(doc))
+    return inventory.load(inv.path)
+
+
+def test_router_play_variables_and_its_port(make_inv, write_certify, monkeypatch):
+    captured: dict[str, Any] = {}
+    monkeypatch.setattr(serve.ansible, "run_playbook", _fake_playbook(captured))
+    monkeypatch.setenv("GRIDREADY_SERVE_SKIP_BENCH", "1")
+    inv = with_router(make_inv(4, TIERS))
+    root = write_certify(inv, ["gpu01", "gpu02", "gpu03", "gpu04"])
+    result = serve.run(inv, RunContext(customer="acme", run_id="20261201T040000Z-rout", root=root))
+    assert result.exit_code == 0, result.messages
+    routed = captured["extravars"]["gridready_serve_router"]
+    head = routed["host"]
+    assert routed["url"] == f"http://{routed['bind']}:4000"
+    assert 4000 in captured["extravars"]["gridready_serve"]["hosts"][head]["api_ports"]
+    deps = routed["config"]["model_list"]
+    assert {d["model_info"]["id"] for d in deps} == {"llama-3.3-70b@batch-0", "llama-3.3-70b@hot-0"}
+    assert routed["keys"] == [{"name": "ci", "vault_var": "vault_router_key_ci", "rpm_limit": 60, "tpm_limit": None}]
+    assert "sk-" not in json.dumps(routed)  # key names and vault variables only, never a key
+
+
+def test_split_from_decision_needs_a_record(make_inv, write_certify, tmp_path: Path):
+    inv = with_router(make_inv(4, TIERS), routes=[{"model": "llama-3.3-70b", "split_from_decision": True,
+                                                   "targets": [{"tier": "batch"}, {"tier": "hot"}]}])
+    root = write_certify(inv, ["gpu01", "gpu02", "gpu03", "gpu04"])
+    cert = topology.read_certification(inv, contracts.latest(root, "acme", contracts.CertifySummary))
+    plans = topology.plan_tiers(inv, cert)
+    with pytest.raises(InvalidInput, match=r"serving.router.routes\[0\].split_from_decision: no serve run"):
+        serve_router.extravars(inv, root, cert, plans)
