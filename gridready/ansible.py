@@ -11,12 +11,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import ansible_runner
 from ansible_runner.config.runner import RunnerConfig
 from ansible_runner.runner import Runner
 from rich.live import Live
 from rich.table import Table
 
 from gridready import console, vault
+from gridready.errors import StageFailed
 from gridready.inventory import Inventory
 
 REPO = Path(__file__).resolve().parent.parent
@@ -238,3 +240,24 @@ def run_playbook(
         private_data_dir=private,
         seconds=round(time.monotonic() - started, 2),
     )
+
+
+def hostvars(inv: Inventory) -> dict[str, dict[str, Any]]:
+    """Every host's variables as Ansible itself layers them (group_vars, hosts.yml vars, host vars): the
+    `_meta.hostvars` of `ansible-inventory --list`, run through ansible_runner.get_inventory. Values stay as
+    written (templates unrendered); vault files open with the same password file as run_playbook's."""
+    vault_file = vault.password_file(inv.path)
+    path = os.environ.get("PATH", "")
+    os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{path}"  # ansible-runner looks it up here
+    try:
+        out, err = ansible_runner.get_inventory(
+            action="list", inventories=[str(inv.hosts_file)], response_format="json", quiet=True,
+            vault_ids=f"{inv.customer}@{vault_file}" if vault_file else None,
+            envvars={"ANSIBLE_CONFIG": str(REPO / "ansible.cfg")},
+        )
+    finally:
+        os.environ["PATH"] = path
+    data = out if isinstance(out, dict) else None
+    if data is None:
+        raise StageFailed(f"ansible-inventory could not read {inv.hosts_file}: {str(err or out).strip()[:300]}")
+    return {h: dict(v) for h, v in ((data.get("_meta") or {}).get("hostvars") or {}).items()}

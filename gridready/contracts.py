@@ -67,7 +67,7 @@ class StageSummary(BaseModel):
     started_at: str
     finished_at: str | None = None
     seconds: float = 0.0
-    hosts: dict[str, Any] = Field(default_factory=dict)
+    hosts: dict[str, HostOutcome] = Field(default_factory=dict)
     messages: list[str] = Field(default_factory=list)
     versions: dict[str, str] = Field(default_factory=tool_versions)
     data: dict[str, Any] = Field(default_factory=dict, description="stage-specific details for people")
@@ -85,7 +85,6 @@ class ProvisionSummary(StageSummary):
 
     schema_version: Literal["gridready.provision-summary/2"] = "gridready.provision-summary/2"
     stage: Literal["provision"] = "provision"
-    hosts: dict[str, HostOutcome] = Field(default_factory=dict)
 
 
 class NodeCertification(BaseModel):
@@ -110,7 +109,7 @@ class CertifySummary(StageSummary):
 
     schema_version: Literal["gridready.certify-summary/2"] = "gridready.certify-summary/2"
     stage: Literal["certify"] = "certify"
-    hosts: dict[str, NodeCertification] = Field(default_factory=dict)
+    hosts: dict[str, NodeCertification] = Field(default_factory=dict)  # type: ignore[assignment]
     certified: list[str] = Field(default_factory=list)
     quarantined: list[str] = Field(default_factory=list)
     reused: list[str] = Field(default_factory=list)
@@ -143,7 +142,6 @@ class ServeSummary(StageSummary):
 
     schema_version: Literal["gridready.serve-summary/2"] = "gridready.serve-summary/2"
     stage: Literal["serve"] = "serve"
-    hosts: dict[str, HostOutcome] = Field(default_factory=dict)
     certification: str | None = Field(None, description="the certify summary.json this deployment is based on")
     endpoints: list[Endpoint] = Field(default_factory=list)
 
@@ -154,7 +152,6 @@ class BenchSummary(StageSummary):
 
     schema_version: Literal["gridready.bench-summary/2"] = "gridready.bench-summary/2"
     stage: Literal["bench"] = "bench"
-    hosts: dict[str, HostOutcome] = Field(default_factory=dict)
     serve_summary: str | None = Field(None, description="the serve summary.json whose endpoints were measured")
 
 

@@ -6,7 +6,6 @@ max batch size and KV fraction defaults from the tier, the release line from the
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Literal
 
@@ -30,9 +29,7 @@ class TritonPlan:
     settings: TritonSettings
     release: ReleaseLine
     sku: Sku
-    tp: int
-    pp: int
-    gpus_per_node: int
+    parallel: Parallelism  # the tier's resolved TP x PP (gridready.spec.parallel), as topology.TierPlan holds it
     simulated: bool
 
     @property
@@ -44,12 +41,24 @@ class TritonPlan:
         return self.settings.mode
 
     @property
+    def tp(self) -> int:
+        return self.parallel.tensor
+
+    @property
+    def pp(self) -> int:
+        return self.parallel.pipeline
+
+    @property
+    def gpus_per_node(self) -> int:
+        return self.parallel.gpus_per_node
+
+    @property
     def world_size(self) -> int:
-        return self.tp * self.pp
+        return self.parallel.world_size
 
     @property
     def nodes(self) -> int:
-        return math.ceil(self.world_size / self.gpus_per_node)
+        return self.parallel.nodes_per_replica
 
     @property
     def gpus_on_node(self) -> int:
@@ -174,7 +183,7 @@ def make_plan(
     settings = settings or TritonSettings.model_validate({})
     release = release_line(settings.mode, settings.versions)
     gpus_per_node = parallel.gpus_per_node
-    plan = TritonPlan(tier, settings, release, sku, parallel.tensor, parallel.pipeline, gpus_per_node, simulated)
+    plan = TritonPlan(tier, settings, release, sku, parallel, simulated)
     problems: list[str] = []
     if tier.engine != "triton-trtllm":
         problems.append(_problem(tier, "engine", f"is {tier.engine!r}, not 'triton-trtllm'"))

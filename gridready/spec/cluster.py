@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator,
 
 from gridready import catalog
 from gridready.spec.certification import CertificationSpec
-from gridready.spec.names import ANSIBLE_NAME, SLUG
+from gridready.spec.names import ANSIBLE_NAME, SLUG, require_unique
 from gridready.spec.serving import ServingSpec
 
 
@@ -72,10 +72,7 @@ class NodeGroup(BaseModel):
 
     @model_validator(mode="after")
     def _unique_nics(self) -> NodeGroup:
-        names = [n.name for n in self.nics]
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
-            raise ValueError(f"duplicate NIC names: {', '.join(dupes)}")
+        require_unique((n.name for n in self.nics), "NIC names")
         return self
 
 
@@ -108,10 +105,7 @@ class ClusterSpec(BaseModel):
 
     @model_validator(mode="after")
     def _unique_groups(self) -> ClusterSpec:
-        names = [g.name for g in self.node_groups]
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
-            raise ValueError(f"duplicate node group names: {', '.join(dupes)}")
+        require_unique((g.name for g in self.node_groups), "node group names")
         return self
 
     def group(self, name: str) -> NodeGroup | None:

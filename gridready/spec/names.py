@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 # Customer slug: the inventory directory, the Pulumi stack, the artifacts folder and the `customer` metric label
 # (DESIGN.md section 2); also a tier name (systemd unit vllm-<name>, RayService <name>).
 SLUG = r"^[a-z][a-z0-9-]{1,30}$"
@@ -9,3 +11,11 @@ SLUG = r"^[a-z][a-z0-9-]{1,30}$"
 ANSIBLE_NAME = r"^[a-z_][a-z0-9_]*$"
 # A container image reference, optionally pinned by digest.
 IMAGE_REF = r"^[a-z0-9.\-/:_]+(@sha256:[0-9a-f]{64})?$"
+
+
+def require_unique(names: Iterable[str], what: str) -> None:
+    """ValueError naming every name given more than once (pydantic reports it at the list's key)."""
+    seen = list(names)
+    dupes = sorted({n for n in seen if seen.count(n) > 1})
+    if dupes:
+        raise ValueError(f"duplicate {what}: {', '.join(dupes)}")

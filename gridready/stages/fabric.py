@@ -26,12 +26,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from gridready import ansible
 from gridready.artifacts import write_atomic, write_json_atomic
 from gridready.certify import hca as hca_gates
 from gridready.certify import isolation, multinode
 from gridready.certify.fabric import CollectiveRecord, FabricResult
 from gridready.certify.outliers import flag_outliers, hca_bw_per_node
 from gridready.certify.result import Expected, GateResult, GateStatus
+from gridready.inventory import Inventory
 from gridready.spec.fabric import FabricSettings
 
 S = GateStatus
@@ -51,38 +53,49 @@ class CommandResult:
 class FabricRunner(Protocol):
     """Runs one command on one inventory host and returns its output (never raises for a failed command)."""
 
+    hostvars: Mapping[str, Mapping[str, Any]]  # each host's variables, as Ansible layers them
+
     def run(self, host: str, argv: Sequence[str], timeout: float) -> CommandResult: ...
 
 
-class SshRunner:
-    """OpenSSH to each host: `ssh -F <ssh_config> <host>` when given (the sandbox), else the host's
-    `ansible_host` with user, port, key and common args from its vars (hosts.yml `all.vars` beneath)."""
+def _false(value: Any) -> bool:
+    return value is False or str(value).strip().lower() in ("false", "no", "off", "0")
 
-    def __init__(self, hosts: Mapping[str, Mapping[str, Any]], options: Sequence[str] = (),
-                 ssh_config: Path | None = None) -> None:
-        self.hosts = hosts
+
+class SshRunner:
+    """OpenSSH to each host as Ansible's ssh connection plugin reaches it: `ansible_host`, `ansible_user`,
+    `ansible_port`, `ansible_ssh_private_key_file` and `ansible_ssh_common_args` from the host's variables
+    (gridready.ansible.hostvars), and host keys checked against known_hosts unless the inventory sets
+    `ansible_host_key_checking: false`, which the plugin turns into `-o StrictHostKeyChecking=no`
+    (docs.ansible.com, ansible.builtin.ssh connection, option host_key_checking). `--` ends ssh's options before
+    the destination. With `ssh_config` (the sandbox tests): `ssh -F <ssh_config> -- <host>`."""
+
+    BASE = ("-o", "BatchMode=yes", "-o", "LogLevel=ERROR", "-o", "ConnectTimeout=10")
+
+    def __init__(self, hostvars: Mapping[str, Mapping[str, Any]], ssh_config: Path | None = None) -> None:
+        self.hostvars = hostvars
         self.ssh_config = ssh_config
-        self.options = list(options) or [
-            "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
-            "-o", "LogLevel=ERROR", "-o", "ConnectTimeout=10",
-        ]
 
     @classmethod
-    def from_inventory(cls, inv: Any, ssh_config: Path | None = None) -> SshRunner:
-        return cls(inventory_vars(inv), ssh_config=ssh_config)
+    def from_inventory(cls, inv: Inventory, ssh_config: Path | None = None) -> SshRunner:
+        return cls(ansible.hostvars(inv), ssh_config=ssh_config)
 
     def ssh_argv(self, host: str) -> list[str]:
         if self.ssh_config is not None:
-            return ["ssh", "-F", str(self.ssh_config), "-o", "BatchMode=yes", host]
-        hv = self.hosts.get(host, {})
-        argv = ["ssh", *self.options, *shlex.split(str(hv.get("ansible_ssh_common_args") or ""))]
+            return ["ssh", "-F", str(self.ssh_config), "-o", "BatchMode=yes", "--", host]
+        hv = self.hostvars.get(host, {})
+        argv = ["ssh", *self.BASE]
+        checking = hv.get("ansible_ssh_host_key_checking", hv.get("ansible_host_key_checking", True))
+        if _false(checking):
+            argv += ["-o", "StrictHostKeyChecking=no"]
+        argv += shlex.split(str(hv.get("ansible_ssh_common_args") or ""))
         if hv.get("ansible_port"):
             argv += ["-p", str(hv["ansible_port"])]
         if hv.get("ansible_ssh_private_key_file"):
             argv += ["-i", str(hv["ansible_ssh_private_key_file"])]
         target = str(hv.get("ansible_host", host))
         user = hv.get("ansible_user")
-        return [*argv, f"{user}@{target}" if user else target]
+        return [*argv, "--", f"{user}@{target}" if user else target]
 
     def run(self, host: str, argv: Sequence[str], timeout: float) -> CommandResult:
         t0 = time.monotonic()
@@ -93,48 +106,6 @@ class SshRunner:
             out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
             return CommandResult(None, out, f"timed out after {timeout}s", time.monotonic() - t0)
         return CommandResult(p.returncode, p.stdout, p.stderr, time.monotonic() - t0)
-
-
-def _yaml_vars(path: Path) -> dict[str, Any]:
-    """A plain group_vars file (vault-encrypted ones are skipped: nothing here needs secrets)."""
-    try:
-        import yaml
-
-        text = path.read_text()
-        if text.lstrip().startswith("$ANSIBLE_VAULT"):
-            return {}
-        data = yaml.safe_load(text)
-        return data if isinstance(data, dict) else {}
-    except (OSError, ValueError):
-        return {}
-
-
-def inventory_vars(inv: Any) -> dict[str, dict[str, Any]]:
-    """Host vars as Ansible layers them (roughly): group_vars/all, hosts.yml all.vars, group_vars/<group>, host."""
-    root = getattr(inv, "path", None)
-    hosts_file = getattr(inv, "hosts_file", None)
-
-    def group_files(group: str) -> dict[str, Any]:
-        if root is None:
-            return {}
-        gv = Path(root) / "group_vars"
-        out: dict[str, Any] = {}
-        for f in [gv / f"{group}.yml", gv / f"{group}.yaml", *sorted((gv / group).glob("*.y*ml"))]:
-            if f.is_file():
-                out.update(_yaml_vars(f))
-        return out
-
-    common = group_files("all")
-    if hosts_file is not None:
-        common.update(((_yaml_vars(Path(hosts_file)).get("all") or {}).get("vars")) or {})
-    out = {}
-    for host, hv in inv.hosts.items():
-        merged = dict(common)
-        for group, members in (getattr(inv, "groups", None) or {}).items():
-            if group != "all" and host in members:
-                merged.update(group_files(group))
-        out[host] = {**merged, **hv}
-    return out
 
 
 # ---------------------------------------------------------------- helpers
@@ -197,8 +168,8 @@ def run_fabric_phase(
 ) -> FabricResult:
     """Fabric gates over the nodes that passed single-node certification (see the module docstring)."""
     settings = settings or settings_of(inv)
-    hostvars = inventory_vars(inv)
-    runner = runner or SshRunner(hostvars)
+    runner = runner or SshRunner.from_inventory(inv)
+    hostvars = runner.hostvars
     cert = inv.spec.certification
     nodes = list(dict.fromkeys(certified_nodes))
     if out_dir is None and ctx is not None:

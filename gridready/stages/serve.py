@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from gridready import ansible, contracts, vault
+from gridready import ansible, bench, contracts, vault
 from gridready import pulumi as gpulumi
 from gridready.artifacts import RunContext
 from gridready.bench.endpoint import Endpoint as BenchEndpoint
@@ -24,7 +24,8 @@ from gridready.contracts import CertifySummary, Endpoint, HostOutcome, ServeSumm
 from gridready.errors import GridreadyError, InvalidInput, NotCertified
 from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory
-from gridready.serving import consistency, manifests, sglang, topology, vllm
+from gridready.monitoring.write import write_monitoring
+from gridready.serving import consistency, manifests, sglang, topology, triton, vllm
 from gridready.serving.topology import Certification, TierPlan
 from gridready.stages import serve_router
 from gridready.stages.common import Timer, base_extravars, outcome_from_playbook
@@ -147,11 +148,10 @@ def triton_units(inv: Inventory, cert: Certification, plans: list[TierPlan], sta
                  ) -> list[tuple[list[str], dict[str, Any], dict[str, Any]]]:
     """Per Triton tier replica: (its hosts, role variables of gridready_triton_trtllm, summary entry).
 
-    The Triton engineer's gridready.serving.triton renders and validates the model repository."""
+    gridready.serving.triton renders and validates the model repository."""
     tiers = [p for p in plans if p.tier.engine == "triton-trtllm"]
     if not tiers:
         return []
-    from gridready.serving import triton
 
     units = []
     for plan in tiers:
@@ -246,11 +246,6 @@ def verify_tiers(inv: Inventory, ctx: RunContext, cert: Certification, plans: li
     if os.environ.get("GRIDREADY_SERVE_SKIP_BENCH"):
         messages.append("benchmark skipped (GRIDREADY_SERVE_SKIP_BENCH)")
         return "success", ExitCode.OK
-    try:
-        from gridready import bench
-    except ImportError:
-        messages.append("gridready.bench is not installed: readiness, smoke and benchmark not run")
-        return "success", ExitCode.OK
     stage_dir = ctx.stage_dir(stage)
     api_key = vault.ensure_api_key(inv.customer, inv.path) if any(p.tier.engine == "vllm" for p in plans) else None
     reports = []
@@ -266,8 +261,6 @@ def verify_tiers(inv: Inventory, ctx: RunContext, cert: Certification, plans: li
                                          ready_timeout_s=float(inv.spec.serving.wait_timeout_s),
                                          unit_state=unit_state, log_lines=log_lines))
     bench.write_tier_reports(stage_dir, reports, inv.customer)
-    from gridready.monitoring.write import write_monitoring
-
     write_monitoring(stage_dir / "monitoring", inv.customer, [p.tier for p in plans], target="hosts",
                      tier_hosts={p.tier.name: [cert.certified[r.head].ip for r in p.replicas] for p in plans},
                      nodes=[c.ip for c in cert.certified.values()])
@@ -293,9 +286,7 @@ def stack_configs(inv: Inventory, cert: Certification, plans: list[TierPlan]) ->
     serving = inv.spec.serving
     config = vllm.serving_stack_config(inv.customer, serving, cert, plans)
     triton_plans = [p for p in plans if p.tier.engine == "triton-trtllm"]
-    if triton_plans:  # the Triton engineer's stack component builds its own config from its plan
-        from gridready.serving import triton
-
+    if triton_plans:  # the Triton stack component builds its own config from its plan
         k = serving.kubernetes
         component = gpulumi.stack_module("serving", "triton")
         config["triton_tiers"] = [

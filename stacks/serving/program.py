@@ -2,18 +2,19 @@
 
 The RayService head takes no GPUs; one worker group holds the GPU nodes (nvidia.com/gpu, the RDMA resource,
 /dev/shm in memory, IPC_LOCK, the HF token from a Secret, NCCL/Gloo env set before `ray start`). Triton tiers
-are built by `stacks/serving/triton.py` (the Triton engineer's component), called through `build_tier`.
+are built by the component in `stacks/serving/triton.py`, called through `build_tier`.
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
+
+from stacks.serving import sglang, triton
 
 SERVE_PORT = 8000  # Ray Serve's HTTP proxy inside the pods
 TIER_LABEL = "gridready.io/tier"
@@ -184,13 +185,7 @@ class VllmRayService(pulumi.ComponentResource):
 
 
 def build_triton(tier: dict[str, Any], namespace: str, hf_secret: str, parent: pulumi.Resource) -> Any:
-    """Hand a Triton tier to stacks/serving/triton.py (`build_tier`, see docs/serving.md); skipped with a
-    warning while that component does not exist."""
-    try:
-        triton = importlib.import_module("stacks.serving.triton")
-    except ModuleNotFoundError:
-        pulumi.log.warn(f"tier {tier.get('name')}: stacks/serving/triton.py is missing; Triton tier not deployed")
-        return None
+    """Hand a Triton tier to stacks/serving/triton.py (`build_tier`, see docs/serving.md)."""
     return triton.build_tier(tier, namespace=namespace, hf_secret=hf_secret,
                              opts=pulumi.ResourceOptions(parent=parent))
 
@@ -212,7 +207,6 @@ class ServingTiers(pulumi.ComponentResource):
         self.vllm = [VllmRayService(t.name, t, config.namespace, config.hf_token_secret, after)
                      for t in config.vllm_tiers]
         self.triton = [build_triton(t, config.namespace, config.hf_token_secret, self) for t in config.triton_tiers]
-        sglang = importlib.import_module("stacks.serving.sglang")
         self.sglang = [sglang.build_tier(t, namespace=config.namespace, hf_secret=config.hf_token_secret, opts=after)
                        for t in config.sglang_tiers]
         self.endpoints = {t.name: c.endpoint for t, c in zip(config.vllm_tiers, self.vllm, strict=True)}

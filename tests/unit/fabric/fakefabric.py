@@ -40,6 +40,7 @@ def make_inventory(n: int, *, gpus: int = 8, roce: bool = False) -> Inventory:
 class FakeFabric:
     def __init__(self, inv: Inventory, faults: dict[str, str] | None = None, run_s: float = 0.0) -> None:
         self.inv = inv
+        self.hostvars = inv.hosts  # the fake inventory has no group_vars: its host vars are all there is
         self.faults = faults or {}
         self.run_s = run_s  # simulated wall time of one nccl-tests run
         self.by_addr = {str(v["ansible_host"]): h for h, v in inv.hosts.items()}

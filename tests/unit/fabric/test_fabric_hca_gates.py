@@ -6,7 +6,7 @@ import shutil
 import stat
 from pathlib import Path
 
-from gridready.certify.hca import judge_hcas, passing_hcas, rail_gate
+from gridready.certify.hca import hca_verdicts, judge_hcas, passing_hcas, rail_gate
 from gridready.probe import hca
 from gridready.spec.fabric import FabricSettings
 
@@ -107,6 +107,11 @@ def test_half_rate_port_and_pcie_downtrain(public, tmp_path):
     pcie = [r for r in res if r.gate == "hca_pcie_link" and r.status == "fail"]
     assert [r.hca for r in pcie] == ["mlx5_4"] and "16 GT/s x8" in pcie[0].reason
     assert "mlx5_7" not in passing_hcas(res, "n1") and "mlx5_0" in passing_hcas(res, "n1")
+    # a waiver keeps the node certified, never the port in NCCL's list (serve's NCCL_IB_HCA)
+    waived = [r.model_copy(update={"waived": True}) if r.gate == "hca_rate" else r for r in res]
+    assert "mlx5_7" not in passing_hcas(waived, "n1") and "mlx5_0" in passing_hcas(waived, "n1")
+    passed, failed = hca_verdicts(waived, "n1")
+    assert "mlx5_7" in failed and "mlx5_7" not in passed and "mlx5_4" in failed
 
 
 def test_firmware_minimum_and_mixed(public):

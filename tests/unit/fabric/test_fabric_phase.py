@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import yaml
+
 from gridready.certify.fabric import FabricResult
 from gridready.spec.fabric import FabricSettings
 from gridready.stages.fabric import run_fabric_phase
@@ -116,17 +118,27 @@ def test_probe_data_without_gdr_gets_bandwidth_measured(tmp_path):
     assert [g.hca for g in gdr] == ["mlx5_1"]
 
 
-def test_inventory_vars_layer_group_vars(tmp_path):
-    from gridready.stages.fabric import _probe_cmd, inventory_vars
+def test_hostvars_are_ansibles_own_layering(tmp_path):
+    """The fabric phase reaches hosts with the variables ansible-inventory computes (group_vars/all, hosts.yml
+    all.vars, group_vars/<group>, host), not a re-implementation of Ansible's precedence."""
+    from gridready import ansible
+    from gridready.stages.fabric import SshRunner, _probe_cmd
 
     inv = make_inventory(2)
     (tmp_path / "group_vars" / "all").mkdir(parents=True)
     (tmp_path / "group_vars" / "all" / "sim.yml").write_text("gridready_rdma_sysfs_root: /var/lib/sim\n")
-    (tmp_path / "group_vars" / "h200.yml").write_text("ansible_user: ops\n")
-    (tmp_path / "group_vars" / "all" / "vault.yml").write_text("$ANSIBLE_VAULT;1.1;AES256\n3031\n")
-    (tmp_path / "hosts.yml").write_text("all:\n  vars:\n    ansible_port: 2222\n")
+    (tmp_path / "group_vars" / "h200.yml").write_text("ansible_user: ops\nansible_port: 2200\n")
+    hosts = {h: {"ansible_host": v["ansible_host"]} for h, v in inv.hosts.items()}
+    (tmp_path / "hosts.yml").write_text(yaml.safe_dump({"all": {
+        "vars": {"ansible_port": 2222, "ansible_host_key_checking": False},
+        "children": {"h200": {"hosts": hosts}}}}))
     inv.path = tmp_path
-    hv = inventory_vars(inv)
-    assert hv["gpu01"] == {"gridready_rdma_sysfs_root": "/var/lib/sim", "ansible_port": 2222, "ansible_user": "ops",
-                           "ansible_host": "10.77.0.10"}
+    hv = ansible.hostvars(inv)
+    assert {k: hv["gpu01"][k] for k in ("gridready_rdma_sysfs_root", "ansible_user", "ansible_port", "ansible_host")} \
+        == {"gridready_rdma_sysfs_root": "/var/lib/sim", "ansible_user": "ops", "ansible_port": 2200,
+            "ansible_host": "10.77.0.10"}
     assert _probe_cmd(hv, "gpu01", "snapshot")[:2] == ["env", "GRIDREADY_SYSFS_ROOT=/var/lib/sim"]
+    argv = SshRunner(hv).ssh_argv("gpu01")
+    assert argv[-2:] == ["--", "ops@10.77.0.10"] and "StrictHostKeyChecking=no" in argv
+    checked = SshRunner({"gpu01": {**hv["gpu01"], "ansible_host_key_checking": True}}).ssh_argv("gpu01")
+    assert not any("StrictHostKeyChecking" in a or "known_hosts" in a.lower() for a in checked)
