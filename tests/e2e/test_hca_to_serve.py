@@ -10,7 +10,7 @@ import pytest
 
 from tests.e2e.test_pipeline import _invoke
 
-pytestmark = [pytest.mark.sandbox, pytest.mark.slow]
+pytestmark = [pytest.mark.sandbox, pytest.mark.slow, pytest.mark.extended]
 HALF = [{"kind": "hca_half_rate", "hca": "mlx5_1"}]
 WAIVE = "  waive: [hca_rate, hca_gdr_bw]\n"
 

@@ -17,7 +17,7 @@ import yaml
 from ansible.parsing.vault import VaultLib, VaultSecret
 
 REPO = Path(__file__).resolve().parents[2]
-pytestmark = [pytest.mark.sandbox, pytest.mark.slow]
+pytestmark = [pytest.mark.sandbox, pytest.mark.slow, pytest.mark.extended]
 
 CANARIES = {name: f"canary{name.lower().replace('_', '')}{secrets.token_hex(12)}" for name in (
     "VAULT_API_KEY", "VAULT_OTHER", "AWS_SECRET_ACCESS_KEY", "GRIDREADY_HF_TOKEN", "GRIDREADY_PULUMI_PASSPHRASE",

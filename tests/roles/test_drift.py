@@ -21,7 +21,7 @@ from gridready import inventory
 from gridready.provision_vars import role_vars
 from tests.roles.conftest import GOOD, PLAYBOOK, Run, sandbox_vars
 
-pytestmark = [pytest.mark.sandbox, pytest.mark.slow]
+pytestmark = [pytest.mark.sandbox, pytest.mark.slow, pytest.mark.extended]
 
 DRIFTED, STEADY = GOOD
 FILE = "/etc/modprobe.d/gridready-blacklist-nouveau.conf"

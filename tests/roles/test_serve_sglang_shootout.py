@@ -24,7 +24,7 @@ from gridready.artifacts import RunContext
 from gridready.stages import serve
 from tests.summaries import certification
 
-pytestmark = [pytest.mark.sandbox, pytest.mark.slow]
+pytestmark = [pytest.mark.sandbox, pytest.mark.slow, pytest.mark.extended]
 MODEL = {"hf_id": "meta-llama/Llama-3.1-8B-Instruct", "revision": "0e9e39f249a16976918f6564b8830bc894c89659"}
 SLO = {"ttft_ms_p99": 3000, "tpot_ms_p99": 200, "goodput_min": 0.9}
 

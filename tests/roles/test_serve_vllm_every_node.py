@@ -22,7 +22,7 @@ from gridready.serving.vllm import SIM_ENGINE_DIR
 from gridready.stages import serve
 from tests.summaries import certification
 
-pytestmark = [pytest.mark.sandbox, pytest.mark.slow]
+pytestmark = [pytest.mark.sandbox, pytest.mark.slow, pytest.mark.extended]
 TIER = "llama70b-pp"
 UNIT = f"vllm-{TIER}"
 SERVED = "llama-3.1-70b"

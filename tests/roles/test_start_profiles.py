@@ -8,7 +8,7 @@ import pytest
 
 from tests.roles.conftest import CONVERGED, KEYRING_DCGM3, OLD_DRIVER, UPGRADED, Provisioned
 
-pytestmark = [pytest.mark.sandbox, pytest.mark.slow]
+pytestmark = [pytest.mark.sandbox, pytest.mark.slow, pytest.mark.extended]
 
 
 def test_every_start_profile_converges_then_is_idempotent_and_check_clean(provisioned: Provisioned):

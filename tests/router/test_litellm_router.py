@@ -20,7 +20,7 @@ from tests.router.harness import Harness
 
 from .conftest import CANARY_BASE, CANARY_MODEL, MODEL
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.extended]
 
 
 def chat(h: Harness, key: str, **extra: object) -> tuple[int, bytes, dict[str, str]]:
