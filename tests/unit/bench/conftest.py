@@ -28,6 +28,14 @@ class RunningEngine:
     def log(self) -> str:
         return self.stderr.read_text(errors="replace")
 
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+
 
 def start_engine(tmp: Path, *args: str, python: str = sys.executable, module: str = "gridready.sandbox.engine",
                  cwd: Path = REPO, env: dict[str, str] | None = None, wait: bool = True) -> RunningEngine:
@@ -69,9 +77,4 @@ def engine_factory(tmp_path: Path) -> Iterator:
 
     yield make
     for e in started:
-        if e.proc.poll() is None:
-            e.proc.terminate()
-            try:
-                e.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                e.proc.kill()
+        e.stop()

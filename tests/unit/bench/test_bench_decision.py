@@ -4,7 +4,6 @@ plots; the winner follows the spec's objective, with what would change it."""
 from __future__ import annotations
 
 import json
-import subprocess
 
 import pytest
 
@@ -32,11 +31,7 @@ def reports(tmp_path_factory):
                              slo=SLO, tensor_parallel=1), WL, gpus=1)
     finally:
         for e in (fast, slow):
-            e.proc.terminate()
-            try:
-                e.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                e.proc.kill()
+            e.stop()
     assert a.ok and b.ok, (a.gate.message, b.gate.message)
     return [a, b]
 

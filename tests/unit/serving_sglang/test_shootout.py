@@ -4,7 +4,6 @@ an SGLang tier; each hit rate is read from the engine's own metrics; the record 
 from __future__ import annotations
 
 import json
-import subprocess
 
 import pytest
 
@@ -36,11 +35,7 @@ def reports(tmp_path_factory):
                              slo=SLO, tensor_parallel=1), WL, gpus=1)
     finally:
         for e in (vllm, sgl):
-            e.proc.terminate()
-            try:
-                e.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                e.proc.kill()
+            e.stop()
     assert a.ok and b.ok, (a.gate.message, b.gate.message)
     return [a, b]
 
