@@ -1,6 +1,6 @@
 """The machine-wide table of sandbox fleets: who holds which 10.77.0.x address, and the shared services.
 
-Several fleets run at once (each engineer's tests, a user's `invoke sandbox.up`), so every claim happens under
+Several fleets run at once (several test runs, a user's `invoke sandbox.up`), so every claim happens under
 one lock (`/run/gridready-sandbox/lock`). The table lives in `/run/gridready-sandbox/fleets.json`; a table from an
 earlier boot is discarded. Fleets made for one process (tests) carry their owner PID; a claim reaps the entries of
 owners that died without tearing down (the caller then runs `fleet.down` on them).

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -65,3 +66,18 @@ def pub_path(tool: str, key: str) -> Path:
 
 def pub(tool: str, key: str) -> str:
     return pub_path(tool, key).read_text(errors="replace")
+
+
+SIM_TOOLS = {"nvidia-smi": ("nvidia_smi", None), "dcgmi": ("dcgmi", None), "dmesg": ("dmesg", None),
+             "all_reduce_perf": ("nccl_tests", "all_reduce_perf")}
+
+
+def write_sim_tools(bindir: Path) -> Path:
+    """Executables named as the real tools that run the simulator's mains: a PATH for a probe run."""
+    bindir.mkdir(parents=True, exist_ok=True)
+    for tool, (module, prog) in SIM_TOOLS.items():
+        call = f"main(sys.argv[1:], prog={prog!r})" if prog else "main(sys.argv[1:])"
+        (bindir / tool).write_text(f"#!{sys.executable}\nimport sys\nfrom gridready.sandbox.sim.{module} import main\n"
+                                   f"sys.exit({call})\n")
+        (bindir / tool).chmod(0o755)
+    return bindir

@@ -7,7 +7,6 @@ against the sandbox's simulated tools."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,7 @@ from gridready.sandbox.profile import HardwareProfile
 from gridready.sandbox.sim import simcore
 from gridready.sandbox.sim import sysfs as simsysfs
 from gridready.spec import NodeGroup
-from tests.unit.certify.fixtures_io import FIX, group, spec
+from tests.unit.certify.fixtures_io import FIX, group, spec, write_sim_tools
 
 H200X1 = FIX / "h200x1"
 NO_TORCH = ["gemm_bf16", "gemm_fp8", "hbm_bandwidth", "h2d_bandwidth", "gpu_burn"]
@@ -96,8 +95,6 @@ def test_catalog_states_shapes_with_sources_and_the_spec_refuses_others() -> Non
 
 # ---- simulated hosts of every shape, the whole probe --------------------------------------------------------
 
-TOOLS = {"nvidia-smi": ("nvidia_smi", None), "dcgmi": ("dcgmi", None), "dmesg": ("dmesg", None),
-         "all_reduce_perf": ("nccl_tests", "all_reduce_perf")}
 SHAPES = [  # (gpus, platform, the n/a gates that shape must show)
     (8, "baremetal", set()),
     (4, "baremetal", {"services"}),  # HGX 4-GPU: NVLink, no NVSwitch
@@ -110,13 +107,7 @@ SHAPES = [  # (gpus, platform, the n/a gates that shape must show)
 @pytest.mark.parametrize(("gpus", "platform", "na"), SHAPES)
 def test_simulated_shape_certifies_with_its_na_set(gpus: int, platform: str, na: set[str], tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    for tool, (module, prog) in TOOLS.items():
-        call = f"main(sys.argv[1:], prog={prog!r})" if prog else "main(sys.argv[1:])"
-        (bindir / tool).write_text(f"#!{sys.executable}\nimport sys\nfrom gridready.sandbox.sim.{module} import main\n"
-                                   f"sys.exit({call})\n")
-        (bindir / tool).chmod(0o755)
+    bindir = write_sim_tools(tmp_path / "bin")
     prof = HardwareProfile.sample("sim-a", gpus=gpus, platform=platform)  # type: ignore[arg-type]
     path = prof.write(tmp_path / "profile.json")
     simsysfs.write_tree(simcore.load(path), tmp_path / "sysfs")

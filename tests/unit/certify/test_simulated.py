@@ -4,7 +4,6 @@ GPU. No fleet and no root: the simulated tools run as scripts on PATH with GRIDR
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,26 +16,18 @@ from gridready.probe.profiles import GiB
 from gridready.sandbox.profile import Fault, HardwareProfile
 from gridready.sandbox.sim import simcore
 from gridready.sandbox.sim import sysfs as simsysfs
-from tests.unit.certify.fixtures_io import group, spec
+from tests.unit.certify.fixtures_io import group, spec, write_sim_tools
 
 pytestmark = pytest.mark.slow  # ~9 s per probe run: each simulated tool call is a Python process
 
-TOOLS = {"nvidia-smi": ("nvidia_smi", None), "dcgmi": ("dcgmi", None), "dmesg": ("dmesg", None),
-         "all_reduce_perf": ("nccl_tests", "all_reduce_perf")}
-# no torch in the sandbox: the torch benchmarks are not applicable there (the lead's sandbox spec says so too)
+# no torch in the sandbox: the torch benchmarks are not applicable there (the sandbox spec says so too)
 NO_TORCH = ["gemm_bf16", "gemm_fp8", "hbm_bandwidth", "h2d_bandwidth", "peer_bandwidth"]
 
 
 @pytest.fixture
 def simulate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     """simulate(*faults) -> the node's verdict after a full probe run on that simulated profile."""
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    for tool, (module, prog) in TOOLS.items():
-        call = f"main(sys.argv[1:], prog={prog!r})" if prog else "main(sys.argv[1:])"
-        (bindir / tool).write_text(f"#!{sys.executable}\nimport sys\nfrom gridready.sandbox.sim.{module} import main\n"
-                                   f"sys.exit({call})\n")
-        (bindir / tool).chmod(0o755)
+    bindir = write_sim_tools(tmp_path / "bin")
 
     def run(*faults: dict[str, Any], level: int = 3) -> NodeVerdict:
         prof = HardwareProfile.sample("sim-a", faults=[Fault(**f) for f in faults])
