@@ -15,8 +15,14 @@ def vault_password_file(tmp_path_factory):
     return path
 
 
-@pytest.fixture(autouse=True)
-def vault_password(vault_password_file, monkeypatch):
-    """One test-only vault password per session (serve keeps the vLLM API key in the customer's ansible-vault)."""
-    if not os.environ.get("GRIDREADY_VAULT_PASSWORD_FILE"):
-        monkeypatch.setenv("GRIDREADY_VAULT_PASSWORD_FILE", str(vault_password_file))
+@pytest.fixture(scope="session", autouse=True)
+def vault_password(vault_password_file):
+    """One test-only vault password for the whole session (serve keeps the vLLM API key in the customer's
+    ansible-vault). Session-scoped, so module fixtures that run a pipeline see it too: a vault written by one run
+    must open in the next."""
+    if os.environ.get("GRIDREADY_VAULT_PASSWORD_FILE"):
+        yield
+        return
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("GRIDREADY_VAULT_PASSWORD_FILE", str(vault_password_file))
+        yield
