@@ -22,6 +22,7 @@ from gridready.spec.triton import TritonSettings
 pytestmark = pytest.mark.sandbox
 TIER = "trt-8b"
 UNIT = f"gridready-triton-{TIER}.service"
+SERVED = "llama-3.1-8b"
 PLAYBOOK = """\
 - name: Triton tier under test
   hosts: node1
@@ -32,7 +33,7 @@ PLAYBOOK = """\
 
 
 def _extravars(tmp: Path) -> dict[str, Any]:
-    tier = Tier(name=TIER, engine="triton-trtllm", served_name="llama-3.1-8b", tensor_parallel=1,
+    tier = Tier(name=TIER, engine="triton-trtllm", served_name=SERVED, tensor_parallel=1,
                 pipeline_parallel=1, port=9000,
                 model={"hf_id": "meta-llama/Llama-3.1-8B-Instruct", "revision": "0e9e39f2"})
     plan = triton.make_plan(tier, TritonSettings(mode="engine"), sku=catalog.lookup("h200"),
@@ -81,10 +82,13 @@ def test_unit_files_and_ports(triton_host) -> None:
     unit = host.service(UNIT)
     assert unit.is_running and unit.is_enabled
     assert "SIMULATED" in host.file(f"/etc/systemd/system/{UNIT}").content_string
-    assert host.file(f"/var/lib/gridready/triton/{TIER}/repo/ensemble/config.pbtxt").is_file
+    # the entry model's directory carries the served name: Triton knows a model only by that name
+    assert host.file(f"/var/lib/gridready/triton/{TIER}/repo/{SERVED}/config.pbtxt").is_file
+    assert not host.file(f"/var/lib/gridready/triton/{TIER}/repo/ensemble").exists
     assert host.file(f"/var/lib/gridready/triton/{TIER}/launch.sh").mode == 0o755
-    for port in (8000, 8002, 9000):
+    for port in (8000, 9000):  # KServe HTTP beside the OpenAI frontend, which serves /metrics on its own port
         assert host.socket(f"tcp://0.0.0.0:{port}").is_listening, port
+    assert not host.socket("tcp://0.0.0.0:8002").is_listening  # the frontend has no --metrics-port
     markers = host.run("ls /var/lib/gridready/engines/*/gridready-engine.json")
     assert markers.rc == 0 and markers.stdout.count("gridready-engine.json") == 1
 
@@ -93,8 +97,9 @@ def test_readiness_against_the_simulated_endpoints(triton_host) -> None:
     fleet, _ = triton_host
     base = f"http://{fleet.addresses['node1']}"
     assert _get(f"{base}:8000/v2/health/ready")[0] == 200
-    assert _get(f"{base}:8000/v2/models/ensemble/ready")[0] == 200
-    status, body = _get(f"{base}:8002/metrics")
+    assert _get(f"{base}:8000/v2/models/{SERVED}/ready")[0] == 200
+    assert _get(f"{base}:8000/v2/models/ensemble/ready")[0] != 200  # no model of that name in the repository
+    status, body = _get(f"{base}:9000/metrics")
     assert status == 200 and b"nv_" in body
     status, body = _get(f"{base}:9000/v1/models")
-    assert status == 200 and b"llama-3.1-8b" in body
+    assert status == 200 and SERVED.encode() in body

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from gridready import inventory
+from gridready import inventory, vault
 from gridready.artifacts import RunContext
 from gridready.stages import serve
 from tests.summaries import certification
@@ -32,8 +32,9 @@ def _run(inv_dir: Path, root: Path, run_id: str) -> Any:
     return serve.run(inv, RunContext(customer=inv.customer, run_id=run_id, root=root))
 
 
-def _get(url: str) -> Any:
-    with urllib.request.urlopen(url, timeout=5) as resp:
+def _get(url: str, key: str | None = None) -> Any:
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=5) as resp:
         return json.loads(resp.read())
 
 
@@ -128,7 +129,12 @@ def test_vllm_started_only_after_every_worker_joined(served) -> None:
 def test_models_answer_and_the_engine_joined_ray(served) -> None:
     fleet = served["fleet"]
     url = f"http://{fleet.addresses[fleet.names[0]]}:8000"
-    assert SERVED in [m["id"] for m in _get(f"{url}/v1/models")["data"]]
+    inv = inventory.load(fleet.inventory)
+    key = vault.read(inv.customer, inv.path)[vault.API_KEY_VAR]  # vLLM's --api-key guards /v1 (serve made it)
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        _get(f"{url}/v1/models")
+    assert refused.value.code == 401
+    assert SERVED in [m["id"] for m in _get(f"{url}/v1/models", key)["data"]]
     ray_info = _get(f"{url}/gridready/info").get("ray", {})
     assert ray_info.get("ray") == "joined", ray_info
     assert ray_info.get("cluster_gpus") == 24.0 and ray_info.get("alive_nodes") == 3
