@@ -160,10 +160,12 @@ def test_stopping_the_head_restarts_the_workers(served) -> None:
         _wait(lambda w=w: _show(fleet, w, "ray-worker", "ActiveState") == "active"
               and _show(fleet, w, "ray-worker", "InvocationID") != before[w], 60, f"{w} ray-worker to rejoin")
     url = f"http://{fleet.addresses[head]}:8000/v1/models"
+    inv = inventory.load(fleet.inventory)
+    key = vault.read(inv.customer, inv.path)[vault.API_KEY_VAR]
 
-    def answers() -> bool:
+    def answers() -> bool:  # without the key vLLM answers 401, an HTTPError (an OSError): never "up"
         try:
-            return SERVED in [m["id"] for m in _get(url)["data"]]
+            return SERVED in [m["id"] for m in _get(url, key)["data"]]
         except OSError:
             return False
 
