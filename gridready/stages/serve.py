@@ -23,11 +23,11 @@ from gridready.bench.endpoint import Endpoint as BenchEndpoint
 from gridready.contracts import CertifySummary, Endpoint, HostOutcome, ServeSummary
 from gridready.errors import GridreadyError, InvalidInput, NotCertified
 from gridready.exitcodes import ExitCode
-from gridready.inventory import Inventory
+from gridready.inventory import Inventory, project_root
 from gridready.monitoring.write import write_monitoring
 from gridready.serving import consistency, manifests, sglang, topology, triton, vllm
 from gridready.serving.topology import Certification, TierPlan
-from gridready.stages import serve_router
+from gridready.stages import serve_canary, serve_router
 from gridready.stages.common import Timer, base_extravars, outcome_from_playbook
 from gridready.stages.fabric import SshRunner
 
@@ -121,7 +121,8 @@ def render(inv: Inventory, ctx: RunContext) -> dict[str, Any]:
     out: dict[str, Any] = {"target": inv.spec.serving.target, "plan": plan_summary(plans, cert),
                            "quarantined": cert.quarantined}
     if inv.spec.serving.target == "kubernetes":
-        out["manifests"] = render_manifests(inv, cert, plans, ctx.stage_dir(STAGE) / "render")
+        out["manifests"] = render_manifests(inv, cert, plans, ctx.stage_dir(STAGE) / "render",
+                                            stack_configs(inv, cert, plans, ctx.root))
     else:
         serve_vars = hosts_extravars(inv, cert, plans)["gridready_serve"]
         out["engine_mode"] = serve_vars["engine_mode"]
@@ -169,7 +170,7 @@ def _hosts(inv: Inventory, ctx: RunContext, cert: Certification, plans: list[Tie
     stage_dir = ctx.stage_dir(STAGE)
     if any(p.tier.engine == "vllm" for p in plans):
         vault.ensure_api_key(inv.customer, inv.path)  # Ansible reads it from the vault itself, never from here
-    extravars = hosts_extravars(inv, cert, plans) | serve_router.extravars(inv, ctx.root, cert, plans)
+    extravars = hosts_extravars(inv, cert, plans) | serve_router.extravars(inv, ctx.root, cert, plans, ctx.canary)
     serve_router.open_router_port(extravars)
     data["engine_mode"] = extravars["gridready_serve"]["engine_mode"]
     units = triton_units(inv, cert, plans, stage_dir)
@@ -215,7 +216,10 @@ def _hosts(inv: Inventory, ctx: RunContext, cert: Certification, plans: list[Tie
         return "changes-pending", ExitCode.CHANGES_PENDING
     if code != ExitCode.OK or ctx.check:
         return status, code
-    return verify_tiers(inv, ctx, cert, plans, data, messages)
+    status, code = verify_tiers(inv, ctx, cert, plans, data, messages)
+    if ctx.canary and code == ExitCode.OK:
+        return serve_canary.on_hosts(inv, ctx, cert, plans, extravars, data, messages)
+    return status, code
 
 
 def unit_name(tier: Any) -> str:
@@ -273,7 +277,7 @@ def verify_tiers(inv: Inventory, ctx: RunContext, cert: Certification, plans: li
             bench.write_decision(stage_dir / "decision" / model.replace("/", "--"), decision, group)
     data["bench"] = {r.tier: {"passed": r.gate.passed, "message": r.gate.message, "simulated": r.simulated}
                      for r in reports}
-    serve_router.measure_overhead(inv.spec.serving.router, cert, plans, data, messages)
+    serve_router.measure_overhead(inv, cert, plans, data, messages, api_key)
     failed = [r for r in reports if not r.gate.passed]
     messages += [r.gate.message for r in failed]
     return ("failed", ExitCode.STAGE_FAILED) if failed else ("success", ExitCode.OK)
@@ -281,7 +285,10 @@ def verify_tiers(inv: Inventory, ctx: RunContext, cert: Certification, plans: li
 
 # --- target kubernetes --------------------------------------------------------------------------------------
 
-def stack_configs(inv: Inventory, cert: Certification, plans: list[TierPlan]) -> dict[str, dict[str, Any]]:
+def stack_configs(inv: Inventory, cert: Certification, plans: list[TierPlan], root: Path | None = None,
+                  canary: str | None = None, canary_weight: int = 0) -> dict[str, dict[str, Any]]:
+    """Both stacks' config; `root`: the artifacts root whose decision records weight the routes that ask for it
+    (default: the project's artifacts/); `canary` at canary_weight % in its route's HTTPRoute."""
     groups = {h: inv.node_group_of(h) or "" for h in inv.gpu_hosts()}
     serving = inv.spec.serving
     config = vllm.serving_stack_config(inv.customer, serving, cert, plans)
@@ -296,19 +303,22 @@ def stack_configs(inv: Inventory, cert: Certification, plans: list[TierPlan]) ->
         ]
     config["sglang_tiers"] = [sglang.k8s_tier(p, vllm.pod_env(p, cert, serving), serving)
                               for p in plans if p.tier.engine == "sglang"]
+    config["router_routes"] = serve_router.k8s_routes(inv, root or project_root() / "artifacts", plans, canary,
+                                                      canary_weight)
     return {
         "platform": vllm.platform_stack_config(inv.customer, serving, cert, inv.hosts, groups),
         "serving": config,
     }
 
 
-def render_manifests(inv: Inventory, cert: Certification, plans: list[TierPlan], out_dir: Path) -> dict[str, Any]:
+def render_manifests(inv: Inventory, cert: Certification, plans: list[TierPlan], out_dir: Path,
+                     configs: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     """Render both stacks under mocks, validate every manifest, write them; InvalidInput when one is invalid."""
     k8s_version = inv.spec.serving.kubernetes.kubernetes_version
     written, errors, counts = [], [], {}
     docs: list[dict[str, Any]] = []
     releases: list[dict[str, Any]] = []
-    for stack, config in stack_configs(inv, cert, plans).items():
+    for stack, config in (configs or stack_configs(inv, cert, plans)).items():
         rendered = gpulumi.render(stack, config, inv.customer)
         errors += manifests.validate(rendered.manifests, k8s_version)
         docs += rendered.manifests
@@ -336,7 +346,8 @@ def _secrets(inv: Inventory) -> dict[str, str]:
 def _kubernetes(inv: Inventory, ctx: RunContext, cert: Certification, plans: list[TierPlan],
                 data: dict[str, Any], messages: list[str]) -> tuple[str, ExitCode]:
     stage_dir = ctx.stage_dir(STAGE)
-    data["render"] = render_manifests(inv, cert, plans, stage_dir / "render")
+    configs = stack_configs(inv, cert, plans, ctx.root, ctx.canary, ctx.canary_weight)
+    data["render"] = render_manifests(inv, cert, plans, stage_dir / "render", configs)
     if ctx.render or inv.spec.serving.target != "kubernetes":
         messages.append(f"rendered {sum(c['manifests'] for c in data['render']['counts'].values())} manifests "
                         f"to {stage_dir / 'render'} (validated)")
@@ -348,7 +359,7 @@ def _kubernetes(inv: Inventory, ctx: RunContext, cert: Certification, plans: lis
     secrets = _secrets(inv)
     state = gpulumi.state_dir(inv.customer)  # apart from artifacts/, which CI uploads
     outputs: dict[str, Any] = {}
-    for stack, config in stack_configs(inv, cert, plans).items():
+    for stack, config in configs.items():
         wanted = {k: secrets[k] for k in gpulumi.SECRET_KEYS[stack]}
         outputs[stack] = gpulumi.up(stack, inv.customer, config, wanted, state, preview=ctx.check)
     data["pulumi"] = outputs
