@@ -70,6 +70,8 @@ def on_hosts(inv: Inventory, ctx: RunContext, cert: Certification, plans: list[T
     base = router.canary_route(routes, ctx.canary)
     stage_dir = ctx.stage_dir("serve")
     applied: list[str] = []
+    router_url = extravars["gridready_serve_router"]["url"]
+    metrics = Endpoint.for_tier(plan.tier, cert.certified[plan.replicas[0].head].ip).metrics_url
 
     def apply(route: Route) -> None:
         step = f"router-{len(applied) + 1}"
@@ -83,10 +85,10 @@ def on_hosts(inv: Inventory, ctx: RunContext, cert: Certification, plans: list[T
         if code != ExitCode.OK:
             raise GridreadyError(f"canary {ctx.canary}: the router play failed ({result.status}, rc {result.rc}); "
                                  f"see {stage_dir / f'canary-{step}'}", code)
+        if not serve_router.wait_live(router_url, float(inv.spec.serving.wait_timeout_s)):
+            raise GridreadyError(f"canary {ctx.canary}: the router did not come back after {step}",
+                                 ExitCode.STAGE_FAILED)
 
-    head = cert.certified[plan.replicas[0].head].ip
-    metrics = Endpoint.for_tier(plan.tier, head).metrics_url
-    router_url = extravars["gridready_serve_router"]["url"]
     record = canary.run(base, ctx.canary, ctx.canary_weight, plan.tier.slo, router_url=router_url,
                         router_key=serve_router.client_key(inv), canary_metrics_url=str(metrics), apply=apply,
                         observe_s=spec.canary.observe_s, requests=spec.canary.requests,

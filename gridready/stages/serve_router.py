@@ -10,11 +10,12 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
 from gridready import artifacts, vault
-from gridready.bench.http import HttpError
+from gridready.bench.http import HttpError, fetch
 from gridready.bench.router_overhead import measure
 from gridready.errors import InvalidInput
 from gridready.inventory import Inventory
@@ -86,38 +87,62 @@ def _decided(inv: Inventory, root: Path, index: int, route: Route, plans: list[T
         raise InvalidInput(f"{where}: {record}: {err}") from err
 
 
+def wait_live(url: str, timeout_s: float, interval_s: float = 3.0) -> bool:
+    """Whether the router answers /health/liveliness (LiteLLM's liveness probe,
+    https://docs.litellm.ai/docs/proxy/health) within timeout_s. The router play starts the unit without waiting,
+    so its start overlaps the tiers' readiness, smoke and benchmark."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            if asyncio.run(fetch(url, "/health/liveliness", timeout=10))[0] == 200:
+                return True
+        except HttpError:
+            pass
+        if time.monotonic() + interval_s > deadline:
+            return False
+        time.sleep(interval_s)
+
+
 def measure_overhead(inv: Inventory, cert: Certification, plans: list[TierPlan], data: dict[str, Any],
-                     messages: list[str], api_key: str | None = None, requests: int = 100) -> None:
+                     messages: list[str], api_key: str | None = None, requests: int = 100) -> str | None:
     """data["router"]: the router's URL and its added latency (p50/p99) beside direct access to the first tier
-    (with the tiers' API key, `api_key`) on the route named by that tier's served name."""
+    (with the tiers' API key, `api_key`) on the route named by that tier's served name. Returns why the router
+    failed (not live), None otherwise."""
     router_spec = inv.spec.serving.router
     if not router_spec.enabled or not plans:
-        return
+        return None
     routed = router_hosts.router_extravars(router_spec, plans, cert.certified, set())["gridready_serve_router"]
     names = list(dict.fromkeys(d["model_name"] for d in routed["config"]["model_list"]))
     data["router"] = {"url": routed["url"], "routes": names}
+    started = time.monotonic()
+    live = wait_live(routed["url"], float(inv.spec.serving.wait_timeout_s))
+    data["router"]["live_after_s"] = round(time.monotonic() - started, 1) if live else None
+    if not live:
+        return (f"router: {routed['url']}/health/liveliness did not answer 200 within "
+                f"{inv.spec.serving.wait_timeout_s} s (journalctl -u gridready-router on {routed['host']})")
     key = client_key(inv)
     if not key:
         messages.append(f"router: no client key ({KEY_ENV} or serving.router.keys): its added latency was not "
                         "measured")
-        return
+        return None
     first = next((p for p in plans if router_hosts.openai_compatible(p.tier) and p.tier.served_name in names), None)
     if first is None:
         messages.append("router: no route is named by a tier's served name: its added latency was not measured")
-        return
+        return None
     direct = f"http://{cert.certified[first.replicas[0].head].ip}:{first.tier.port}"
     direct_key = api_key if first.tier.engine == "vllm" else None
     try:
         report = asyncio.run(measure(direct, routed["url"], first.tier.served_name, key, direct_key, n=requests))
     except (HttpError, OSError) as err:
         messages.append(f"router: overhead not measured: {err}")
-        return
+        return None
     if report.direct.errors or report.routed.errors:
         messages.append(f"router: {report.direct.errors} direct and {report.routed.errors} routed requests failed "
                         "while measuring its overhead")
     data["router"]["overhead"] = report.model_dump()
     messages.append(f"router adds p50 {report.added_p50_ms} ms, p99 {report.added_p99_ms} ms over direct access "
                     f"({report.requests} pairs to {first.tier.name}, model {first.tier.served_name})")
+    return None
 
 
 def k8s_routes(inv: Inventory, root: Path, plans: list[TierPlan], canary: str | None = None,
