@@ -21,7 +21,7 @@ from gridready.inventory import Inventory
 from gridready.serving import router, topology
 from gridready.serving.topology import Certification, TierPlan
 from gridready.spec.router import Route
-from gridready.stages import canary, serve_router
+from gridready.stages import canary, serve_config, serve_router
 from gridready.stages.common import outcome_from_playbook
 
 DEFAULT_WEIGHT = 10
@@ -59,7 +59,7 @@ def check_flags(inv: Inventory, tier: str | None, weight: str | int | None) -> i
 
 
 def on_hosts(inv: Inventory, ctx: RunContext, cert: Certification, plans: list[TierPlan],
-             extravars: dict[str, Any], data: dict[str, Any], messages: list[str]) -> tuple[str, ExitCode]:
+             data: dict[str, Any], messages: list[str]) -> tuple[str, ExitCode]:
     """Split, observe, promote or roll back; the record goes to <stage>/decision/canary-<tier>/."""
     assert ctx.canary is not None
     plan = next((p for p in plans if p.tier.name == ctx.canary), None)
@@ -67,10 +67,11 @@ def on_hosts(inv: Inventory, ctx: RunContext, cert: Certification, plans: list[T
         raise InvalidInput(f"--canary: (flag): {ctx.canary} is not planned on the certified nodes")
     spec = inv.spec.serving.router
     routes = serve_router.routes(inv, ctx.root, plans)
+    extravars = serve_config.hosts_extravars(inv, cert, plans)
     base = router.canary_route(routes, ctx.canary)
     stage_dir = ctx.stage_dir("serve")
     applied: list[str] = []
-    router_url = extravars["gridready_serve_router"]["url"]
+    router_url = serve_router.extravars(inv, ctx.root, cert, plans, chosen=routes)["gridready_serve_router"]["url"]
     metrics = Endpoint.for_tier(plan.tier, cert.certified[plan.replicas[0].head].ip).metrics_url
 
     def apply(route: Route) -> None:

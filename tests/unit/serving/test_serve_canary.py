@@ -13,7 +13,7 @@ from gridready import pulumi as gpulumi
 from gridready.errors import InvalidInput
 from gridready.serving import consistency, manifests, router, topology
 from gridready.spec.router import Route, RouteTarget
-from gridready.stages import serve, serve_canary, serve_router
+from gridready.stages import serve_canary, serve_config, serve_router
 from tests.unit.serving.conftest import vllm_tier
 from tests.unit.serving.test_serve_router import TIERS, with_router
 
@@ -83,7 +83,7 @@ def _k8s(make_inv, write_certify, **flags: Any) -> list[dict[str, Any]]:
     inv = with_router(make_inv(4, TIERS, target="kubernetes"), routes=CANARY_ROUTES)
     root = write_certify(inv, ["gpu01", "gpu02", "gpu03", "gpu04"])
     cert = topology.read_certification(inv, contracts.latest(root, "acme", contracts.CertifySummary))
-    configs = serve.stack_configs(inv, cert, topology.plan_tiers(inv, cert), root, **flags)
+    configs = serve_config.stack_configs(inv, cert, topology.plan_tiers(inv, cert), root, **flags)
     return gpulumi.render("serving", configs["serving"], "acme").manifests
 
 
