@@ -90,7 +90,7 @@ def on_hosts(inv: Inventory, ctx: RunContext, cert: Certification, plans: list[T
             raise GridreadyError(f"canary {ctx.canary}: the router did not come back after {step}",
                                  ExitCode.STAGE_FAILED)
 
-    record = canary.run(base, ctx.canary, ctx.canary_weight, plan.tier.slo, router_url=router_url,
+    record = canary.rollout(base, ctx.canary, ctx.canary_weight, plan.tier.slo, router_url=router_url,
                         router_key=serve_router.client_key(inv), canary_metrics_url=str(metrics), apply=apply,
                         observe_s=spec.canary.observe_s, requests=spec.canary.requests,
                         out_dir=record_dir(stage_dir, ctx.canary))
