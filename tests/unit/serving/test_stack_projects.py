@@ -8,7 +8,6 @@ path, and finds no `sys.path` edit in the projects or in gridready's Pulumi wrap
 from __future__ import annotations
 
 import ast
-import os
 import subprocess
 import sys
 from pathlib import Path
