@@ -25,7 +25,7 @@ from gridready.errors import GridreadyError, InvalidInput, NotCertified
 from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory
 from gridready.monitoring.write import write_monitoring
-from gridready.serving import consistency, manifests, sglang, topology, triton, vllm
+from gridready.serving import consistency, manifests, sglang, topology, triton, vllm, weights
 from gridready.serving.topology import Certification, TierPlan
 from gridready.stages import serve_router
 from gridready.stages.common import Timer, base_extravars, outcome_from_playbook
@@ -138,6 +138,7 @@ def hosts_extravars(inv: Inventory, cert: Certification, plans: list[TierPlan]) 
     mode = engine_mode(inv)
     out = base_extravars(inv) | vllm.hosts_extravars(plans, cert, inv.spec.serving, mode)
     out["gridready_serve"]["sglang_units"] = sglang.units(plans, cert, inv.spec.serving, mode)
+    out["gridready_serve"]["model_downloads"] = weights.downloads_by_host(plans)
     if mode == "simulated":
         out["gridready_serve"]["ray_sizing"] = dict(SANDBOX_RAY)
         out["gridready_serve"]["ray_pip_spec"] = SANDBOX_RAY_PIP.format(version=inv.spec.serving.ray_version)
@@ -169,6 +170,8 @@ def _hosts(inv: Inventory, ctx: RunContext, cert: Certification, plans: list[Tie
     stage_dir = ctx.stage_dir(STAGE)
     if any(p.tier.engine == "vllm" for p in plans):
         vault.ensure_api_key(inv.customer, inv.path)  # Ansible reads it from the vault itself, never from here
+    if engine_mode(inv) == "simulated" and weights.downloads_by_host(plans):
+        vault.ensure_sandbox_hf_token(inv.customer, inv.path)
     extravars = hosts_extravars(inv, cert, plans) | serve_router.extravars(inv, ctx.root, cert, plans)
     serve_router.open_router_port(extravars)
     data["engine_mode"] = extravars["gridready_serve"]["engine_mode"]
@@ -322,7 +325,7 @@ def render_manifests(inv: Inventory, cert: Certification, plans: list[TierPlan],
 
 
 def _secrets(inv: Inventory) -> dict[str, str]:
-    """kubeconfig from serving.kubeconfig (relative to the inventory), HF token from the environment (vault)."""
+    """kubeconfig from serving.kubeconfig (relative to the inventory), the HF token from the customer's vault."""
     path = Path(inv.spec.serving.kubeconfig or "")
     path = path if path.is_absolute() else inv.path / path
     try:
@@ -330,7 +333,7 @@ def _secrets(inv: Inventory) -> dict[str, str]:
     except OSError as err:
         raise InvalidInput(f"{topology.cluster_file(inv)}: serving.kubeconfig: cannot read {path}: "
                            f"{err.strerror}") from err
-    return {"kubeconfig": kubeconfig, "hfToken": os.environ.get("GRIDREADY_HF_TOKEN", "")}
+    return {"kubeconfig": kubeconfig, "hfToken": vault.hf_token(inv.customer, inv.path)}
 
 
 def _kubernetes(inv: Inventory, ctx: RunContext, cert: Certification, plans: list[TierPlan],
