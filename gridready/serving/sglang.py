@@ -164,6 +164,8 @@ def k8s_tier(plan: TierPlan, env: dict[str, str], serving: ServingSpec) -> dict[
         "env": {key: v for key, v in env.items() if not key.startswith("RAY_")},
         "rdma_resource": k.rdma_resource,
         "shm_size": k.shm_size,
+        "model_cache_path": k.model_cache_path,
+        "ephemeral_storage": k.ephemeral_storage,
         "cpu": k.worker_cpu,
         "memory": k.worker_memory,
         "gpu_product_label": k.gpu_product_label,

@@ -275,6 +275,8 @@ def serving_stack_config(
                 "rdma_resource": k.rdma_resource if plan.nodes_per_replica > 1 else None,
                 "env": pod_env(plan, cert, serving),
                 "shm_size": k.shm_size,
+                "model_cache_path": k.model_cache_path,
+                "ephemeral_storage": k.ephemeral_storage,
                 "worker_cpu": k.worker_cpu,
                 "worker_memory": k.worker_memory,
                 "upgrade_strategy": k.upgrade_strategy,

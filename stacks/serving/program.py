@@ -14,7 +14,7 @@ import pulumi_kubernetes as k8s
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-from stacks.serving import sglang, triton
+from stacks.serving import model_cache, sglang, triton
 
 SERVE_PORT = 8000  # Ray Serve's HTTP proxy inside the pods
 TIER_LABEL = "gridready.io/tier"
@@ -47,6 +47,8 @@ class RayServiceTier(BaseModel):
     upgrade_strategy: str = "None"
     initializing_timeout: str = "30m"
     gpu_product_label: str | None = None
+    model_cache_path: str = Field("/var/lib/gridready/hf", description="node-local HF_HOME (hostPath)")
+    ephemeral_storage: str = "50Gi"
 
 
 class ServingConfig(BaseModel):
@@ -120,6 +122,7 @@ class VllmRayService(pulumi.ComponentResource):
                                    "memory": tier.worker_memory}
         if tier.rdma_resource:
             gpu_res[tier.rdma_resource] = 1
+        requests = {**gpu_res, "ephemeral-storage": tier.ephemeral_storage}
         worker = {
             "groupName": "gpu",
             # the autoscaler adds and removes worker pods between the bounds of the Serve replicas, so GPUs go
@@ -138,12 +141,14 @@ class VllmRayService(pulumi.ComponentResource):
                     "containers": [{
                         "name": "ray-worker",
                         "image": tier.image,
-                        "env": env,
-                        "resources": {"requests": dict(gpu_res), "limits": dict(gpu_res)},
+                        "env": [*env, *model_cache.env(tier.model_cache_path)],
+                        "resources": {"requests": requests, "limits": dict(gpu_res)},
                         "securityContext": {"capabilities": {"add": ["IPC_LOCK"]}},
-                        "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
+                        "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"},
+                                         model_cache.mount(tier.model_cache_path)],
                     }],
-                    "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": tier.shm_size}}],
+                    "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": tier.shm_size}},
+                                model_cache.volume(tier.model_cache_path)],
                 },
             },
         }
