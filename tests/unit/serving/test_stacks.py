@@ -8,7 +8,7 @@ import yaml
 
 from gridready import pulumi as gpulumi
 from gridready.serving import manifests, topology
-from gridready.stages import serve
+from gridready.stages import serve_config
 from tests.summaries import certification
 from tests.unit.serving.conftest import vllm_tier
 
@@ -18,7 +18,7 @@ def k8s(make_inv):
     inv = make_inv(4, [vllm_tier()], target="kubernetes")
     cert = topology.read_certification(inv, certification(inv, ["gpu01", "gpu02", "gpu04"], ["gpu03"]))
     plans = topology.plan_tiers(inv, cert)
-    configs = serve.stack_configs(inv, cert, plans)
+    configs = serve_config.stack_configs(inv, cert, plans)
     return {stack: gpulumi.render(stack, cfg, "acme") for stack, cfg in configs.items()}
 
 
@@ -146,7 +146,7 @@ def _serving(make_inv, tier):
     inv = make_inv(4, [tier], target="kubernetes")
     cert = topology.read_certification(inv, certification(inv, ["gpu01", "gpu02", "gpu03"]))
     plans = topology.plan_tiers(inv, cert)
-    return gpulumi.render("serving", serve.stack_configs(inv, cert, plans)["serving"], "acme")
+    return gpulumi.render("serving", serve_config.stack_configs(inv, cert, plans)["serving"], "acme")
 
 
 def test_a_single_node_tier_requests_no_rdma_device(make_inv):
