@@ -83,12 +83,17 @@ def read(customer: str, inv_dir: Path) -> dict[str, Any]:
 
 def ensure_api_key(customer: str, inv_dir: Path) -> str:
     """The vLLM API key from the vault; generated (256 bits) and written into the vault when absent."""
+    return ensure_secret(customer, inv_dir, API_KEY_VAR)
+
+
+def ensure_secret(customer: str, inv_dir: Path, var: str) -> str:
+    """The vault variable `var`; generated (256 bits, URL-safe) and written into the vault when absent."""
     data = read(customer, inv_dir)
-    key = data.get(API_KEY_VAR)
+    key = data.get(var)
     if isinstance(key, str) and key:
         return key
     key = secrets.token_urlsafe(32)
-    data[API_KEY_VAR] = key
+    data[var] = key
     write(customer, inv_dir, data)
     return key
 

@@ -34,7 +34,8 @@ def hosts(inv: Inventory, ctx: RunContext, cert: Certification, plans: list[Tier
         vault.ensure_api_key(inv.customer, inv.path)  # Ansible reads it from the vault itself, never from here
     if serve_config.engine_mode(inv) == "simulated" and weights.downloads_by_host(plans):
         vault.ensure_sandbox_hf_token(inv.customer, inv.path)
-    extravars = serve_config.hosts_extravars(inv, cert, plans) | serve_router.extravars(inv, ctx.root, cert, plans)
+    extravars = (serve_config.hosts_extravars(inv, cert, plans)
+                 | serve_router.extravars(inv, ctx.root, cert, plans, ctx.canary))
     serve_router.open_router_port(extravars)
     data["engine_mode"] = extravars["gridready_serve"]["engine_mode"]
     units = serve_config.triton_units(inv, cert, plans, stage_dir)
@@ -97,7 +98,8 @@ def kubernetes(inv: Inventory, ctx: RunContext, cert: Certification, plans: list
                data: dict[str, Any], messages: list[str]) -> tuple[str, ExitCode]:
     """Render and validate the manifests; then `pulumi up` (preview in check mode) both stacks when applying."""
     stage_dir = ctx.stage_dir(STAGE)
-    data["render"] = serve_config.render_manifests(inv, cert, plans, stage_dir / "render")
+    configs = serve_config.stack_configs(inv, cert, plans, ctx.root, ctx.canary, ctx.canary_weight)
+    data["render"] = serve_config.render_manifests(inv, cert, plans, stage_dir / "render", configs)
     if ctx.render or inv.spec.serving.target != "kubernetes":
         messages.append(f"rendered {sum(c['manifests'] for c in data['render']['counts'].values())} manifests "
                         f"to {stage_dir / 'render'} (validated)")
@@ -109,7 +111,7 @@ def kubernetes(inv: Inventory, ctx: RunContext, cert: Certification, plans: list
     secrets = _secrets(inv)
     state = gpulumi.state_dir(inv.customer)  # apart from artifacts/, which CI uploads
     outputs: dict[str, Any] = {}
-    for stack, config in serve_config.stack_configs(inv, cert, plans).items():
+    for stack, config in configs.items():
         wanted = {k: secrets[k] for k in gpulumi.SECRET_KEYS[stack]}
         outputs[stack] = gpulumi.up(stack, inv.customer, config, wanted, state, preview=ctx.check)
     data["pulumi"] = outputs

@@ -62,6 +62,8 @@ class ServingConfig(BaseModel):
     vllm_tiers: list[RayServiceTier] = Field(default_factory=list)
     triton_tiers: list[dict[str, Any]] = Field(default_factory=list, description="opaque to this module")
     sglang_tiers: list[dict[str, Any]] = Field(default_factory=list, description="stacks/serving/sglang.py")
+    router_routes: list[dict[str, Any]] = Field(
+        default_factory=list, description="Gateway API HTTPRoutes of serving.router (gridready/serving/router_k8s.py)")
 
 
 def serve_config(tier: RayServiceTier) -> str:
@@ -214,6 +216,11 @@ class ServingTiers(pulumi.ComponentResource):
         self.triton = [build_triton(t, config.namespace, config.hf_token_secret, self) for t in config.triton_tiers]
         self.sglang = [sglang.build_tier(t, namespace=config.namespace, hf_secret=config.hf_token_secret, opts=after)
                        for t in config.sglang_tiers]
+        services = [c.service for c in self.vllm]
+        self.routes = [k8s.apiextensions.CustomResource(
+            f"route-{doc['metadata']['name']}", api_version=doc["apiVersion"], kind=doc["kind"],
+            metadata=doc["metadata"], spec=doc["spec"],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=services)) for doc in config.router_routes]
         self.endpoints = {t.name: c.endpoint for t, c in zip(config.vllm_tiers, self.vllm, strict=True)}
         self.endpoints.update({c.tier_name: c.endpoint for c in self.sglang})
         self.register_outputs({"endpoints": self.endpoints})
