@@ -21,7 +21,7 @@ from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory
 from gridready.serving import topology
 from gridready.serving.topology import Certification
-from gridready.stages import serve_config, serve_deploy, serve_verify
+from gridready.stages import serve_canary, serve_config, serve_deploy, serve_verify
 from gridready.stages.common import Timer
 from gridready.stages.serve_config import STAGE
 
@@ -59,6 +59,8 @@ def run(inv: Inventory, ctx: RunContext) -> ServeSummary:
             status, code = serve_deploy.hosts(inv, ctx, cert, plans, hosts, data, messages)
             if code == ExitCode.OK and not ctx.check:
                 status, code = serve_verify.verify_tiers(inv, ctx, cert, plans, data, messages, stage=STAGE)
+            if code == ExitCode.OK and not ctx.check and ctx.canary:
+                status, code = serve_canary.on_hosts(inv, ctx, cert, plans, data, messages)
         else:
             status, code = serve_deploy.kubernetes(inv, ctx, cert, plans, data, messages)
     except GridreadyError as err:

@@ -18,10 +18,11 @@ from gridready.bench.endpoint import Endpoint as BenchEndpoint
 from gridready.contracts import CertifySummary, Endpoint
 from gridready.errors import GridreadyError
 from gridready.exitcodes import ExitCode
-from gridready.inventory import Inventory
-from gridready.serving import consistency, manifests, sglang, topology, triton, vllm
+from gridready.inventory import Inventory, project_root
+from gridready.serving import consistency, manifests, sglang, topology, triton, vllm, weights
 from gridready.serving.topology import Certification, TierPlan
 from gridready.stacks.serving import triton as triton_stack
+from gridready.stages import serve_router
 from gridready.stages.common import base_extravars
 
 STAGE = "serve"
@@ -69,6 +70,7 @@ def hosts_extravars(inv: Inventory, cert: Certification, plans: list[TierPlan]) 
     mode = engine_mode(inv)
     out = base_extravars(inv) | vllm.hosts_extravars(plans, cert, inv.spec.serving, mode)
     out["gridready_serve"]["sglang_units"] = sglang.units(plans, cert, inv.spec.serving, mode)
+    out["gridready_serve"]["model_downloads"] = weights.downloads_by_host(plans)
     if mode == "simulated":
         out["gridready_serve"]["ray_sizing"] = dict(SANDBOX_RAY)
         out["gridready_serve"]["ray_pip_spec"] = SANDBOX_RAY_PIP.format(version=inv.spec.serving.ray_version)
@@ -93,7 +95,10 @@ def triton_units(inv: Inventory, cert: Certification, plans: list[TierPlan], sta
 
 # --- target kubernetes --------------------------------------------------------------------------------------
 
-def stack_configs(inv: Inventory, cert: Certification, plans: list[TierPlan]) -> dict[str, dict[str, Any]]:
+def stack_configs(inv: Inventory, cert: Certification, plans: list[TierPlan], root: Path | None = None,
+                  canary: str | None = None, canary_weight: int = 0) -> dict[str, dict[str, Any]]:
+    """Both stacks' config; `root`: the artifacts root whose decision records weight the routes that ask for it
+    (default: the project's artifacts/); `canary` at canary_weight % in its route's HTTPRoute."""
     groups = {h: inv.node_group_of(h) or "" for h in inv.gpu_hosts()}
     serving = inv.spec.serving
     config = vllm.serving_stack_config(inv.customer, serving, cert, plans)
@@ -108,19 +113,22 @@ def stack_configs(inv: Inventory, cert: Certification, plans: list[TierPlan]) ->
         ]
     config["sglang_tiers"] = [sglang.k8s_tier(p, vllm.pod_env(p, cert, serving), serving)
                               for p in plans if p.tier.engine == "sglang"]
+    config["router_routes"] = serve_router.k8s_routes(inv, root or project_root() / "artifacts", plans, canary,
+                                                      canary_weight)
     return {
         "platform": vllm.platform_stack_config(inv.customer, serving, cert, inv.hosts, groups),
         "serving": config,
     }
 
 
-def render_manifests(inv: Inventory, cert: Certification, plans: list[TierPlan], out_dir: Path) -> dict[str, Any]:
+def render_manifests(inv: Inventory, cert: Certification, plans: list[TierPlan], out_dir: Path,
+                     configs: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     """Render both stacks under mocks, validate every manifest, write them; exit 3 when one is invalid."""
     k8s_version = inv.spec.serving.kubernetes.kubernetes_version
     written, errors, counts = [], [], {}
     docs: list[dict[str, Any]] = []
     releases: list[dict[str, Any]] = []
-    for stack, config in stack_configs(inv, cert, plans).items():
+    for stack, config in (configs or stack_configs(inv, cert, plans)).items():
         rendered = gpulumi.render(stack, config, inv.customer)
         errors += manifests.validate(rendered.manifests, k8s_version)
         docs += rendered.manifests

@@ -9,7 +9,6 @@ offline, written to <stage_dir>/render/.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,7 @@ from gridready.contracts import HostOutcome
 from gridready.errors import InvalidInput
 from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory
-from gridready.serving import topology
+from gridready.serving import topology, weights
 from gridready.serving.topology import Certification, TierPlan
 from gridready.stages import serve_config, serve_router
 from gridready.stages.common import outcome_from_playbook
@@ -33,7 +32,10 @@ def hosts(inv: Inventory, ctx: RunContext, cert: Certification, plans: list[Tier
     stage_dir = ctx.stage_dir(STAGE)
     if any(p.tier.engine == "vllm" for p in plans):
         vault.ensure_api_key(inv.customer, inv.path)  # Ansible reads it from the vault itself, never from here
-    extravars = serve_config.hosts_extravars(inv, cert, plans) | serve_router.extravars(inv, ctx.root, cert, plans)
+    if serve_config.engine_mode(inv) == "simulated" and weights.downloads_by_host(plans):
+        vault.ensure_sandbox_hf_token(inv.customer, inv.path)
+    extravars = (serve_config.hosts_extravars(inv, cert, plans)
+                 | serve_router.extravars(inv, ctx.root, cert, plans, ctx.canary))
     serve_router.open_router_port(extravars)
     data["engine_mode"] = extravars["gridready_serve"]["engine_mode"]
     units = serve_config.triton_units(inv, cert, plans, stage_dir)
@@ -81,7 +83,7 @@ def hosts(inv: Inventory, ctx: RunContext, cert: Certification, plans: list[Tier
 
 
 def _secrets(inv: Inventory) -> dict[str, str]:
-    """kubeconfig from serving.kubeconfig (relative to the inventory), HF token from the environment (vault)."""
+    """kubeconfig from serving.kubeconfig (relative to the inventory), the HF token from the customer's vault."""
     path = Path(inv.spec.serving.kubeconfig or "")
     path = path if path.is_absolute() else inv.path / path
     try:
@@ -89,14 +91,15 @@ def _secrets(inv: Inventory) -> dict[str, str]:
     except OSError as err:
         raise InvalidInput(f"{topology.cluster_file(inv)}: serving.kubeconfig: cannot read {path}: "
                            f"{err.strerror}") from err
-    return {"kubeconfig": kubeconfig, "hfToken": os.environ.get("GRIDREADY_HF_TOKEN", "")}
+    return {"kubeconfig": kubeconfig, "hfToken": vault.hf_token(inv.customer, inv.path)}
 
 
 def kubernetes(inv: Inventory, ctx: RunContext, cert: Certification, plans: list[TierPlan],
                data: dict[str, Any], messages: list[str]) -> tuple[str, ExitCode]:
     """Render and validate the manifests; then `pulumi up` (preview in check mode) both stacks when applying."""
     stage_dir = ctx.stage_dir(STAGE)
-    data["render"] = serve_config.render_manifests(inv, cert, plans, stage_dir / "render")
+    configs = serve_config.stack_configs(inv, cert, plans, ctx.root, ctx.canary, ctx.canary_weight)
+    data["render"] = serve_config.render_manifests(inv, cert, plans, stage_dir / "render", configs)
     if ctx.render or inv.spec.serving.target != "kubernetes":
         messages.append(f"rendered {sum(c['manifests'] for c in data['render']['counts'].values())} manifests "
                         f"to {stage_dir / 'render'} (validated)")
@@ -108,7 +111,7 @@ def kubernetes(inv: Inventory, ctx: RunContext, cert: Certification, plans: list
     secrets = _secrets(inv)
     state = gpulumi.state_dir(inv.customer)  # apart from artifacts/, which CI uploads
     outputs: dict[str, Any] = {}
-    for stack, config in serve_config.stack_configs(inv, cert, plans).items():
+    for stack, config in configs.items():
         wanted = {k: secrets[k] for k in gpulumi.SECRET_KEYS[stack]}
         outputs[stack] = gpulumi.up(stack, inv.customer, config, wanted, state, preview=ctx.check)
     data["pulumi"] = outputs

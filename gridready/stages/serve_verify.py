@@ -79,7 +79,7 @@ def verify_tiers(inv: Inventory, ctx: RunContext, cert: Certification, plans: li
             bench.write_decision(stage_dir / "decision" / model.replace("/", "--"), decision, group)
     data["bench"] = {r.tier: {"passed": r.gate.passed, "message": r.gate.message, "simulated": r.simulated}
                      for r in reports}
-    serve_router.measure_overhead(inv.spec.serving.router, cert, plans, data, messages)
-    failed = [r for r in reports if not r.gate.passed]
-    messages += [r.gate.message for r in failed]
+    router_error = serve_router.measure_overhead(inv, cert, plans, data, messages, api_key)
+    failed = [r.gate.message for r in reports if not r.gate.passed] + ([router_error] if router_error else [])
+    messages += failed
     return ("failed", ExitCode.STAGE_FAILED) if failed else ("success", ExitCode.OK)

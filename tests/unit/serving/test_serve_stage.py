@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from gridready import ansible
+from gridready import ansible, vault
 from gridready.artifacts import RunContext
 from gridready.exitcodes import ExitCode
 from gridready.serving import manifests
@@ -68,17 +68,21 @@ def test_kubernetes_target_without_the_pulumi_cli_renders(make_inv, write_certif
 def test_kubernetes_target_with_the_cli_goes_through_the_automation_api(make_inv, write_certify, monkeypatch,
                                                                        tmp_path):
     calls = []
+    tokens = []
     monkeypatch.setattr(serve_deploy.gpulumi, "cli_available", lambda: True)
     monkeypatch.setattr(serve_deploy.gpulumi, "up", lambda stack, customer, config, secrets, state, preview:
-                        calls.append((stack, customer, sorted(secrets), preview)) or {"ok": stack})
-    monkeypatch.setenv("GRIDREADY_HF_TOKEN", "hf_x")
+                        calls.append((stack, customer, sorted(secrets), preview))
+                        or tokens.append(secrets.get("hfToken")) or {"ok": stack})
+    monkeypatch.setenv("GRIDREADY_HF_TOKEN", "hf_from_the_environment")  # not a source: the vault only
     inv = make_inv(1, target="kubernetes")
     (inv.path / "kubeconfig.yml").write_text("apiVersion: v1\nkind: Config\n")
+    vault.write(inv.customer, inv.path, {vault.HF_TOKEN_VAR: "hf_fromthevault"})
     root = write_certify(inv, ["gpu01"])
     result = serve.run(inv, _ctx(root))
     assert result.exit_code == 0, result.messages
     assert calls == [("platform", "acme", ["kubeconfig"], False), ("serving", "acme", ["hfToken", "kubeconfig"],
                                                                    False)]
+    assert tokens == [None, "hf_fromthevault"]  # a Pulumi secret config value of the serving stack only
 
 
 def _fake_playbook(captured: dict[str, Any], changed: int = 0):

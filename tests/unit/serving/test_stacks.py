@@ -184,3 +184,18 @@ def test_the_kuberay_autoscaler_follows_the_serve_replica_bounds(make_inv):
     assert (worker["minReplicas"], worker["replicas"], worker["maxReplicas"]) == (1, 1, 3)
     llm = yaml.safe_load(rs["spec"]["serveConfigV2"])["applications"][0]["args"]["llm_configs"][0]
     assert llm["deployment_config"]["autoscaling_config"]["min_replicas"] == 1
+
+
+def test_gpu_pods_share_the_node_local_model_cache(make_inv):
+    """Weights download once per node: every GPU pod mounts the node's cache as HF_HOME and reserves ephemeral
+    storage for its writable layer, so a restarted pod does not download the weights again."""
+    rs = _one(_serving(make_inv, vllm_tier()).manifests, "RayService")
+    (worker,) = rs["spec"]["rayClusterConfig"]["workerGroupSpecs"]
+    pod = worker["template"]["spec"]
+    c = pod["containers"][0]
+    assert {"name": "hf-cache", "hostPath": {"path": "/var/lib/gridready/hf", "type": "DirectoryOrCreate"}} in \
+        pod["volumes"]
+    assert {"name": "hf-cache", "mountPath": "/var/lib/gridready/hf"} in c["volumeMounts"]
+    assert {"name": "HF_HOME", "value": "/var/lib/gridready/hf"} in c["env"]
+    assert c["resources"]["requests"]["ephemeral-storage"] == "50Gi"
+    assert "ephemeral-storage" not in c["resources"]["limits"]  # a limit would evict a pod compiling a large graph
