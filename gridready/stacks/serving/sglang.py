@@ -17,7 +17,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 from pydantic import BaseModel, ConfigDict, Field
 
-from stacks.serving import model_cache
+from gridready.stacks.serving import model_cache
 
 TIER_LABEL = "gridready.io/tier"
 CERTIFIED_LABEL = "gridready.io/certified"

@@ -37,6 +37,17 @@ def test_the_project_imports_its_program_from_the_installed_package(project, tmp
     assert done.returncode == 0, done.stderr[-2000:]
 
 
+def test_gridready_never_imports_the_repository_root():
+    """`stacks` (the Pulumi projects' folder) is no package of the installation; gridready.stacks is."""
+    wrong = []
+    for path in sorted((REPO / "gridready").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            wrong += [f"{path.relative_to(REPO)}:{node.lineno}: {n}" for n in names if n.split(".")[0] == "stacks"]
+    assert wrong == []
+
+
 def test_no_pulumi_module_edits_sys_path():
     paths = [REPO / "gridready" / "pulumi.py", *sorted((REPO / "gridready" / "stacks").rglob("*.py")),
              *sorted((REPO / "stacks").rglob("*.py"))]
