@@ -322,7 +322,8 @@ def render_manifests(inv: Inventory, cert: Certification, plans: list[TierPlan],
 
 
 def _secrets(inv: Inventory) -> dict[str, str]:
-    """kubeconfig from serving.kubeconfig (relative to the inventory), HF token from the environment (vault)."""
+    """kubeconfig from serving.kubeconfig (relative to the inventory), HF token from the environment (vault), the
+    vLLM API key from the customer's vault (generated there when absent): Pulumi secret config, never plain."""
     path = Path(inv.spec.serving.kubeconfig or "")
     path = path if path.is_absolute() else inv.path / path
     try:
@@ -330,7 +331,8 @@ def _secrets(inv: Inventory) -> dict[str, str]:
     except OSError as err:
         raise InvalidInput(f"{topology.cluster_file(inv)}: serving.kubeconfig: cannot read {path}: "
                            f"{err.strerror}") from err
-    return {"kubeconfig": kubeconfig, "hfToken": os.environ.get("GRIDREADY_HF_TOKEN", "")}
+    return {"kubeconfig": kubeconfig, "hfToken": os.environ.get("GRIDREADY_HF_TOKEN", ""),
+            "vllmApiKey": vault.ensure_api_key(inv.customer, inv.path)}
 
 
 def _kubernetes(inv: Inventory, ctx: RunContext, cert: Certification, plans: list[TierPlan],
