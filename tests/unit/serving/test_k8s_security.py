@@ -12,7 +12,7 @@ import pytest
 
 from gridready import pulumi as gpulumi
 from gridready.serving import consistency, manifests, topology
-from gridready.stages import serve
+from gridready.stages import serve_config
 from tests.summaries import certification
 from tests.unit.serving.conftest import vllm_tier
 from tests.unit.serving.test_consistency import PROMETHEUS, triton_tier
@@ -27,7 +27,8 @@ def rendered(make_inv) -> dict[str, Any]:
     inv.spec.serving.kubernetes.client_namespaces = ["gateway-system"]
     cert = topology.read_certification(inv, certification(inv, ["gpu01", "gpu02", "gpu03", "gpu04"]))
     plans = topology.plan_tiers(inv, cert)
-    out = {stack: gpulumi.render(stack, cfg, "acme") for stack, cfg in serve.stack_configs(inv, cert, plans).items()}
+    configs = serve_config.stack_configs(inv, cert, plans)
+    out = {stack: gpulumi.render(stack, cfg, "acme") for stack, cfg in configs.items()}
     return {"docs": out["platform"].manifests + out["serving"].manifests, "releases": out["platform"].helm_releases}
 
 
