@@ -29,7 +29,7 @@ from gridready.exitcodes import ExitCode
 
 REPO = Path(__file__).resolve().parent.parent
 PROJECTS = {"platform": "gridready-platform", "serving": "gridready-serving"}
-SECRET_KEYS = {"platform": ("kubeconfig",), "serving": ("kubeconfig", "hfToken")}
+SECRET_KEYS = {"platform": ("kubeconfig",), "serving": ("kubeconfig", "hfToken", "vllmApiKey")}
 REDACTED = "<redacted: set by gridready from the vault at deploy time>"
 HELM_TYPES = ("kubernetes:helm.sh/v3:Release", "kubernetes:helm.sh/v4:Chart")
 
