@@ -127,6 +127,7 @@ class Probe:
             "modules": mods, "peermem_loaded": None if mods is None else any(
                 m in ("nvidia_peermem", "nv_peer_mem") for m in mods),
             "pcie_endpoints": sysfs.pci_endpoints(),
+            "cpu_hypervisor": sysfs.cpu_hypervisor(),
             "simulated_sysfs": sysfs.simulated(),
         }
         if mods is None:
