@@ -9,7 +9,6 @@ offline, written to <stage_dir>/render/.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,7 @@ from gridready.contracts import HostOutcome
 from gridready.errors import InvalidInput
 from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory
-from gridready.serving import topology
+from gridready.serving import topology, weights
 from gridready.serving.topology import Certification, TierPlan
 from gridready.stages import serve_config, serve_router
 from gridready.stages.common import outcome_from_playbook
@@ -33,6 +32,8 @@ def hosts(inv: Inventory, ctx: RunContext, cert: Certification, plans: list[Tier
     stage_dir = ctx.stage_dir(STAGE)
     if any(p.tier.engine == "vllm" for p in plans):
         vault.ensure_api_key(inv.customer, inv.path)  # Ansible reads it from the vault itself, never from here
+    if serve_config.engine_mode(inv) == "simulated" and weights.downloads_by_host(plans):
+        vault.ensure_sandbox_hf_token(inv.customer, inv.path)
     extravars = (serve_config.hosts_extravars(inv, cert, plans)
                  | serve_router.extravars(inv, ctx.root, cert, plans, ctx.canary))
     serve_router.open_router_port(extravars)
@@ -82,7 +83,8 @@ def hosts(inv: Inventory, ctx: RunContext, cert: Certification, plans: list[Tier
 
 
 def _secrets(inv: Inventory) -> dict[str, str]:
-    """kubeconfig from serving.kubeconfig (relative to the inventory), HF token from the environment (vault)."""
+    """kubeconfig from serving.kubeconfig (relative to the inventory); the HF token and the vLLM API key from the
+    customer's vault (the key generated there when absent): Pulumi secret config, never the plain stack config."""
     path = Path(inv.spec.serving.kubeconfig or "")
     path = path if path.is_absolute() else inv.path / path
     try:
@@ -90,7 +92,8 @@ def _secrets(inv: Inventory) -> dict[str, str]:
     except OSError as err:
         raise InvalidInput(f"{topology.cluster_file(inv)}: serving.kubeconfig: cannot read {path}: "
                            f"{err.strerror}") from err
-    return {"kubeconfig": kubeconfig, "hfToken": os.environ.get("GRIDREADY_HF_TOKEN", "")}
+    return {"kubeconfig": kubeconfig, "hfToken": vault.hf_token(inv.customer, inv.path),
+            "vllmApiKey": vault.ensure_api_key(inv.customer, inv.path)}
 
 
 def kubernetes(inv: Inventory, ctx: RunContext, cert: Certification, plans: list[TierPlan],

@@ -106,7 +106,7 @@ def test_services_and_secret(k8s):
 
 def test_every_rendered_manifest_validates(k8s):
     docs = k8s["platform"].manifests + k8s["serving"].manifests
-    assert len(docs) == 11
+    assert len(docs) == 13  # with the vLLM API key Secret and the tier's NetworkPolicy
     assert manifests.validate(docs) == []
 
 
@@ -118,7 +118,7 @@ def test_numbers_come_back_as_ints(k8s):
 @pulumi.runtime.test
 def test_components_expose_outputs_under_plain_mocks():
     """The component classes themselves, the way pulumi's testing guide does it (outputs via apply)."""
-    from stacks.serving.program import RayServiceTier, VllmRayService
+    from gridready.stacks.serving.program import RayServiceTier, VllmRayService
 
     class Mocks(pulumi.runtime.Mocks):
         def new_resource(self, args):
@@ -132,7 +132,7 @@ def test_components_expose_outputs_under_plain_mocks():
                           ray_version="2.60.0", port=8000, accelerator_type="H200",
                           llm_config={"model_loading_config": {"model_id": "m"}}, worker_replicas=1,
                           gpus_per_node=8)
-    comp = VllmRayService("t1", tier, "ns", "hf-token")
+    comp = VllmRayService("t1", tier, "ns", "hf-token", "vllm-api-key")
 
     def check(args):
         endpoint, spec = args
@@ -184,3 +184,18 @@ def test_the_kuberay_autoscaler_follows_the_serve_replica_bounds(make_inv):
     assert (worker["minReplicas"], worker["replicas"], worker["maxReplicas"]) == (1, 1, 3)
     llm = yaml.safe_load(rs["spec"]["serveConfigV2"])["applications"][0]["args"]["llm_configs"][0]
     assert llm["deployment_config"]["autoscaling_config"]["min_replicas"] == 1
+
+
+def test_gpu_pods_share_the_node_local_model_cache(make_inv):
+    """Weights download once per node: every GPU pod mounts the node's cache as HF_HOME and reserves ephemeral
+    storage for its writable layer, so a restarted pod does not download the weights again."""
+    rs = _one(_serving(make_inv, vllm_tier()).manifests, "RayService")
+    (worker,) = rs["spec"]["rayClusterConfig"]["workerGroupSpecs"]
+    pod = worker["template"]["spec"]
+    c = pod["containers"][0]
+    assert {"name": "hf-cache", "hostPath": {"path": "/var/lib/gridready/hf", "type": "DirectoryOrCreate"}} in \
+        pod["volumes"]
+    assert {"name": "hf-cache", "mountPath": "/var/lib/gridready/hf"} in c["volumeMounts"]
+    assert {"name": "HF_HOME", "value": "/var/lib/gridready/hf"} in c["env"]
+    assert c["resources"]["requests"]["ephemeral-storage"] == "50Gi"
+    assert "ephemeral-storage" not in c["resources"]["limits"]  # a limit would evict a pod compiling a large graph

@@ -78,3 +78,20 @@ def test_serve_render_writes_validated_manifests(make_inv, tmp_path, pp):
     cert = topology.read_certification(inv, certification(inv, ["gpu01", "gpu02"]))
     out = serve_config.render_manifests(inv, cert, topology.plan_tiers(inv, cert), tmp_path / "k8s")
     assert out["files"] and out["validated_against"].startswith("kubernetes")
+
+
+def test_sglang_pods_share_the_node_local_model_cache(make_inv):
+    for doc in _render(make_inv, 2):
+        if doc["kind"] != "LeaderWorkerSet":
+            continue
+        for template in (doc["spec"]["leaderWorkerTemplate"]["leaderTemplate"],
+                         doc["spec"]["leaderWorkerTemplate"]["workerTemplate"]):
+            pod = template["spec"]
+            c = pod["containers"][0]
+            assert {"name": "hf-cache", "hostPath": {"path": "/var/lib/gridready/hf", "type": "DirectoryOrCreate"}} \
+                in pod["volumes"]
+            assert {"name": "HF_HOME", "value": "/var/lib/gridready/hf"} in c["env"]
+            assert c["resources"]["requests"]["ephemeral-storage"] == "50Gi"
+        break
+    else:
+        raise AssertionError("no LeaderWorkerSet rendered")
