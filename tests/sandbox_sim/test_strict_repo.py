@@ -3,6 +3,7 @@ sets against it (apt-get -s over a throw-away root) and refuses what a real host
 
 from __future__ import annotations
 
+import ast
 import shutil
 from pathlib import Path
 
@@ -108,3 +109,18 @@ def test_dcgm3_installed_is_visible_to_apt(repo, tmp_path):
     assert root.update().returncode == 0
     res = root.apt_get("-s", "purge", "datacenter-gpu-manager")
     assert "Purg datacenter-gpu-manager" in res.stdout
+
+
+def test_dcgm_role_installs_the_plugins_on_a_host_that_has_dcgm4_without_them(repo, tmp_path):
+    # a host that got -cuda13 with --no-install-recommends: apt honours Recommends only for newly installed
+    # packages, so only naming the plugins package brings it (and with it `dcgmi diag`)
+    dcgm = packages.DCGM
+    root = AptRoot.create(tmp_path / "root", repo, [status_stanza("gridready-sim-common", packages.SIM),
+                                                   status_stanza("datacenter-gpu-manager-4-core", dcgm),
+                                                   status_stanza("datacenter-gpu-manager-4-cuda13", dcgm)])
+    assert root.update().returncode == 0
+    assert "Inst datacenter-gpu-manager-4-proprietary" not in root.simulate("datacenter-gpu-manager-4-cuda13").stdout
+    wanted = ast.literal_eval(role_vars("gridready_dcgm", "Debian-12")["__gridready_dcgm_packages"])
+    res = root.simulate(*wanted)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "Inst datacenter-gpu-manager-4-proprietary-cuda13 " in res.stdout
