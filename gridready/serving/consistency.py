@@ -200,6 +200,29 @@ def _ref_errors(docs: list[Mapping[str, Any]], pods: list[PodTemplate]) -> list[
     return errors
 
 
+def _route_errors(docs: list[Mapping[str, Any]]) -> list[str]:
+    """Every backendRef of an HTTPRoute names a rendered Service with that port (a Service backend is `group: ""`,
+    `kind: Service`, in the route's namespace unless given: BackendRef,
+    https://gateway-api.sigs.k8s.io/reference/spec/#backendref)."""
+    ports = {(_ns(d), d.get("metadata", {}).get("name")):
+             {p.get("port") for p in (d.get("spec") or {}).get("ports") or []}
+             for d in docs if d.get("kind") == "Service"}
+    errors = []
+    for route in (d for d in docs if d.get("kind") == "HTTPRoute"):
+        for r_i, rule in enumerate((route.get("spec") or {}).get("rules") or []):
+            for ref in rule.get("backendRefs") or []:
+                if ref.get("group", "") != "" or ref.get("kind", "Service") != "Service":
+                    continue  # another kind of backend (an InferencePool, say) is checked by its own controller
+                ns, name = ref.get("namespace") or _ns(route), ref.get("name")
+                at = f"{_where(route)}: spec.rules[{r_i}].backendRefs[{name}]"
+                if (ns, name) not in ports:
+                    errors.append(f"{at}: Service {name!r} is not rendered in namespace {ns}")
+                elif ref.get("port") not in ports[(ns, name)]:
+                    errors.append(f"{at}: port {ref.get('port')} is not a port of Service {name!r} "
+                                  f"({sorted(ports[(ns, name)])})")
+    return errors
+
+
 def check(docs: Iterable[Mapping[str, Any]], helm_releases: Iterable[Mapping[str, Any]] = (), *,
           external_controllers: Mapping[str, str] | None = None,
           external_objects: Iterable[tuple[str, str, str]] = ()) -> list[str]:
@@ -215,4 +238,4 @@ def check(docs: Iterable[Mapping[str, Any]], helm_releases: Iterable[Mapping[str
     helm_namespaces = {str(r.get("namespace")) for r in releases}
     return (_service_errors(docs, pods) + _monitor_errors(docs, pods, helm_namespaces)
             + _controller_errors(docs, releases, external_controllers or {})
-            + _ref_errors(docs, pods))
+            + _ref_errors(docs, pods) + _route_errors(docs))

@@ -17,6 +17,7 @@ from typing import Any
 from gridready.spec.router import Route
 
 MODEL_HEADER = "X-Gateway-Model-Name"
+OPENAI_SERVICE_ENGINES = ("vllm", "sglang")  # tiers whose stack component makes a `<tier>-openai` Service
 
 
 def backend_service(tier: str) -> str:

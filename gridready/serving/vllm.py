@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from gridready.errors import InvalidInput
+from gridready.serving import weights
 from gridready.serving.topology import Certification, CertifiedNode, TierPlan, common_hcas, rdma_hcas
 from gridready.spec.serving import ServingSpec
 
@@ -101,6 +102,7 @@ def node_env(plan: TierPlan, node: CertifiedNode, serving: ServingSpec) -> dict[
         env["NCCL_IB_HCA"] = "=" + ",".join(hcas)  # "=": exact names, not prefixes
     elif plan.nodes_per_replica > 1:
         env["NCCL_IB_DISABLE"] = "1"
+    env.update(weights.engine_env(plan.tier.model))  # every rank loads the node's pre-downloaded snapshot
     return env
 
 
@@ -273,6 +275,8 @@ def serving_stack_config(
                 "rdma_resource": k.rdma_resource if plan.nodes_per_replica > 1 else None,
                 "env": pod_env(plan, cert, serving),
                 "shm_size": k.shm_size,
+                "model_cache_path": k.model_cache_path,
+                "ephemeral_storage": k.ephemeral_storage,
                 "worker_cpu": k.worker_cpu,
                 "worker_memory": k.worker_memory,
                 "upgrade_strategy": k.upgrade_strategy,

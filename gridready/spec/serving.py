@@ -169,6 +169,12 @@ class KubernetesServing(BaseModel):
     socket_ifname: str = Field("eth0", description="pod interface for NCCL/Gloo bootstrap sockets")
     gpu_product_label: str | None = Field(None, description="nodeSelector nvidia.com/gpu.product, e.g. NVIDIA-H200")
     shm_size: str = Field("64Gi", description="/dev/shm (emptyDir medium Memory) of the worker pods")
+    model_cache_path: str = Field(
+        "/var/lib/gridready/hf", pattern=r"^/[A-Za-z0-9_.@+/-]{0,4095}$",
+        description="node-local Hugging Face cache (hostPath, HF_HOME of the GPU pods): weights download once per node",
+    )
+    ephemeral_storage: str = Field("50Gi", pattern=r"^\d+(Ki|Mi|Gi|Ti)$",
+                                   description="ephemeral-storage request of each GPU pod (torch.compile cache, logs)")
     worker_cpu: str = "32"
     worker_memory: str = "512Gi"
     upgrade_strategy: Literal["None", "NewCluster"] = Field(

@@ -14,7 +14,7 @@ import pulumi_kubernetes as k8s
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-from stacks.serving import sglang, triton
+from stacks.serving import model_cache, sglang, triton
 
 SERVE_PORT = 8000  # Ray Serve's HTTP proxy inside the pods
 TIER_LABEL = "gridready.io/tier"
@@ -47,6 +47,8 @@ class RayServiceTier(BaseModel):
     upgrade_strategy: str = "None"
     initializing_timeout: str = "30m"
     gpu_product_label: str | None = None
+    model_cache_path: str = Field("/var/lib/gridready/hf", description="node-local HF_HOME (hostPath)")
+    ephemeral_storage: str = "50Gi"
 
 
 class ServingConfig(BaseModel):
@@ -60,6 +62,8 @@ class ServingConfig(BaseModel):
     vllm_tiers: list[RayServiceTier] = Field(default_factory=list)
     triton_tiers: list[dict[str, Any]] = Field(default_factory=list, description="opaque to this module")
     sglang_tiers: list[dict[str, Any]] = Field(default_factory=list, description="stacks/serving/sglang.py")
+    router_routes: list[dict[str, Any]] = Field(
+        default_factory=list, description="Gateway API HTTPRoutes of serving.router (gridready/serving/router_k8s.py)")
 
 
 def serve_config(tier: RayServiceTier) -> str:
@@ -120,6 +124,7 @@ class VllmRayService(pulumi.ComponentResource):
                                    "memory": tier.worker_memory}
         if tier.rdma_resource:
             gpu_res[tier.rdma_resource] = 1
+        requests = {**gpu_res, "ephemeral-storage": tier.ephemeral_storage}
         worker = {
             "groupName": "gpu",
             # the autoscaler adds and removes worker pods between the bounds of the Serve replicas, so GPUs go
@@ -138,12 +143,14 @@ class VllmRayService(pulumi.ComponentResource):
                     "containers": [{
                         "name": "ray-worker",
                         "image": tier.image,
-                        "env": env,
-                        "resources": {"requests": dict(gpu_res), "limits": dict(gpu_res)},
+                        "env": [*env, *model_cache.env(tier.model_cache_path)],
+                        "resources": {"requests": requests, "limits": dict(gpu_res)},
                         "securityContext": {"capabilities": {"add": ["IPC_LOCK"]}},
-                        "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
+                        "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"},
+                                         model_cache.mount(tier.model_cache_path)],
                     }],
-                    "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": tier.shm_size}}],
+                    "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": tier.shm_size}},
+                                model_cache.volume(tier.model_cache_path)],
                 },
             },
         }
@@ -209,6 +216,11 @@ class ServingTiers(pulumi.ComponentResource):
         self.triton = [build_triton(t, config.namespace, config.hf_token_secret, self) for t in config.triton_tiers]
         self.sglang = [sglang.build_tier(t, namespace=config.namespace, hf_secret=config.hf_token_secret, opts=after)
                        for t in config.sglang_tiers]
+        services = [c.service for c in self.vllm]
+        self.routes = [k8s.apiextensions.CustomResource(
+            f"route-{doc['metadata']['name']}", api_version=doc["apiVersion"], kind=doc["kind"],
+            metadata=doc["metadata"], spec=doc["spec"],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=services)) for doc in config.router_routes]
         self.endpoints = {t.name: c.endpoint for t, c in zip(config.vllm_tiers, self.vllm, strict=True)}
         self.endpoints.update({c.tier_name: c.endpoint for c in self.sglang})
         self.register_outputs({"endpoints": self.endpoints})

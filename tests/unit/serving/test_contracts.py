@@ -15,7 +15,7 @@ from gridready.artifacts import RunContext
 from gridready.contracts import CertifySummary, ServeSummary
 from gridready.errors import InvalidInput
 from gridready.exitcodes import ExitCode
-from gridready.stages import bench, serve
+from gridready.stages import bench, serve, serve_deploy
 from tests.summaries import HCAS, certification
 from tests.unit.serving.conftest import vllm_tier
 
@@ -80,7 +80,7 @@ def test_serve_records_its_endpoints_and_bench_reads_them(make_inv, monkeypatch)
     inv = make_inv(1)
     path, _ = certification(inv, ["gpu01"])
     root = path.parents[3]
-    monkeypatch.setattr(serve, "_hosts", lambda *a, **k: ("success", ExitCode.OK))
+    monkeypatch.setattr(serve_deploy, "hosts", lambda *a, **k: ("success", ExitCode.OK))
     served = serve.run(inv, _ctx(root))
     assert served.exit_code == 0
     (ep,) = contracts.latest(root, "acme", ServeSummary)[1].endpoints
