@@ -117,7 +117,10 @@ def test_dcgm_role_installs_the_plugins_on_a_host_that_has_dcgm4_without_them(re
     dcgm = packages.DCGM
     root = AptRoot.create(tmp_path / "root", repo, [status_stanza("gridready-sim-common", packages.SIM),
                                                    status_stanza("datacenter-gpu-manager-4-core", dcgm),
-                                                   status_stanza("datacenter-gpu-manager-4-cuda13", dcgm)])
+                                                   status_stanza("datacenter-gpu-manager-4-cuda13", dcgm, fields=(
+                                                       f"Depends: datacenter-gpu-manager-4-core (= {dcgm})\n"
+                                                       "Recommends: datacenter-gpu-manager-4-proprietary-cuda13 "
+                                                       f"(= {dcgm})\n"))])
     assert root.update().returncode == 0
     assert "Inst datacenter-gpu-manager-4-proprietary" not in root.simulate("datacenter-gpu-manager-4-cuda13").stdout
     wanted = ast.literal_eval(role_vars("gridready_dcgm", "Debian-12")["__gridready_dcgm_packages"])
