@@ -298,4 +298,5 @@ def serving_stack_config(
                 "gpu_product_label": k.gpu_product_label,
             })
     return {"customer": customer, "namespace": k.namespace, "hf_token_secret": k.hf_token_secret,
+            "clients": list(serving.firewall_clients), "client_namespaces": list(k.client_namespaces),
             "vllm_tiers": vllm_tiers, "triton_tiers": triton_tiers}

@@ -83,7 +83,8 @@ def hosts(inv: Inventory, ctx: RunContext, cert: Certification, plans: list[Tier
 
 
 def _secrets(inv: Inventory) -> dict[str, str]:
-    """kubeconfig from serving.kubeconfig (relative to the inventory), the HF token from the customer's vault."""
+    """kubeconfig from serving.kubeconfig (relative to the inventory); the HF token and the vLLM API key from the
+    customer's vault (the key generated there when absent): Pulumi secret config, never the plain stack config."""
     path = Path(inv.spec.serving.kubeconfig or "")
     path = path if path.is_absolute() else inv.path / path
     try:
@@ -91,7 +92,8 @@ def _secrets(inv: Inventory) -> dict[str, str]:
     except OSError as err:
         raise InvalidInput(f"{topology.cluster_file(inv)}: serving.kubeconfig: cannot read {path}: "
                            f"{err.strerror}") from err
-    return {"kubeconfig": kubeconfig, "hfToken": vault.hf_token(inv.customer, inv.path)}
+    return {"kubeconfig": kubeconfig, "hfToken": vault.hf_token(inv.customer, inv.path),
+            "vllmApiKey": vault.ensure_api_key(inv.customer, inv.path)}
 
 
 def kubernetes(inv: Inventory, ctx: RunContext, cert: Certification, plans: list[TierPlan],

@@ -69,10 +69,17 @@ def test_kubernetes_target_with_the_cli_goes_through_the_automation_api(make_inv
                                                                        tmp_path):
     calls = []
     tokens = []
+    secrets_seen: dict[str, dict[str, str]] = {}
+    configs_seen: dict[str, dict[str, Any]] = {}
+
+    def up(stack, customer, config, secrets, state, preview):
+        secrets_seen[stack], configs_seen[stack] = secrets, config
+        calls.append((stack, customer, sorted(secrets), preview))
+        tokens.append(secrets.get("hfToken"))
+        return {"ok": stack}
+
     monkeypatch.setattr(serve_deploy.gpulumi, "cli_available", lambda: True)
-    monkeypatch.setattr(serve_deploy.gpulumi, "up", lambda stack, customer, config, secrets, state, preview:
-                        calls.append((stack, customer, sorted(secrets), preview))
-                        or tokens.append(secrets.get("hfToken")) or {"ok": stack})
+    monkeypatch.setattr(serve_deploy.gpulumi, "up", up)
     monkeypatch.setenv("GRIDREADY_HF_TOKEN", "hf_from_the_environment")  # not a source: the vault only
     inv = make_inv(1, target="kubernetes")
     (inv.path / "kubeconfig.yml").write_text("apiVersion: v1\nkind: Config\n")
@@ -80,9 +87,14 @@ def test_kubernetes_target_with_the_cli_goes_through_the_automation_api(make_inv
     root = write_certify(inv, ["gpu01"])
     result = serve.run(inv, _ctx(root))
     assert result.exit_code == 0, result.messages
-    assert calls == [("platform", "acme", ["kubeconfig"], False), ("serving", "acme", ["hfToken", "kubeconfig"],
-                                                                   False)]
+    assert calls == [("platform", "acme", ["kubeconfig"], False),
+                     ("serving", "acme", ["hfToken", "kubeconfig", "vllmApiKey"], False)]
     assert tokens == [None, "hf_fromthevault"]  # a Pulumi secret config value of the serving stack only
+    # the vLLM API key comes from the customer's vault (made there on first use) as Pulumi secret config; the
+    # stack config (plain) never holds it
+    key = vault.read(inv.customer, inv.path)[vault.API_KEY_VAR]
+    assert len(key) >= 32 and secrets_seen["serving"]["vllmApiKey"] == key
+    assert key not in json.dumps(configs_seen["serving"])
 
 
 def _fake_playbook(captured: dict[str, Any], changed: int = 0):
@@ -178,7 +190,7 @@ def test_plan_view_for_hosts_and_kubernetes(make_inv, write_certify):
     assert view["hosts"]["gpu02"]["role"] == "worker"
     assert view["tiers"][0]["args"][:2] == ["serve", "meta-llama/Llama-3.3-70B-Instruct"]
     k8s = serve.render(make_inv(2, target="kubernetes"), _ctx(root))
-    assert k8s["manifests"]["counts"]["serving"]["manifests"] == 3
+    assert k8s["manifests"]["counts"]["serving"]["manifests"] == 5  # 2 Secrets, RayService, Service, NetworkPolicy
 
 
 def test_plan_view_without_certification(make_inv, tmp_path):

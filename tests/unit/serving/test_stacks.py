@@ -106,7 +106,7 @@ def test_services_and_secret(k8s):
 
 def test_every_rendered_manifest_validates(k8s):
     docs = k8s["platform"].manifests + k8s["serving"].manifests
-    assert len(docs) == 11
+    assert len(docs) == 13  # with the vLLM API key Secret and the tier's NetworkPolicy
     assert manifests.validate(docs) == []
 
 
@@ -118,7 +118,7 @@ def test_numbers_come_back_as_ints(k8s):
 @pulumi.runtime.test
 def test_components_expose_outputs_under_plain_mocks():
     """The component classes themselves, the way pulumi's testing guide does it (outputs via apply)."""
-    from stacks.serving.program import RayServiceTier, VllmRayService
+    from gridready.stacks.serving.program import RayServiceTier, VllmRayService
 
     class Mocks(pulumi.runtime.Mocks):
         def new_resource(self, args):
@@ -132,7 +132,7 @@ def test_components_expose_outputs_under_plain_mocks():
                           ray_version="2.60.0", port=8000, accelerator_type="H200",
                           llm_config={"model_loading_config": {"model_id": "m"}}, worker_replicas=1,
                           gpus_per_node=8)
-    comp = VllmRayService("t1", tier, "ns", "hf-token")
+    comp = VllmRayService("t1", tier, "ns", "hf-token", "vllm-api-key")
 
     def check(args):
         endpoint, spec = args
