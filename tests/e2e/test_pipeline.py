@@ -10,9 +10,13 @@ import json
 import os
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 
 import pytest
+import yaml
+
+from gridready import vault
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.sandbox, pytest.mark.slow]
@@ -74,6 +78,33 @@ def test_serve_runs_both_tiers_on_certified_nodes_and_records_a_decision(pipelin
     assert json.loads(decision.read_text())["winner"] in heads
 
 
+def _router_on(fleet) -> bool:
+    return bool(yaml.safe_load((fleet.inventory / "cluster.yml").read_text())["serving"].get("router", {})
+                .get("enabled"))
+
+
+def test_both_tiers_answer_behind_one_router_endpoint_with_its_added_latency(pipeline):
+    fleet, artifacts, _ = pipeline
+    if not _router_on(fleet):
+        pytest.skip("inventories/sandbox: serving.router.enabled is false (docs/layer3.md)")
+    (run,) = _summaries(artifacts).values()
+    routed = run["serve"]["data"]["router"]
+    assert routed["routes"] == ["llama-3.1-8b", "llama-3.1-8b-trt"]
+    overhead = routed["overhead"]
+    assert overhead["direct"]["errors"] == 0 and overhead["routed"]["errors"] == 0
+    assert overhead["routed"]["p50_ms"] > 0 and overhead["direct"]["p50_ms"] > 0
+    assert overhead["added_p99_ms"] == round(overhead["routed"]["p99_ms"] - overhead["direct"]["p99_ms"], 2)
+    key = vault.read(fleet.name, fleet.inventory)["vault_gridready_router_key_sandbox"]
+    for model in routed["routes"]:  # each tier answers by its served name on the one endpoint
+        req = urllib.request.Request(
+            routed["url"] + "/v1/chat/completions", method="POST",
+            data=json.dumps({"model": model, "messages": [{"role": "user", "content": "hi"}],
+                             "max_tokens": 4}).encode(),
+            headers={"Content-Type": "application/json", "Authorization": f"Bearer {key}"})
+        with urllib.request.urlopen(req, timeout=120) as resp:
+            assert resp.status == 200 and json.loads(resp.read())["choices"][0]["message"]["content"]
+
+
 def test_check_mode_afterwards_changes_nothing(pipeline):
     fleet, artifacts, _ = pipeline
     again = _invoke(fleet.inventory, artifacts, "provision", "certify", "serve", check=True)
@@ -92,3 +123,7 @@ def test_a_slo_set_too_tight_fails_invoke_bench_with_exit_3_naming_the_slo(pipel
     bench = _invoke(fleet.inventory, artifacts, "bench")
     assert bench.returncode == 3, bench.stderr[-4000:]
     assert "ttft_ms_p99" in bench.stderr
+    if _router_on(fleet):
+        (summary,) = [s["bench"] for s in _summaries(artifacts).values() if "bench" in s]
+        assert summary["data"]["router"]["overhead"]["routed"]["errors"] == 0  # invoke bench measures through it
+        assert "router adds p50" in bench.stderr
