@@ -7,7 +7,8 @@ mode=check (on a node, read-only): a snapshot of the live state the provision ro
   watched paths; the enablement and activity of the watched units; the live value of each sysctl and the presence
   of each module that the watched drop-ins name) in one call, compared with the snapshot and the per-role input
   digests recorded after the last converged run. Returns `pending` (the roles to run), `differences` (what
-  changed, one line each) and `reports` (the roles' recorded facts, for the roles that do not run).
+  changed, one line each), `reports` (the roles' recorded facts, for the roles that do not run) and `inputs` (the
+  digests compared, for mode=record after the roles ran).
 mode=record (on a node, after the roles ran): write that record. It is gridready's own bookkeeping, like the
   fact cache, so it never counts as a change; in check mode nothing is written.
 Module API: https://docs.ansible.com/ansible/latest/dev_guide/developing_program_flow_modules.html
@@ -236,13 +237,13 @@ def main() -> None:
         state = {}
     if state.get("schema") != STATE_SCHEMA:
         module.exit_json(changed=False, pending=sorted(inputs), differences=["no converged run recorded"],
-                         reports={})
+                         reports={}, inputs=inputs)
     diffs = differences(state.get("live", {}), snap)
     old_inputs = state.get("inputs", {})
     changed_inputs = [r for r in inputs if old_inputs.get(r) != inputs[r]]
     pending = sorted(inputs) if diffs else changed_inputs
     diffs += [f"inputs of {r} changed" for r in changed_inputs]
-    module.exit_json(changed=False, pending=pending, differences=diffs,
+    module.exit_json(changed=False, pending=pending, differences=diffs, inputs=inputs,
                      reports=reports(p["facts_dir"], [r for r in inputs if r not in pending]))
 
 
