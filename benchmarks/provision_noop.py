@@ -21,6 +21,7 @@ import argparse
 import json
 import os
 import resource
+import signal
 import subprocess
 import sys
 import tempfile
@@ -137,6 +138,8 @@ def main() -> int:
                     help="one fleet of the largest size; each size runs on its first hosts (--limit)")
     ap.add_argument("--extra", help="extra vars (JSON) for every run")
     args = ap.parse_args()
+    # a timeout's SIGTERM unwinds like Ctrl-C, so the fleets this run started are torn down
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(124))
     if args.extra:
         EXTRA.extend(["-e", args.extra])
     given = None

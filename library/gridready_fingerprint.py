@@ -1,7 +1,6 @@
 #!/usr/bin/python
 """gridready_fingerprint: the converged fast path of playbooks/provision.yml (docs/provision.md, "Re-runs").
 
-mode=tree (on the controller): a digest of each named file tree (the roles' code).
 mode=check (on a node, read-only): a snapshot of the live state the provision roles manage (every installed
   package with its version and dpkg selection, hold included; the content, mode and owner of every file under the
   watched paths; the enablement and activity of the watched units; the live value of each sysctl and the presence
@@ -30,9 +29,7 @@ module: gridready_fingerprint
 short_description: Record and compare the converged state of the provision roles
 description: See the module docstring; docs/provision.md explains the fast path.
 options:
-  mode: {type: str, required: true, choices: [tree, check, record]}
-  roots: {type: dict, description: "mode=tree: name -> a file tree to digest"}
-  common: {type: list, elements: path, description: "mode=tree: files digested into every name's digest"}
+  mode: {type: str, required: true, choices: [check, record]}
   inputs: {type: dict, description: "role -> digest of its inputs (code, variables)"}
   state_file: {type: path, default: /var/lib/gridready/converged.json}
   facts_dir: {type: path, default: /etc/gridready/facts.d}
@@ -184,28 +181,10 @@ def reports(facts_dir: str, roles: list[str]) -> dict[str, object]:
     return out
 
 
-def tree_digests(roots: dict[str, str], common: list[str]) -> dict[str, str]:
-    out = {}
-    for name, root_of_name in roots.items():
-        h = hashlib.sha256()
-        for root in [root_of_name, *common]:
-            for path in _walk(root) if os.path.lexists(root) else []:
-                if "__pycache__" in path:
-                    continue
-                h.update(path.encode() + b"\0")
-                if os.path.isfile(path) and not os.path.islink(path):
-                    with open(path, "rb") as fh:
-                        h.update(_sha(fh.read()).encode())
-        out[name] = h.hexdigest()
-    return out
-
-
 def main() -> None:
     module = AnsibleModule(
         argument_spec={
-            "mode": {"type": "str", "required": True, "choices": ["tree", "check", "record"]},
-            "roots": {"type": "dict", "default": {}},
-            "common": {"type": "list", "elements": "path", "default": []},
+            "mode": {"type": "str", "required": True, "choices": ["check", "record"]},
             "inputs": {"type": "dict", "default": {}},
             "state_file": {"type": "path", "default": "/var/lib/gridready/converged.json"},
             "facts_dir": {"type": "path", "default": "/etc/gridready/facts.d"},
@@ -218,8 +197,6 @@ def main() -> None:
         supports_check_mode=True,
     )
     p = module.params
-    if p["mode"] == "tree":
-        module.exit_json(changed=False, digests=tree_digests(p["roots"], p["common"]))
     inputs = {k: str(v) for k, v in p["inputs"].items()}
     snap = snapshot(module)
     if p["mode"] == "record":
