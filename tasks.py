@@ -74,12 +74,18 @@ def certify(c: Context, check: bool = False, limit: str | None = None, force: bo
 
 
 @task(pre=[validate], help={**_pick("check", "limit", "json"),
-                            "render": "write the Kubernetes manifests only (no cluster needed)"})
+                            "render": "write the Kubernetes manifests only (no cluster needed)",
+                            "canary": "roll this tier out through the router: split, observe its SLOs, promote or "
+                                      "roll back (exit 3)",
+                            "weight": "the canary's share of its route in % (1..99, default 10)"})
 @cli.guarded
 def serve(c: Context, check: bool = False, limit: str | None = None, render: bool = False,
-          json: bool = False) -> None:
+          json: bool = False, canary: str | None = None, weight: str | None = None) -> None:
     """Deploy the serving tiers on certified nodes, then readiness, smoke, benchmark and SLO gate."""
-    _stage(c, "serve", check=check, limit=limit, render=render, json=json)
+    from gridready.stages import serve_canary
+
+    pct = serve_canary.check_flags(_inv(c), canary, weight)
+    _stage(c, "serve", check=check, limit=limit, render=render, json=json, canary=canary, canary_weight=pct)
 
 
 @task(pre=[validate], help=_pick("json"))

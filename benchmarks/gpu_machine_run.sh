@@ -34,4 +34,4 @@ python3 benchmarks/probe_vs_best.py --profile quick --out "$OUT/probe_vs_best.js
   --raw-dir /tmp/raw >/dev/null; echo "probe_vs_best: exit $?" | tee -a "$OUT/machine.txt"
 nvidia-smi -q -x >/tmp/raw/nvidia-smi-q-x.xml
 tar czf "$OUT/raw.tgz" -C /tmp/raw .  # nccl-tests build log and outputs, the -q -x capture
-python3 -m pytest -p no:cacheprovider -m gpu tests/gpu -q -rs 2>&1 | tee "$OUT/pytest-gpu.txt" | tail -5
+python3 -m pytest -p no:cacheprovider -o addopts="--strict-markers" -m gpu tests/gpu -q -rs 2>&1 | tee "$OUT/pytest-gpu.txt" | tail -5

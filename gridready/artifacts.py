@@ -75,6 +75,8 @@ class RunContext:
     force: bool = False
     json: bool = False
     render: bool = False
+    canary: str | None = None  # serve: the tier `invoke serve --canary` rolls out through the router
+    canary_weight: int = 10  # serve: the canary's share of its route, %
 
     @property
     def run_dir(self) -> Path:

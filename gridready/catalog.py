@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 Collective = Literal["all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv"]
 COLLECTIVES: tuple[str, ...] = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv")
+P2P_COLLECTIVES: tuple[str, ...] = ("alltoall", "sendrecv")  # point-to-point: NCCL's algorithm choice does not apply
 
 
 class NcclFloor(BaseModel):
@@ -98,8 +99,11 @@ class Sku(BaseModel):
         return ", ".join(s.label for s in self.shapes)
 
     def nccl_floor(self, gpus: int, algo: str, collective: str = "all_reduce") -> NcclFloor | None:
-        """The floor for exactly this collective, GPU count and algorithm, else the nearest smaller count."""
-        matches = [f for f in self.nccl_floors if f.algo == algo and f.gpus <= gpus and f.collective == collective]
+        """The floor for exactly this collective, GPU count and algorithm, else the nearest smaller count; the
+        point-to-point collectives (alltoall, sendrecv) take their floor whatever the algorithm."""
+        p2p = collective in P2P_COLLECTIVES
+        matches = [f for f in self.nccl_floors
+                   if (p2p or f.algo == algo) and f.gpus <= gpus and f.collective == collective]
         return max(matches, key=lambda f: f.gpus) if matches else None
 
 
@@ -112,14 +116,42 @@ _GEN5_X16_GBPS = 63.0  # PCIe 5.0: 32 GT/s x 16 lanes x 128/130 = 63 GB/s one di
 # The other collectives, 2 GPUs, ring, NVLS off: busbw peaks of nccl-tests 2.19.6 on the lent 2 x H200 VM (issue 17,
 # "measured busbw differs by collective": all_gather ~313, reduce_scatter ~296, sendrecv ~366 GB/s; issue 21 re-measures
 # them with the probe's -q -x capture); floors 90% of the reference, as for all_reduce. busbw factors per collective:
-# ANCH 3.2 / nccl-tests doc/PERFORMANCE.md (all_gather, reduce_scatter, alltoall (n-1)/n; sendrecv 1). alltoall has
-# no measurement yet: no floor, its gate asks for certification.floors.nccl_collectives_gbps.alltoall.
+# ANCH 3.2 / nccl-tests doc/PERFORMANCE.md (all_gather, reduce_scatter, alltoall (n-1)/n; sendrecv 1).
+# 8 GPUs (ML-ENG-8): all_gather 361.4, reduce_scatter 362.9 GB/s on 8 x H200, nccl-tests `-b 16G -e 16G -g 8` with
+# NCCL's default (NVLS allowed); NCCL ran them on its Ring path, NVLS being an all-reduce algorithm there, so the
+# figure holds for both `nccl.algo` settings. alltoall, 8 GPUs: 320 GB/s busbw on NVLink4 (H100) (GTC25-A2A); H200
+# sits on the same NVLink4 NVSwitch baseboard (AIE-NVS). sendrecv, 8 GPUs: "effective NVLink bandwidth of 370GB/s,
+# which you can observe as BusBw when running non-allreduce operations" on 8 x H100 (NCCL maintainer, NT-212).
+# alltoall and sendrecv are point-to-point (nccl-tests src/alltoall.cu: ncclAlltoAll or grouped ncclSend/ncclRecv;
+# src/sendrecv.cu: ncclSend/ncclRecv), so NCCL's collective algorithm (Ring, NVLS) does not apply to them
+# (doc/PERFORMANCE.md: the busbw factor is "independent of the algorithm used ... as long as they use point-to-point
+# operations"): their floors serve every `nccl.algo` (Sku.nccl_floor).
+# No credible public alltoall figure for 2 or 4 GPUs (the one public 4 x H100 alltoall_perf output, NCCL-2169, is an
+# open performance question, not a reference): those counts have no alltoall floor and the gate asks for one
+# (certification.floors.nccl_collectives_gbps.alltoall).
+#   ML-ENG-8  stas00/ml-engineering network/README.md "NVLink SHARP" table (8 x H200, nccl-tests, 16 GiB),
+#             https://github.com/stas00/ml-engineering/blob/master/network/README.md
+#   GTC25-A2A NVIDIA GTC 2025 session S72583, slide "All-to-all Communication Bandwidth": "NCCL Tests Alltoall Bus
+#             Bandwidth in GB/s, 8 GPUs", NVLink4 (H100) 320, https://www.nvidia.com/en-us/on-demand/session/gtc25-s72583/
+#             (the slide is reproduced in ml-engineering network/images/all-to-all-bw-2025.png)
+#   NT-212    NVIDIA/nccl-tests issue 212 "H100 all reduce performance is poor", sjeaugey's answer,
+#             https://github.com/NVIDIA/nccl-tests/issues/212
+#   NCCL-2169 https://github.com/NVIDIA/nccl/issues/2169 "alltoall throughput drops sharply above 512 MB message size"
 _ISSUE17 = "2 x H200 nccl-tests 2.19.6 busbw peak (issue 17)"
+_ML_ENG_8 = "8 x H200 nccl-tests 16 GiB busbw (ml-engineering network/README.md)"
+_GTC25_A2A = "8 x H100 NCCL Tests alltoall busbw (NVIDIA GTC25 S72583)"
+_NT_212 = "8 x H100 non-allreduce busbw (NCCL maintainer, nccl-tests issue 212)"
 _NVLINK4_NCCL = (
     NcclFloor(gpus=2, algo="ring", collective="all_gather", floor_gbps=282.0, reference_gbps=313.0, source=_ISSUE17),
     NcclFloor(gpus=2, algo="ring", collective="reduce_scatter", floor_gbps=266.0, reference_gbps=296.0,
               source=_ISSUE17),
     NcclFloor(gpus=2, algo="ring", collective="sendrecv", floor_gbps=329.0, reference_gbps=366.0, source=_ISSUE17),
+    *(NcclFloor(gpus=8, algo=algo, collective="all_gather", floor_gbps=325.0, reference_gbps=361.4, source=_ML_ENG_8)
+      for algo in ("ring", "nvls")),
+    *(NcclFloor(gpus=8, algo=algo, collective="reduce_scatter", floor_gbps=327.0, reference_gbps=362.9,
+                source=_ML_ENG_8) for algo in ("ring", "nvls")),
+    NcclFloor(gpus=8, algo="ring", collective="alltoall", floor_gbps=288.0, reference_gbps=320.0, source=_GTC25_A2A),
+    NcclFloor(gpus=8, algo="ring", collective="sendrecv", floor_gbps=333.0, reference_gbps=370.0, source=_NT_212),
     NcclFloor(gpus=2, algo="ring", floor_gbps=312.0, reference_gbps=347.0),
     NcclFloor(gpus=4, algo="ring", floor_gbps=320.0, reference_gbps=356.0),  # interpolated 2..8 GPUs (derived)
     NcclFloor(gpus=8, algo="ring", floor_gbps=330.0, reference_gbps=367.0),

@@ -1,6 +1,9 @@
 """A cluster.yml node group from what the node probe read on a host (`invoke discover`): SKU from the PCI device id,
 GPU count, platform (NVIDIA's own `gpu_virtualization_mode`: Pass-Through in a VM), NVSwitch presence (a fabric
 state other than N/A), NICs with kind, rate and netdev from the RDMA sysfs class, OS from /etc/os-release.
+A host without the NVIDIA driver (the state `invoke provision` starts from) has no nvidia-smi: then the GPUs are
+the NVIDIA display-class functions of PCI sysfs (device id, count), NVSwitches its NVIDIA bridge functions, and the
+platform the CPU's hypervisor flag (a VM reads `hypervisor` in /proc/cpuinfo).
 Pure: probe document in, node group (validated by the spec's NodeGroup) out; DiscoveryError says what is missing."""
 
 from __future__ import annotations
@@ -33,27 +36,45 @@ def _nics(doc: dict[str, Any]) -> list[dict[str, Any]]:
     return nics
 
 
-def node_group(doc: dict[str, Any], name: str = "discovered") -> dict[str, Any]:
-    q = (doc.get("nvidia_smi") or {}).get("q") or {}
-    gpus = q.get("gpus") or []
-    if not gpus:
-        raise DiscoveryError("no GPU read (nvidia-smi -q -x / -q gave nothing): is the NVIDIA driver loaded?")
-    ids = sorted({str(g.get("device_id")) for g in gpus})
-    if len(ids) != 1:
-        raise DiscoveryError(f"GPUs of different PCI device ids on one host: {', '.join(ids)}")
-    sku = catalog.lookup(ids[0])
-    if sku is None:
-        raise DiscoveryError(f"PCI device id {ids[0]} is not in the catalog (known: {', '.join(catalog.known_keys())})")
+def _from_driver(gpus: list[dict[str, Any]]) -> tuple[list[str], str | None, bool, str]:
+    """(device ids, platform, NVSwitch present, evidence) from nvidia-smi's view of the GPUs."""
     modes = {str(g.get("virtualization_mode") or "None") for g in gpus}
     platform = "passthrough" if modes == {"Pass-Through"} else "baremetal" if modes <= {"None"} else None
     if platform is None:
         raise DiscoveryError(f"GPU virtualization mode {', '.join(sorted(modes))}: only bare metal and passthrough")
     nvswitch = any((g.get("fabric") or {}).get("state") not in (None, "N/A") for g in gpus)
-    shape = sku.shape(len(gpus), platform)
+    return [str(g.get("device_id")) for g in gpus], platform, nvswitch, "fabric state"
+
+
+def _from_pci(system: dict[str, Any]) -> tuple[list[str], str | None, bool, str]:
+    """(device ids, platform, NVSwitch present, evidence) from PCI sysfs and the CPU flags: no driver needed."""
+    eps = system.get("pcie_endpoints") or []
+    ids = [str(e.get("device")) for e in eps if e.get("kind") == "gpu"]
+    if not ids:
+        raise DiscoveryError("no GPU read (no nvidia-smi, no NVIDIA GPU function in PCI sysfs)")
+    hyper = system.get("cpu_hypervisor")
+    if hyper is None:
+        raise DiscoveryError("no NVIDIA driver to read gpu_virtualization_mode and /proc/cpuinfo unreadable: bare "
+                             "metal or VM is unknown (install the driver, or write platform: by hand)")
+    nvswitch = any(e.get("kind") == "nvswitch" for e in eps)
+    return ids, "passthrough" if hyper else "baremetal", nvswitch, "NVSwitch PCI functions"
+
+
+def node_group(doc: dict[str, Any], name: str = "discovered") -> dict[str, Any]:
+    gpus = ((doc.get("nvidia_smi") or {}).get("q") or {}).get("gpus") or []
+    ids, platform, nvswitch, evidence = _from_driver(gpus) if gpus else _from_pci(doc.get("system") or {})
+    distinct = sorted(set(ids))
+    if len(distinct) != 1:
+        raise DiscoveryError(f"GPUs of different PCI device ids on one host: {', '.join(distinct)}")
+    sku = catalog.lookup(distinct[0])
+    if sku is None:
+        raise DiscoveryError(f"PCI device id {distinct[0]} is not in the catalog (known: "
+                             f"{', '.join(catalog.known_keys())})")
+    shape = sku.shape(len(ids), platform)
     if shape is None:
-        raise DiscoveryError(f"{len(gpus)} x {sku.name} {platform} is not a catalog shape ({sku.shape_names()})")
+        raise DiscoveryError(f"{len(ids)} x {sku.name} {platform} is not a catalog shape ({sku.shape_names()})")
     if shape.nvswitch != nvswitch:
-        raise DiscoveryError(f"NVSwitch {'present' if nvswitch else 'absent'} (fabric state), but a {shape.label} "
+        raise DiscoveryError(f"NVSwitch {'present' if nvswitch else 'absent'} ({evidence}), but a {shape.label} "
                              f"{sku.name} node has {'one' if shape.nvswitch else 'none'}: check the fabric manager")
     osr = doc.get("os") or {}
     os_name = OS_NAMES.get((osr.get("id", ""), osr.get("version_id", "")))
@@ -61,7 +82,7 @@ def node_group(doc: dict[str, Any], name: str = "discovered") -> dict[str, Any]:
         raise DiscoveryError(f"OS {osr.get('id')} {osr.get('version_id')} is not supported "
                              f"({', '.join(OS_NAMES.values())})")
     nics = _nics(doc)
-    group = {"name": name, "sku": sku.name, "gpus_per_node": len(gpus), "platform": platform, "os": os_name,
+    group = {"name": name, "sku": sku.name, "gpus_per_node": len(ids), "platform": platform, "os": os_name,
              "nics": nics, "gpudirect_rdma": bool(nics)}
     NodeGroup.model_validate(group)
     return group

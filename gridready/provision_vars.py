@@ -57,4 +57,7 @@ def role_vars(spec: ClusterSpec, node_group: NodeGroup) -> dict[str, Any]:
         out["gridready_rdma_doca_version"] = pins.doca_ofed
     if pins.package_mirror:
         out["gridready_nvidia_driver_repo_url"] = pins.package_mirror
+    if pins.package_mirror_key_fingerprint:
+        pin = pins.package_mirror_key_fingerprint
+        out["gridready_nvidia_driver_repo_key_fingerprint"] = pin.replace(" ", "").upper()
     return out

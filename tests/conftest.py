@@ -1,10 +1,11 @@
 """Shared fixtures. The sandbox fleet (`fleet`, `make_fleet`): gridready/sandbox/pytest_plugin.py, docs/sandbox.md."""
 
+import importlib.util
 import os
 
 import pytest
 
-from gridready.sandbox.pytest_plugin import fleet, make_fleet  # noqa: F401
+from gridready.sandbox.pytest_plugin import fleet, make_fleet, make_module_fleet  # noqa: F401
 
 
 @pytest.fixture(scope="session")
@@ -26,3 +27,39 @@ def vault_password(vault_password_file):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("GRIDREADY_VAULT_PASSWORD_FILE", str(vault_password_file))
         yield
+
+
+# Tests that boot or reach sandbox hosts, use a GPU or run the real router live under these directories. Under
+# pytest-xdist (`-n 2`, the default addopts) they form one work unit, run on one worker in file order: fleets are
+# shared within a worker and such tests must not race each other. The pure tests (unit, simulator, lint) are spread
+# one by one over the workers meanwhile.
+SERIAL_DIRS = ("tests/e2e/", "tests/gpu/", "tests/roles/", "tests/router/", "tests/sandbox/")
+_FLEET_FIXTURES = {"fleet", "make_fleet", "make_module_fleet"}
+
+
+def _serial(nodeid: str) -> bool:
+    return nodeid.startswith(SERIAL_DIRS)
+
+
+if importlib.util.find_spec("xdist"):  # a GPU machine runs its tests without it (benchmarks/gpu_machine_run.sh)
+
+    def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+        """xdist's own `--dist loadgroup` cannot mark groups under pytest 9.2 (it rewrites `item._nodeid`, which
+        pytest no longer reads), so the grouping is by directory, in a scheduler of its load-by-scope kind."""
+        from xdist.scheduler import LoadScopeScheduling
+
+        class SerialFleetScheduling(LoadScopeScheduling):
+            def _split_scope(self, nodeid: str) -> str:
+                return "serial" if _serial(nodeid) else nodeid
+
+        return SerialFleetScheduling(config, log)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A test that needs the serial worker must live in one of SERIAL_DIRS; otherwise it could race a fleet."""
+    stray = [item.nodeid for item in items if not _serial(item.nodeid) and (
+        item.get_closest_marker("sandbox") or item.get_closest_marker("gpu")
+        or _FLEET_FIXTURES & set(getattr(item, "fixturenames", ())))]
+    if stray:
+        raise pytest.UsageError(f"{stray[0]}: uses sandbox hosts or a GPU outside {', '.join(SERIAL_DIRS)}; "
+                                "move it there (tests/conftest.py: SERIAL_DIRS)")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gridready.catalog import P2P_COLLECTIVES
 from gridready.certify.expectations import Expectations
 from gridready.certify.result import Expected, GateResult, GateStatus
 from gridready.probe.nccl_tests import validated_busbw
@@ -63,7 +64,8 @@ def _expected(exp: Expectations, collective: str) -> Expected | None:
     cat = exp.sku.nccl_floor(exp.gpus, ns.algo, collective)
     if cat is None:
         return None
-    return Expected(floor=cat.floor_gbps, source=f"catalog: {exp.sku.name} {cat.gpus} GPUs {cat.algo} {collective}"
+    algo = "p2p" if collective in P2P_COLLECTIVES else cat.algo
+    return Expected(floor=cat.floor_gbps, source=f"catalog: {exp.sku.name} {cat.gpus} GPUs {algo} {collective}"
                     + (f" ({cat.source}, {cat.reference_gbps:g} GB/s measured)" if cat.source else ""))
 
 

@@ -1,7 +1,9 @@
-"""sysfs / procfs collectors: PCIe endpoint links of GPUs and NICs, IOMMU groups, kernel cmdline, modules.
+"""sysfs / procfs collectors: PCIe endpoint links of GPUs and NICs, IOMMU groups, kernel cmdline, modules, the
+CPU's hypervisor flag.
 
-Only ENDPOINTS are read (GPUs: vendor 0x10de class 0x03xx; NICs: class 0x02xx). Switch and root ports are never
-compared: a switch port that trains below its capability because its endpoint is slower is benign.
+Only ENDPOINTS are read (GPUs: vendor 0x10de class 0x03xx; NICs: class 0x02xx; NVSwitches are listed, never
+judged). Switch and root ports are never compared: a switch port that trains below its capability because its
+endpoint is slower is benign.
 """
 
 from __future__ import annotations
@@ -33,11 +35,17 @@ def _int(text: str | None, base: int = 10) -> int | None:
 
 
 def endpoint_kind(vendor: int | None, pci_class: int | None) -> str | None:
+    """gpu (NVIDIA, display class 0x03), nic (network class 0x02) or nvswitch: an NVIDIA function of class 0x0680
+    ("Bridge", other), as each of the four NVSwitches of an HGX H100 board reads in `lspci -vvv` (`83:00.0 Bridge:
+    NVIDIA Corporation Device 22a3`, public capture: leptonai/gpud pkg/pci/testdata/lspci-vvv); its link is not
+    judged."""
     if pci_class is None:
         return None
     base = pci_class >> 16
     if vendor == 0x10DE and base == 0x03:
         return "gpu"
+    if vendor == 0x10DE and pci_class >> 8 == 0x0680:
+        return "nvswitch"
     if base == 0x02:
         return "nic"
     return None
@@ -111,6 +119,17 @@ def cmdline() -> str | None:
 def modules() -> list[str] | None:
     t = read_text(os.path.join(proc_root(), "modules"))
     return None if t is None else sorted({ln.split()[0] for ln in t.splitlines() if ln.strip()})
+
+
+def cpu_hypervisor() -> bool | None:
+    """Whether the CPU runs under a hypervisor: the `hypervisor` flag of /proc/cpuinfo (Linux
+    arch/x86/include/asm/cpufeatures.h X86_FEATURE_HYPERVISOR, "Running on a hypervisor"); None when unreadable.
+    Read where the NVIDIA driver is absent and nvidia-smi cannot say `gpu_virtualization_mode`."""
+    t = read_text(os.path.join(proc_root(), "cpuinfo"))
+    if t is None:
+        return None
+    flags = next((ln.split(":", 1)[1].split() for ln in t.splitlines() if ln.startswith("flags")), None)
+    return None if flags is None else "hypervisor" in flags
 
 
 def iommu_mode(cmd: str | None, groups: int) -> str:

@@ -1,4 +1,5 @@
-"""pytest fixtures for the sandbox fleet: `fleet` (3 hosts, per session) and `make_fleet` (N hosts, profiles).
+"""pytest fixtures for the sandbox fleet: `fleet` (3 hosts, per session), `make_fleet` (N hosts, profiles) and
+`make_module_fleet` (the same, torn down at the end of the module).
 
     def test_something(fleet):                      # node1..node3 as in inventories/sandbox (node3 faulted)
         r = fleet.ssh("node1", "systemctl is-system-running")
@@ -25,7 +26,7 @@ import pytest
 from gridready.sandbox import alloc, preflight
 from gridready.sandbox.testfleet import Fleet, start_fleet
 
-__all__ = ["Fleet", "fleet", "make_fleet", "start_fleet"]
+__all__ = ["Fleet", "fleet", "make_fleet", "make_module_fleet", "start_fleet"]
 
 
 def _skip_reason() -> str | None:
@@ -66,6 +67,24 @@ def make_fleet() -> Iterator[Callable[..., Fleet]]:
     yield factory
     cleanup()
     atexit.unregister(cleanup)
+
+
+@pytest.fixture(scope="module")
+def make_module_fleet(make_fleet: Callable[..., Fleet]) -> Iterator[Callable[..., Fleet]]:
+    """`make_fleet` for one test module: its fleets go down when the module ends, so their engines and Ray clusters
+    do not take CPU from the modules after it (two cores in CI)."""
+    mine: list[Fleet] = []
+
+    def factory(*args: Any, **kwargs: Any) -> Fleet:
+        f = make_fleet(*args, **kwargs)
+        mine.append(f)
+        return f
+
+    yield factory
+    while mine:
+        f = mine.pop()
+        with contextlib.suppress(Exception):  # the session's cleanup tries again
+            f.down()
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,10 @@ unreachable or unscraped although every object validates on its own.
   port name of a pod template it selects;
 - every custom resource kind of a known operator (CONTROLLERS) has its controller: a Helm release of the
   platform stack, or a controller the caller declares as provided outside gridready;
-- every Secret and ConfigMap a pod template names (env valueFrom, envFrom, volumes) is in the set.
+- every Secret and ConfigMap a pod template names (env valueFrom, envFrom, volumes) is in the set;
+- every serving tier's pod template (label gridready.io/tier) is selected by an Ingress NetworkPolicy of its
+  namespace, and no rule of those policies admits a peer beyond the tier's own pods to every port, to Ray's GCS,
+  client or worker ports, or to the Ray dashboard ports unless the peer is the KubeRay operator's namespace.
 
 One line per problem: `<Kind>/<name>: <path>: <message>`.
 """
@@ -29,6 +32,13 @@ CONTROLLERS = {
     "monitoring.coreos.com": "kube-prometheus-stack",
 }
 WORKLOADS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job")
+TIER_LABEL = "gridready.io/tier"
+NAMESPACE_LABEL = "kubernetes.io/metadata.name"
+# Ray's ports that must stay inside a tier (Ray "Configuring Ray", ports; roles/gridready_ray_node defaults):
+# GCS, client server, worker range; the dashboard and its agent only for the KubeRay operator
+RAY_CLOSED_PORTS = {6379: "Ray's GCS", 10001: "the Ray client server"}
+RAY_WORKER_PORTS = range(10002, 20000)  # Ray's default worker port range (min/max-worker-port)
+RAY_OPERATOR_PORTS = {8265: "the Ray dashboard", 52365: "the Ray dashboard agent"}
 
 
 @dataclass(frozen=True)
@@ -200,6 +210,89 @@ def _ref_errors(docs: list[Mapping[str, Any]], pods: list[PodTemplate]) -> list[
     return errors
 
 
+def _own_pods_only(peer: Mapping[str, Any], tier: str) -> bool:
+    """A peer that admits only pods of the tier (a podSelector of this namespace requiring the tier label)."""
+    sel = peer.get("podSelector")
+    return set(peer) == {"podSelector"} and isinstance(sel, Mapping) and \
+        (sel.get("matchLabels") or {}).get(TIER_LABEL) == tier
+
+
+def _operator_only(peers: list[Mapping[str, Any]], operator_namespaces: set[str]) -> bool:
+    return bool(peers) and all(
+        set(p) == {"namespaceSelector"} and
+        (p["namespaceSelector"].get("matchLabels") or {}).get(NAMESPACE_LABEL) in operator_namespaces
+        for p in peers)
+
+
+def _rule_errors(where: str, rule: Mapping[str, Any], tier: str, operator_namespaces: set[str]) -> list[str]:
+    peers = list(rule.get("from") or [])
+    if peers and all(_own_pods_only(p, tier) for p in peers):
+        return []
+    if not peers:
+        return [f"{where}: admits every source (no from): only the tier's own pods may reach all its ports"]
+    ports = rule.get("ports")
+    if not ports:
+        return [f"{where}: admits peers beyond tier {tier!r} to every port, Ray's included: name the serving ports"]
+    errors = []
+    for p in ports:
+        port = p.get("port")
+        if not isinstance(port, int):
+            continue
+        end = p.get("endPort") or port
+        closed = [q for q in RAY_CLOSED_PORTS if port <= q <= end]
+        if closed:
+            errors.append(f"{where}: opens {RAY_CLOSED_PORTS[closed[0]]} ({closed[0]}) beyond the tier")
+        elif port in RAY_OPERATOR_PORTS and not _operator_only(peers, operator_namespaces):
+            errors.append(f"{where}: opens {RAY_OPERATOR_PORTS[port]} ({port}) to peers other than the KubeRay "
+                          f"operator's namespace (job submission there is remote code execution)")
+        elif end > port and range(max(port, RAY_WORKER_PORTS.start), min(end, RAY_WORKER_PORTS.stop - 1) + 1):
+            errors.append(f"{where}: opens Ray's worker ports ({port}-{end}) beyond the tier")
+    return errors
+
+
+def _policy_errors(docs: list[Mapping[str, Any]], pods: list[PodTemplate], operator_namespaces: set[str]) -> list[str]:
+    policies = [d for d in docs if d.get("kind") == "NetworkPolicy"
+                and "Ingress" in ((d.get("spec") or {}).get("policyTypes") or ["Ingress"])]
+    errors, seen = [], set()
+    for p in pods:
+        tier = p.labels.get(TIER_LABEL)
+        if not tier:
+            continue
+        mine = [d for d in policies if _ns(d) == p.namespace and _selects(d["spec"].get("podSelector") or {}, p.labels)]
+        if not mine:
+            errors.append(f"{p.owner}: {p.path}: no Ingress NetworkPolicy of namespace {p.namespace} selects the "
+                          f"pods of tier {tier!r}: every port, Ray's included, is open to the cluster")
+        for d in mine:
+            for i, rule in enumerate(d["spec"].get("ingress") or []):
+                if (_where(d), i) not in seen:
+                    seen.add((_where(d), i))
+                    errors += _rule_errors(f"{_where(d)}: spec.ingress[{i}]", rule, tier, operator_namespaces)
+    return errors
+
+
+def _route_errors(docs: list[Mapping[str, Any]]) -> list[str]:
+    """Every backendRef of an HTTPRoute names a rendered Service with that port (a Service backend is `group: ""`,
+    `kind: Service`, in the route's namespace unless given: BackendRef,
+    https://gateway-api.sigs.k8s.io/reference/spec/#backendref)."""
+    ports = {(_ns(d), d.get("metadata", {}).get("name")):
+             {p.get("port") for p in (d.get("spec") or {}).get("ports") or []}
+             for d in docs if d.get("kind") == "Service"}
+    errors = []
+    for route in (d for d in docs if d.get("kind") == "HTTPRoute"):
+        for r_i, rule in enumerate((route.get("spec") or {}).get("rules") or []):
+            for ref in rule.get("backendRefs") or []:
+                if ref.get("group", "") != "" or ref.get("kind", "Service") != "Service":
+                    continue  # another kind of backend (an InferencePool, say) is checked by its own controller
+                ns, name = ref.get("namespace") or _ns(route), ref.get("name")
+                at = f"{_where(route)}: spec.rules[{r_i}].backendRefs[{name}]"
+                if (ns, name) not in ports:
+                    errors.append(f"{at}: Service {name!r} is not rendered in namespace {ns}")
+                elif ref.get("port") not in ports[(ns, name)]:
+                    errors.append(f"{at}: port {ref.get('port')} is not a port of Service {name!r} "
+                                  f"({sorted(ports[(ns, name)])})")
+    return errors
+
+
 def check(docs: Iterable[Mapping[str, Any]], helm_releases: Iterable[Mapping[str, Any]] = (), *,
           external_controllers: Mapping[str, str] | None = None,
           external_objects: Iterable[tuple[str, str, str]] = ()) -> list[str]:
@@ -213,6 +306,9 @@ def check(docs: Iterable[Mapping[str, Any]], helm_releases: Iterable[Mapping[str
     releases = list(helm_releases)
     pods = pod_templates(docs)
     helm_namespaces = {str(r.get("namespace")) for r in releases}
+    operators = {str(r.get("namespace")) for r in releases
+                 if str(r.get("chart", "")).rstrip("/").rsplit("/", 1)[-1] == CONTROLLERS["ray.io"]}
     return (_service_errors(docs, pods) + _monitor_errors(docs, pods, helm_namespaces)
             + _controller_errors(docs, releases, external_controllers or {})
-            + _ref_errors(docs, pods))
+            + _ref_errors(docs, pods) + _route_errors(docs)
+            + _policy_errors(docs, pods, operators or {"kuberay-system"}))

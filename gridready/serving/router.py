@@ -152,3 +152,23 @@ def split_from_decision(route: Route, decision: Mapping[str, Any]) -> Route:
         raise ValueError(f"route {route.model}: the decision record has no numbers for {', '.join(missing)}")
     weights = split_weights({t.tier: measured[t.tier] for t in route.targets})
     return route.model_copy(update={"targets": [RouteTarget(tier=t, weight=w) for t, w in weights.items() if w]})
+
+
+def canary_route(routes: Sequence[Route], canary_tier: str) -> Route:
+    """The route a canary joins, as it is without the canary: the one route that lists `canary_tier` among its
+    targets beside at least one other tier with a weight. Raises ValueError when none or several do."""
+    found = [r for r in routes if any(t.tier == canary_tier for t in r.targets)
+             and any(t.tier != canary_tier and t.weight > 0 for t in r.targets)]
+    if not found:
+        raise ValueError(f"no route lists tier {canary_tier} beside a current tier with a weight "
+                         "(a route's targets: the current tier, and the canary with weight 0)")
+    if len(found) > 1:
+        raise ValueError(f"tier {canary_tier} is a target of several routes ({', '.join(r.model for r in found)}); "
+                         "a canary joins one")
+    route = found[0]
+    return route.model_copy(update={"targets": [t for t in route.targets if t.tier != canary_tier]})
+
+
+def replace_route(routes: Sequence[Route], new: Route) -> list[Route]:
+    """`routes` with the route of new.model replaced by `new`."""
+    return [new if r.model == new.model else r for r in routes]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gridready.serving import weights
 from gridready.serving.sglang_versions import pin
 from gridready.serving.topology import Certification, CertifiedNode, ReplicaPlan, TierPlan, rdma_hcas
 from gridready.spec import ServingSpec, Tier
@@ -94,6 +95,7 @@ def node_env(plan: TierPlan, node: CertifiedNode, serving: ServingSpec) -> dict[
         env["NCCL_IB_HCA"] = "=" + ",".join(hcas)
     elif plan.nodes_per_replica > 1:
         env["NCCL_IB_DISABLE"] = "1"
+    env.update(weights.engine_env(plan.tier.model))  # every rank loads the node's pre-downloaded snapshot
     return env
 
 
@@ -146,7 +148,7 @@ def pod_args(plan: TierPlan) -> list[str]:
 
 
 def k8s_tier(plan: TierPlan, env: dict[str, str], serving: ServingSpec) -> dict[str, Any]:
-    """The stack config entry of one SGLang tier (stacks/serving/sglang.py SglangTierConfig)."""
+    """The stack config entry of one SGLang tier (gridready/stacks/serving/sglang.py SglangTierConfig)."""
     k = serving.kubernetes
     tier = plan.tier
     return {
@@ -162,6 +164,8 @@ def k8s_tier(plan: TierPlan, env: dict[str, str], serving: ServingSpec) -> dict[
         "env": {key: v for key, v in env.items() if not key.startswith("RAY_")},
         "rdma_resource": k.rdma_resource,
         "shm_size": k.shm_size,
+        "model_cache_path": k.model_cache_path,
+        "ephemeral_storage": k.ephemeral_storage,
         "cpu": k.worker_cpu,
         "memory": k.worker_memory,
         "gpu_product_label": k.gpu_product_label,

@@ -76,10 +76,55 @@ def engine_key(plan: TritonPlan) -> EngineKey:
     )
 
 
+def content_inputs(plan: TritonPlan) -> list[str]:
+    """Directories whose bytes the engine is built from but whose name does not pin them: a local_path model and
+    the LoRA adapter directories. A Hub model is pinned by its revision (a commit) and stays out."""
+    dirs = [plan.weights_dir] if plan.tier.model.local_path else []
+    return dirs + [a.path for a in plan.tier.lora_adapters if a.path.startswith("/")]
+
+
+# Runs where the build runs: one sha256 over every file of the input directories (relative path and the file's
+# own sha256). A file is re-read only when its size, mtime or inode changed since the last build (the stamps file
+# in the cache), so an unchanged 140 GB checkpoint costs a stat per file. A missing or empty directory fails.
+_CONTENT = """import hashlib, json, os, sys
+stamps_path, roots = sys.argv[1], sys.argv[2:]
+try:
+    stamps = json.load(open(stamps_path))
+except Exception:
+    stamps = {}
+total = hashlib.sha256()
+for root in roots:
+    files = sorted(os.path.join(r, f) for r, _, fs in os.walk(root) for f in fs)
+    if not files:
+        sys.exit(f"gridready: engine input {root}: missing or empty")
+    total.update(root.encode() + b"\\0")
+    for path in files:
+        st = os.stat(path)
+        sig = [st.st_size, st.st_mtime_ns, st.st_ino]
+        old = stamps.get(path)
+        if old and old[:3] == sig:
+            digest = old[3]
+        else:
+            h = hashlib.sha256()
+            with open(path, "rb") as fh:
+                for chunk in iter(lambda: fh.read(1 << 24), b""):
+                    h.update(chunk)
+            digest = h.hexdigest()
+            stamps[path] = [*sig, digest]
+        total.update(os.path.relpath(path, root).encode() + b"\\0" + digest.encode() + b"\\n")
+tmp = stamps_path + ".tmp"
+json.dump(stamps, open(tmp, "w"))
+os.replace(tmp, stamps_path)
+print(total.hexdigest())
+"""
+
 # Runs inside the serving image: reuse a complete entry or build, then write the same completion marker as
 # gridready.serving.engine_cache.mark_complete. Prints one line `GRIDREADY_ENGINE <built|cached> <digest>`.
+# With content inputs, GRIDREADY_INPUTS_SHA256 joins the key (and the entry's name): changed bytes, new engine.
 _CHECK = """import json, os, sys
 entry, want = sys.argv[1], json.loads(sys.argv[2])
+if os.environ.get("GRIDREADY_INPUTS_SHA256"):
+    want["key"]["inputs_sha256"] = os.environ["GRIDREADY_INPUTS_SHA256"]
 try:
     m = json.load(open(os.path.join(entry, "{marker}")))
     ok = m["digest"] == want["digest"] and m["key"] == want["key"] and m["files"] and all(
@@ -90,6 +135,8 @@ sys.exit(0 if ok else 1)
 """
 _MARK = """import json, os, sys, time
 d, want = sys.argv[1], json.loads(sys.argv[2])
+if os.environ.get("GRIDREADY_INPUTS_SHA256"):
+    want["key"]["inputs_sha256"] = os.environ["GRIDREADY_INPUTS_SHA256"]
 files = {{os.path.relpath(os.path.join(r, f), d): os.path.getsize(os.path.join(r, f))
          for r, _, fs in os.walk(d) for f in fs if f != "{marker}"}}
 try:
@@ -127,10 +174,26 @@ def _simulated_build(plan: TritonPlan, tmp: str) -> list[str]:
 
 
 def build_script(plan: TritonPlan, *, cache_dir: str = ENGINES_DIR) -> BuildScript:
-    """`cache_dir`: where the cache is mounted (ENGINES_DIR in the image; a host path when simulated)."""
+    """`cache_dir`: where the cache is mounted (ENGINES_DIR in the image; a host path when simulated).
+
+    With content inputs (content_inputs) their sha256, computed when the script runs, is part of the key the
+    entry's marker must name: changed weights or adapters rebuild the entry, unchanged ones reuse it. The entry
+    keeps its name, which the model repository's gpt_model_path points at."""
     key = engine_key(plan)
-    entry = f"{cache_dir}/{key.dirname}"
-    tmp = f"{cache_dir}/.{key.dirname}.partial"
+    inputs = content_inputs(plan)
+    q = shlex.quote
+    entry, tmp = f"{cache_dir}/{key.dirname}", f"{cache_dir}/.{key.dirname}.partial"
+    head = []
+    if inputs:
+        head = [
+            f"GRIDREADY_INPUTS_SHA256=$(python3 - {q(cache_dir + '/.inputs-sha256.json')} "
+            f"{' '.join(q(d) for d in inputs)} <<'PY'",
+            _CONTENT.rstrip(),
+            "PY",
+            ")",
+            "export GRIDREADY_INPUTS_SHA256",
+        ]
+    qe, qt = q(entry), q(tmp)
     r = plan.release
     script = (r.quantize_script if plan.fp8 else plan.convert_script) or ""
     conv = ["python3", script, "--model_dir", plan.weights_dir, "--output_dir", f"{tmp}/{CHECKPOINT_SUBDIR}"]
@@ -140,24 +203,25 @@ def build_script(plan: TritonPlan, *, cache_dir: str = ENGINES_DIR) -> BuildScri
     build += ["--workers", str(plan.settings.build_workers or plan.world_size)]
     build += ["--input_timing_cache", f"{ENGINES_DIR}/timing.cache"]
     build += ["--output_timing_cache", f"{ENGINES_DIR}/timing.cache"]
-    want = shlex.quote(json.dumps({"digest": key.digest, "key": key.as_dict()}, sort_keys=True))
-    q = shlex.join
+    want = q(json.dumps({"digest": key.digest, "key": key.as_dict()}, sort_keys=True))
+    steps = _simulated_build(plan, tmp) if plan.simulated else [shlex.join(conv), shlex.join(build)]
     text = "\n".join(
         [
             "#!/bin/bash",
             f"# gridready engine build, tier {plan.name}, image {r.image_ref}",
             "set -euo pipefail",
-            f"if python3 - {shlex.quote(entry)} {want} <<'PY'",
+            *head,
+            f"if python3 - {qe} {want} <<'PY'",
             _CHECK.format(marker=MARKER).rstrip(),
             "PY",
             f"then echo 'GRIDREADY_ENGINE cached {key.digest}'; exit 0; fi",
-            f"rm -rf {shlex.quote(tmp)} && mkdir -p {shlex.quote(tmp)}",
-            *(_simulated_build(plan, tmp) if plan.simulated else [q(conv), q(build)]),
-            f"rm -rf {shlex.quote(tmp + '/' + CHECKPOINT_SUBDIR)}",
-            f"python3 - {shlex.quote(tmp)} {want}{' SIMULATED' if plan.simulated else ''} <<'PY'",
+            f"rm -rf {qt} && mkdir -p {qt}",
+            *steps,
+            f"rm -rf {q(tmp + '/' + CHECKPOINT_SUBDIR)}",
+            f"python3 - {qt} {want}{' SIMULATED' if plan.simulated else ''} <<'PY'",
             _MARK.format(marker=MARKER).rstrip(),
             "PY",
-            f"rm -rf {shlex.quote(entry)} && mv {shlex.quote(tmp)} {shlex.quote(entry)}",
+            f"rm -rf {qe} && mv {qt} {qe}",
             f"echo 'GRIDREADY_ENGINE built {key.digest}'",
             "",
         ]

@@ -9,7 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from gridready.errors import InvalidInput
+from gridready.serving import weights
 from gridready.serving.topology import Certification, CertifiedNode, TierPlan, common_hcas, rdma_hcas
+from gridready.spec.rules import tier_ports
 from gridready.spec.serving import ServingSpec
 
 SIM_ENGINE_DIR = "/opt/gridready/sim/engine"  # the simulated engine directory on sandbox hosts
@@ -101,6 +103,7 @@ def node_env(plan: TierPlan, node: CertifiedNode, serving: ServingSpec) -> dict[
         env["NCCL_IB_HCA"] = "=" + ",".join(hcas)  # "=": exact names, not prefixes
     elif plan.nodes_per_replica > 1:
         env["NCCL_IB_DISABLE"] = "1"
+    env.update(weights.engine_env(plan.tier.model))  # every rank loads the node's pre-downloaded snapshot
     return env
 
 
@@ -174,7 +177,9 @@ def hosts_extravars(
                     "num_gpus": plan.gpus_per_node,
                     "env": node_env(plan, node, serving),
                     "hcas": list(rdma_hcas(plan, node)),
-                    "api_ports": [plan.tier.port] if name == replica.head else [],
+                    # every listener of the tier's frontend (Triton's HTTP, gRPC and metrics too): the firewall
+                    # admits only members and clients to these
+                    "api_ports": sorted({p for _, p in tier_ports(plan.tier)}) if name == replica.head else [],
                 }
             if plan.tier.engine != "vllm":
                 continue
@@ -273,6 +278,8 @@ def serving_stack_config(
                 "rdma_resource": k.rdma_resource if plan.nodes_per_replica > 1 else None,
                 "env": pod_env(plan, cert, serving),
                 "shm_size": k.shm_size,
+                "model_cache_path": k.model_cache_path,
+                "ephemeral_storage": k.ephemeral_storage,
                 "worker_cpu": k.worker_cpu,
                 "worker_memory": k.worker_memory,
                 "upgrade_strategy": k.upgrade_strategy,
@@ -294,4 +301,5 @@ def serving_stack_config(
                 "gpu_product_label": k.gpu_product_label,
             })
     return {"customer": customer, "namespace": k.namespace, "hf_token_secret": k.hf_token_secret,
+            "clients": list(serving.firewall_clients), "client_namespaces": list(k.client_namespaces),
             "vllm_tiers": vllm_tiers, "triton_tiers": triton_tiers}

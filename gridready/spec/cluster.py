@@ -88,7 +88,12 @@ class SoftwarePins(BaseModel):
     nccl_tests: str = Field("2.17.6", pattern=r"^\d+\.\d+\.\d+$")
     rdma_stack: Literal["distro", "doca"] = "distro"
     doca_ofed: str | None = Field(None, description="DOCA-OFED version when rdma_stack is doca")
-    package_mirror: str | None = Field(None, description="mirror URL for air-gapped sites")
+    package_mirror: str | None = Field(None, description="mirror URL of the NVIDIA repository for air-gapped sites "
+                                       "(http, https or file)")
+    package_mirror_key_fingerprint: str | None = Field(
+        None, pattern=r"^(?:[0-9A-Fa-f]{4} ?){10}$|^[0-9A-Fa-f]{64}$",
+        description="OpenPGP fingerprint of the mirror's signing key (40 hex digits, V4; 64 for V6); required for a "
+                    "plain-http mirror, checked on every node against the downloaded key")
 
 
 class ClusterSpec(BaseModel):

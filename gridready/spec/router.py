@@ -11,7 +11,9 @@ class RouteTarget(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     tier: str = Field(pattern=SLUG, description="a tier of serving.tiers")
-    weight: int = Field(1, ge=0, le=1000, description="relative share of the route's requests (0: fallback only)")
+    weight: int = Field(1, ge=0, le=1000, description=(
+        "relative share of the route's requests (0: deployed beside the route's tiers with no share: the candidate "
+        "of `invoke serve --canary`)"))
 
 
 class Route(BaseModel):
@@ -69,6 +71,8 @@ class RouterSpec(BaseModel):
     timeout_s: PositiveInt = Field(600, description="LiteLLM router_settings.timeout per request")
     health_check_interval_s: PositiveInt = Field(15, description="background health checks of every tier")
     canary: Canary = Field(default_factory=Canary)
+    gateway: str = Field("inference-gateway", pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
+                         description="Kubernetes: the Gateway in serving.kubernetes.namespace the HTTPRoutes attach to")
 
     @model_validator(mode="after")
     def _keys(self) -> RouterSpec:

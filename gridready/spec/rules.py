@@ -25,6 +25,9 @@ ABS_PATH = re.compile(r"^/[A-Za-z0-9_.@+/-]{0,4095}$")
 ENGINE_ARG = re.compile(r"^[a-z][a-z0-9_]{0,63}$")  # vLLM's engine argument names (snake_case)
 CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 MAX_VALIDITY_HOURS = 24 * 366
+# An apt source URI (sources.list(5)): a scheme apt ships a method for, then no whitespace (a space would start
+# the suite field of the one-line format).
+MIRROR_URL = re.compile(r"^(https?|file):/{1,3}[A-Za-z0-9._~:/?#@!$&'()*+,;=%-]+$")
 # Ray's fixed ports on every node of a tier (roles/gridready_ray_node/defaults/main.yml; Ray's "Configuring
 # Ray" port list): an engine port equal to one of these cannot bind, or would expose Ray's.
 RAY_PORTS = {8265: "the Ray dashboard", 10001: "the Ray client server", 6380: "Ray's node manager",
@@ -71,6 +74,7 @@ def field_patterns(spec: ClusterSpec) -> Iterator[tuple[str, str]]:
             ipaddress.ip_network(client, strict=True)
         except ValueError:
             yield f"serving.firewall_clients[{i}]", "must be a CIDR network such as 192.0.2.0/24 (no host bits set)"
+    yield from mirror_trust(spec)
     if spec.certification.validity_hours > MAX_VALIDITY_HOURS:
         yield "certification.validity_hours", f"must be at most {MAX_VALIDITY_HOURS} (a year)"
     for i, tier in enumerate(serving.tiers):
@@ -89,7 +93,24 @@ def field_patterns(spec: ClusterSpec) -> Iterator[tuple[str, str]]:
                 yield f"{key}.extra_engine_args.{arg}", "value must not start with '-' (it would read as a flag)"
 
 
-def _tier_ports(tier: Any) -> list[tuple[str, int]]:
+def mirror_trust(spec: ClusterSpec) -> Iterator[tuple[str, str]]:
+    """A plain-http mirror needs a pinned key fingerprint. apt verifies the Release signature with the keyring
+    (apt-secure(8), https://manpages.debian.org/bookworm/apt/apt-secure.8.en.html), but the provision role
+    downloads that keyring from the mirror itself: over http, whoever can change the packages can change the key
+    too. The pin is checked on every node against the downloaded key (library/gridready_openpgp_key.py)."""
+    pins = spec.software
+    url = pins.package_mirror
+    if url is None:
+        return
+    if not MIRROR_URL.match(url):
+        yield "software.package_mirror", "must be an http, https or file URL without whitespace"
+    elif url.lower().startswith("http://") and not pins.package_mirror_key_fingerprint:
+        yield ("software.package_mirror", "a plain-http mirror needs software.package_mirror_key_fingerprint "
+               "(its signing key would come over the same unauthenticated connection)")
+
+
+def tier_ports(tier: Any) -> list[tuple[str, int]]:
+    """(key, port) of every listener a tier's clients reach: its API port and, for Triton, the server's own."""
     ports = [("port", tier.port)]
     triton = getattr(tier, "triton", None)
     # Triton's own listeners; trtllm-serve has only the API port (gridready/bench/endpoint.py for_tier)
@@ -119,7 +140,7 @@ def cross_tier(spec: ClusterSpec, nodes: dict[str, int]) -> Iterator[tuple[str, 
     api_ports: dict[int, str] = {}
     for i, tier in enumerate(serving.tiers):
         own: dict[int, str] = {}
-        for name, port in _tier_ports(tier):
+        for name, port in tier_ports(tier):
             key = f"serving.tiers[{i}].{name}"
             clash = _ray_clash(port, serving.ray_port)
             if clash:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import (
     BaseModel,
@@ -10,6 +10,7 @@ from pydantic import (
     Field,
     PositiveFloat,
     PositiveInt,
+    StringConstraints,
     field_validator,
     model_validator,
 )
@@ -154,21 +155,35 @@ class Tier(BaseModel):
         return self
 
 
+NAMESPACE = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"  # an RFC 1123 label, as Kubernetes names namespaces
+
+
 class KubernetesServing(BaseModel):
     """Settings of target kubernetes (KubeRay RayService per tier)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    namespace: str = Field("gridready-serving", pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+    namespace: str = Field("gridready-serving", pattern=NAMESPACE)
     ray_image: str = Field(
         f"rayproject/ray-llm:{RAY_VERSION}-py311-cu128", pattern=IMAGE_REF,
         description="Ray Serve LLM image (vLLM inside); pin a digest in production",
     )
     hf_token_secret: str = Field("hf-token", description="Secret (key HF_TOKEN) the stack creates from the vault")
+    client_namespaces: list[Annotated[str, StringConstraints(pattern=NAMESPACE)]] = Field(
+        default_factory=list,
+        description="namespaces whose pods may reach the tiers' serving ports (the Gateway's, Prometheus'); the "
+                    "tiers' NetworkPolicies admit these and serving.firewall_clients, and nothing else",
+    )
     rdma_resource: str | None = Field("rdma/ib", description="device-plugin resource per worker pod; null: none")
     socket_ifname: str = Field("eth0", description="pod interface for NCCL/Gloo bootstrap sockets")
     gpu_product_label: str | None = Field(None, description="nodeSelector nvidia.com/gpu.product, e.g. NVIDIA-H200")
     shm_size: str = Field("64Gi", description="/dev/shm (emptyDir medium Memory) of the worker pods")
+    model_cache_path: str = Field(
+        "/var/lib/gridready/hf", pattern=r"^/[A-Za-z0-9_.@+/-]{0,4095}$",
+        description="node-local Hugging Face cache (hostPath, HF_HOME of the GPU pods): weights download once per node",
+    )
+    ephemeral_storage: str = Field("50Gi", pattern=r"^\d+(Ki|Mi|Gi|Ti)$",
+                                   description="ephemeral-storage request of each GPU pod (torch.compile cache, logs)")
     worker_cpu: str = "32"
     worker_memory: str = "512Gi"
     upgrade_strategy: Literal["None", "NewCluster"] = Field(

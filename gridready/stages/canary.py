@@ -92,7 +92,7 @@ async def _scrape(metrics_url: str) -> str:
     return body.decode()
 
 
-def run(route: Route, canary_tier: str, weight_pct: int, slo: Slo, *, router_url: str, router_key: str,
+def rollout(route: Route, canary_tier: str, weight_pct: int, slo: Slo, *, router_url: str, router_key: str,
         canary_metrics_url: str, apply: Apply, observe_s: float, requests: int, out_dir: Path) -> CanaryRecord:
     """The whole canary; the record is written under out_dir whatever the outcome."""
     steps: list[CanaryStep] = []

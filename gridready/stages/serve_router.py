@@ -1,41 +1,76 @@
 """serve/bench hooks of the router (Layer 3, docs/layer3.md): its play's variables, and its added latency.
 
-The router's client key for the measurement comes from GRIDREADY_ROUTER_KEY (exported from the vault by the caller,
-as GRIDREADY_HF_TOKEN is); it is sent in a header only, never written."""
+The router's secrets live in the customer's vault: the master key (`vault_gridready_router_master_key`) and one
+variable per client key (`serving.router.keys[].vault_var`), generated (256 bits) when absent as the vLLM API key
+is. The key the controller measures with is GRIDREADY_ROUTER_KEY when set, else the first client key from the
+vault; it is sent in a header only, never written."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
-from gridready import artifacts
-from gridready.bench.http import HttpError
+from gridready import artifacts, vault
+from gridready.bench.http import HttpError, fetch
 from gridready.bench.router_overhead import measure
 from gridready.errors import InvalidInput
 from gridready.inventory import Inventory
-from gridready.serving import router, router_hosts, topology
+from gridready.serving import router, router_hosts, router_k8s, topology
 from gridready.serving.topology import Certification, TierPlan
 from gridready.spec.router import Route
 
 KEY_ENV = "GRIDREADY_ROUTER_KEY"
 
 
-def extravars(inv: Inventory, root: Path, cert: Certification, plans: list[TierPlan]) -> dict[str, Any]:
-    """`gridready_serve_router` for serve.yml, {} when the router is off. Routes that ask for it are weighted
-    from the latest serve decision record of their tiers' model."""
+MASTER_KEY_VAR = "vault_gridready_router_master_key"
+
+
+def routes(inv: Inventory, root: Path, plans: list[TierPlan], canary: str | None = None) -> list[Route]:
+    """The routes serve applies: the spec's (or one per served name), weighted from the latest decision record
+    where a route asks for it; with `canary`, its route as it is without the canary (`invoke serve --canary`)."""
+    spec = inv.spec.serving.router
+    out = [_decided(inv, root, i, r, plans) if r.split_from_decision else r
+           for i, r in enumerate(router_hosts.routes_for(spec, plans))]
+    if canary:
+        try:
+            out = router.replace_route(out, router.canary_route(out, canary))
+        except ValueError as err:
+            raise InvalidInput(f"{topology.cluster_file(inv)}: serving.router.routes: {err}") from err
+    return out
+
+
+def extravars(inv: Inventory, root: Path, cert: Certification, plans: list[TierPlan], canary: str | None = None,
+              chosen: list[Route] | None = None) -> dict[str, Any]:
+    """`gridready_serve_router` for serve.yml, {} when the router is off; `chosen` routes replace the spec's."""
     spec = inv.spec.serving.router
     if not spec.enabled:
         return {}
-    routes = [_decided(inv, root, i, r, plans) if r.split_from_decision else r
-              for i, r in enumerate(router_hosts.routes_for(spec, plans))]
+    ensure_secrets(inv)
+    chosen = chosen if chosen is not None else routes(inv, root, plans, canary)
     vllm_tiers = {p.tier.name for p in plans if p.tier.engine == "vllm"}
     try:
-        return router_hosts.router_extravars(spec, plans, cert.certified, vllm_tiers, routes)
+        return router_hosts.router_extravars(spec, plans, cert.certified, vllm_tiers, chosen)
     except ValueError as err:
         raise InvalidInput(f"{topology.cluster_file(inv)}: serving.router.routes: {err}") from err
+
+
+def ensure_secrets(inv: Inventory) -> None:
+    """The master key and every client key of the router in the vault (Ansible reads them there itself)."""
+    for var in (MASTER_KEY_VAR, *(k.vault_var for k in inv.spec.serving.router.keys)):
+        vault.ensure_secret(inv.customer, inv.path, var)
+
+
+def client_key(inv: Inventory) -> str:
+    """GRIDREADY_ROUTER_KEY, else the router's first client key from the vault ("" when there is none)."""
+    keys = inv.spec.serving.router.keys
+    if os.environ.get(KEY_ENV) or not keys:
+        return os.environ.get(KEY_ENV, "")
+    value = vault.read(inv.customer, inv.path).get(keys[0].vault_var)
+    return value if isinstance(value, str) else ""
 
 
 def _decided(inv: Inventory, root: Path, index: int, route: Route, plans: list[TierPlan]) -> Route:
@@ -52,32 +87,82 @@ def _decided(inv: Inventory, root: Path, index: int, route: Route, plans: list[T
         raise InvalidInput(f"{where}: {record}: {err}") from err
 
 
-def measure_overhead(router_spec: Any, cert: Certification, plans: list[TierPlan], data: dict[str, Any],
-                     messages: list[str], requests: int = 100) -> None:
-    """data["router"]: the router's URL and its added latency (p50/p99) beside direct access to the first tier."""
+def wait_live(url: str, timeout_s: float, interval_s: float = 3.0) -> bool:
+    """Whether the router answers /health/liveliness (LiteLLM's liveness probe,
+    https://docs.litellm.ai/docs/proxy/health) within timeout_s. The router play starts the unit without waiting,
+    so its start overlaps the tiers' readiness, smoke and benchmark."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            if asyncio.run(fetch(url, "/health/liveliness", timeout=10))[0] == 200:
+                return True
+        except HttpError:
+            pass
+        if time.monotonic() + interval_s > deadline:
+            return False
+        time.sleep(interval_s)
+
+
+def measure_overhead(inv: Inventory, cert: Certification, plans: list[TierPlan], data: dict[str, Any],
+                     messages: list[str], api_key: str | None = None, requests: int = 100) -> str | None:
+    """data["router"]: the router's URL and its added latency (p50/p99) beside direct access to the first tier
+    (with the tiers' API key, `api_key`) on the route named by that tier's served name. Returns why the router
+    failed (not live), None otherwise."""
+    router_spec = inv.spec.serving.router
     if not router_spec.enabled or not plans:
-        return
+        return None
     routed = router_hosts.router_extravars(router_spec, plans, cert.certified, set())["gridready_serve_router"]
-    data["router"] = {"url": routed["url"], "routes": [d["model_name"] for d in routed["config"]["model_list"]]}
-    key = os.environ.get(KEY_ENV, "")
+    names = list(dict.fromkeys(d["model_name"] for d in routed["config"]["model_list"]))
+    data["router"] = {"url": routed["url"], "routes": names}
+    started = time.monotonic()
+    live = wait_live(routed["url"], float(inv.spec.serving.wait_timeout_s))
+    data["router"]["live_after_s"] = round(time.monotonic() - started, 1) if live else None
+    if not live:
+        return (f"router: {routed['url']}/health/liveliness did not answer 200 within "
+                f"{inv.spec.serving.wait_timeout_s} s (journalctl -u gridready-router on {routed['host']})")
+    key = client_key(inv)
     if not key:
-        messages.append(f"router: {KEY_ENV} is not set: its added latency was not measured")
-        return
-    first = next((p for p in plans if router_hosts.openai_compatible(p.tier)), None)
+        messages.append(f"router: no client key ({KEY_ENV} or serving.router.keys): its added latency was not "
+                        "measured")
+        return None
+    first = next((p for p in plans if router_hosts.openai_compatible(p.tier) and p.tier.served_name in names), None)
     if first is None:
-        return
+        messages.append("router: no route is named by a tier's served name: its added latency was not measured")
+        return None
     direct = f"http://{cert.certified[first.replicas[0].head].ip}:{first.tier.port}"
+    direct_key = api_key if first.tier.engine == "vllm" else None
     try:
-        report = asyncio.run(measure(direct, routed["url"], first.tier.served_name, key, n=requests))
-    except HttpError as err:
+        report = asyncio.run(measure(direct, routed["url"], first.tier.served_name, key, direct_key, n=requests))
+    except (HttpError, OSError) as err:
         messages.append(f"router: overhead not measured: {err}")
-        return
+        return None
     if report.direct.errors or report.routed.errors:
         messages.append(f"router: {report.direct.errors} direct and {report.routed.errors} routed requests failed "
-                        "while measuring its overhead (a tier with an API key refuses the keyless direct requests)")
+                        "while measuring its overhead")
     data["router"]["overhead"] = report.model_dump()
     messages.append(f"router adds p50 {report.added_p50_ms} ms, p99 {report.added_p99_ms} ms over direct access "
-                    f"({report.requests} pairs to {first.tier.name})")
+                    f"({report.requests} pairs to {first.tier.name}, model {first.tier.served_name})")
+    return None
+
+
+def k8s_routes(inv: Inventory, root: Path, plans: list[TierPlan], canary: str | None = None,
+               weight_pct: int = 0) -> list[dict[str, Any]]:
+    """The router on Kubernetes: one weighted HTTPRoute per route over the tiers with an OpenAI Service (vLLM and
+    SGLang: `<tier>-openai`); with `canary`, its route carries the canary at weight_pct %."""
+    spec = inv.spec.serving.router
+    if not spec.enabled:
+        return []
+    served = [p for p in plans if p.tier.engine in router_k8s.OPENAI_SERVICE_ENGINES]
+    chosen = routes(inv, root, served)
+    if canary:
+        chosen = router.replace_route(chosen, router.with_canary(router.canary_route(chosen, canary), canary,
+                                                                 weight_pct))
+    ports = {p.tier.name: p.tier.port for p in served}
+    namespace = inv.spec.serving.kubernetes.namespace
+    try:
+        return [router_k8s.httproute(r, namespace, spec.gateway, ports) for r in chosen]
+    except ValueError as err:
+        raise InvalidInput(f"{topology.cluster_file(inv)}: serving.router.routes: {err}") from err
 
 
 def open_router_port(extravars: dict[str, Any]) -> None:

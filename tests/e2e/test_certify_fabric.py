@@ -19,8 +19,8 @@ HALF = [{"kind": "hca_half_rate", "hca": "mlx5_1"}]
 
 
 @pytest.fixture(scope="module")
-def six(make_fleet, tmp_path_factory):
-    fleet = make_fleet(6, healthy=True)
+def six(make_module_fleet, tmp_path_factory):
+    fleet = make_module_fleet(6, healthy=True)
     artifacts = tmp_path_factory.mktemp("artifacts")
     first = _invoke(fleet.inventory, artifacts, "provision")
     assert first.returncode == 0, first.stderr[-4000:]

@@ -15,8 +15,8 @@ HALF = [{"kind": "hca_half_rate", "hca": "mlx5_1"}]
 WAIVE = "  waive: [hca_rate, hca_gdr_bw]\n"
 
 
-def test_an_hca_that_failed_certification_is_absent_from_nccl_ib_hca(make_fleet, tmp_path_factory):
-    fleet = make_fleet(2, {"node2": {"faults": HALF}}, healthy=True)
+def test_an_hca_that_failed_certification_is_absent_from_nccl_ib_hca(make_module_fleet, tmp_path_factory):
+    fleet = make_module_fleet(2, {"node2": {"faults": HALF}}, healthy=True)
     cluster = fleet.inventory / "cluster.yml"
     cluster.write_text(cluster.read_text().replace("  not_applicable: [", WAIVE + "  not_applicable: [", 1))
     artifacts = tmp_path_factory.mktemp("artifacts")

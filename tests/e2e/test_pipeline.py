@@ -35,8 +35,8 @@ def _summaries(artifacts: Path) -> dict[str, dict[str, dict]]:
 
 
 @pytest.fixture(scope="module")
-def pipeline(make_fleet, tmp_path_factory):
-    fleet = make_fleet(3)
+def pipeline(make_module_fleet, tmp_path_factory):
+    fleet = make_module_fleet(3)
     artifacts = tmp_path_factory.mktemp("artifacts")
     first = _invoke(fleet.inventory, artifacts, "provision", "certify", "serve")
     return fleet, artifacts, first

@@ -1,5 +1,8 @@
 """`invoke plan` on a fresh, never provisioned sandbox fleet: Ansible check mode lists the pending changes of every
-host without failing on what only exists after a real run (repositories, source directories)."""
+host without failing on what only exists after a real run (repositories, source directories).
+
+It runs on the session's default fleet (`fleet`), which no test provisions: the plan changes nothing, and the last
+assertion proves it for the tests that use the fleet after it."""
 
 from __future__ import annotations
 
@@ -12,9 +15,8 @@ from tests.e2e.test_pipeline import _invoke
 pytestmark = [pytest.mark.sandbox, pytest.mark.slow]
 
 
-def test_plan_on_a_fresh_fleet_lists_changes_and_changes_nothing(make_fleet):
-    fleet = make_fleet(3)
-    artifacts = fleet.inventory.parent / f"{fleet.inventory.name}-plan-artifacts"
+def test_plan_on_a_fresh_fleet_lists_changes_and_changes_nothing(fleet, tmp_path):
+    artifacts = tmp_path / "artifacts"
     run = _invoke(fleet.inventory, artifacts, "plan", "--json")
     assert run.returncode == 0, run.stderr[-4000:]
     plan = json.loads(run.stdout)

@@ -36,8 +36,8 @@ def _write_vault(inv: Path, password: bytes) -> None:
 
 
 @pytest.fixture(scope="module")
-def run(make_fleet, tmp_path_factory):
-    fleet = make_fleet(3)
+def run(make_module_fleet, tmp_path_factory):
+    fleet = make_module_fleet(3)
     tmp = tmp_path_factory.mktemp("canary")
     password = tmp / "vault-pass"
     password.write_text(secrets.token_urlsafe(24) + "\n")

@@ -30,8 +30,8 @@ SLO = {"ttft_ms_p99": 3000, "tpot_ms_p99": 200, "goodput_min": 0.9}
 
 
 @pytest.fixture(scope="module")
-def served(make_fleet, tmp_path_factory):
-    fleet = make_fleet(3, healthy=True)
+def served(make_module_fleet, tmp_path_factory):
+    fleet = make_module_fleet(3, healthy=True)
     cluster = yaml.safe_load((fleet.inventory / "cluster.yml").read_text())
     cluster["serving"]["tiers"] = [
         {"name": "llama-vllm", "engine": "vllm", "served_name": "llama-vllm", "model": MODEL,

@@ -56,8 +56,8 @@ def _get(url: str) -> tuple[int, bytes]:
 
 
 @pytest.fixture(scope="module")
-def triton_host(make_fleet, tmp_path_factory):
-    fleet = make_fleet(1, healthy=True)
+def triton_host(make_module_fleet, tmp_path_factory):
+    fleet = make_module_fleet(1, healthy=True)
     tmp = tmp_path_factory.mktemp("triton-role")
     (tmp / "vars.json").write_text(json.dumps(_extravars(tmp)))
     (tmp / "play.yml").write_text(PLAYBOOK)

@@ -51,8 +51,8 @@ def _wait(predicate: Any, timeout: float, what: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def served(make_fleet, tmp_path_factory, monkeypatch_module):
-    fleet = make_fleet(3, healthy=True)
+def served(make_module_fleet, tmp_path_factory, monkeypatch_module):
+    fleet = make_module_fleet(3, healthy=True)
     cluster = yaml.safe_load((fleet.inventory / "cluster.yml").read_text())
     cluster["serving"]["tiers"] = [{
         "name": TIER, "engine": "vllm", "served_name": SERVED,

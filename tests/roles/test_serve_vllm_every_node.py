@@ -34,8 +34,8 @@ def _get(url: str) -> Any:
 
 
 @pytest.fixture(scope="module")
-def served(make_fleet, tmp_path_factory):
-    fleet = make_fleet(2, healthy=True)
+def served(make_module_fleet, tmp_path_factory):
+    fleet = make_module_fleet(2, healthy=True)
     cluster = yaml.safe_load((fleet.inventory / "cluster.yml").read_text())
     cluster["serving"]["tiers"] = [{
         "name": TIER, "engine": "vllm", "served_name": SERVED,

@@ -95,7 +95,7 @@ def test_router_overhead_is_measured_beside_direct_access(routed: Harness) -> No
 
 def test_canary_breaking_its_slo_is_rolled_back(routed: Harness, tmp_path: Path) -> None:
     applied: list[Route] = []
-    record = canary.run(
+    record = canary.rollout(
         CANARY_BASE, "next", 30, Slo(ttft_ms_p99=300, tpot_ms_p99=60),
         router_url=routed.router_url, router_key=routed.keys["ci"],
         canary_metrics_url=f"http://127.0.0.1:{routed.engines['next'].port}/metrics",

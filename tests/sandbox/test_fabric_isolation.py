@@ -24,8 +24,8 @@ HALF = [{"kind": "hca_half_rate", "hca": "mlx5_1"}]
 
 
 @pytest.fixture(scope="module")
-def six(make_fleet):
-    f = make_fleet(6, healthy=True)
+def six(make_module_fleet):
+    f = make_module_fleet(6, healthy=True)
     ensure_sim_tools(f)
     return f
 

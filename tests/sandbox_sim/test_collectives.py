@@ -107,3 +107,41 @@ def test_a_chosen_collective_that_did_not_run_is_an_error_and_unchosen_ones_have
     assert nccl.nccl_collective(doc, only_ar, "all_gather") == []
     (ar,) = nccl.nccl_collective(doc, only_ar, "all_reduce")
     assert ar.status is GateStatus.PASS and ar.measured["max_busbw_gbps"] == 346.98  # the real 2 x H200 peak (oop)
+
+
+
+def run_on(coll: str, gpus: int) -> str:
+    rc, out = call("nccl_tests", ["-b", "1G", "-e", "8G", "-f", "2", "-g", str(gpus), "-n", "20", "-w", "5"],
+                   prog=f"{coll}_perf")
+    assert rc == 0, out
+    return out
+
+
+@pytest.mark.parametrize("algo", ["ring", "nvls"])
+@pytest.mark.parametrize(("coll", "floor"), [("all_gather", 325.0), ("reduce_scatter", 327.0), ("alltoall", 288.0),
+                                             ("sendrecv", 333.0)])
+def test_eight_gpus_judge_each_collective_against_its_published_floor(use_profile, monkeypatch, coll: str,
+                                                                     floor: float, algo: str) -> None:
+    """8 x H200 HGX: each collective has its own catalog floor for either algorithm setting (alltoall and sendrecv
+    are point-to-point: NCCL's Ring/NVLS choice does not apply); a node at 70% of it fails naming that floor."""
+    spec = CertificationSpec(nccl={"collectives": ALL, "min_bytes": GiB, "algo": algo})  # type: ignore[arg-type]
+    eight = Expectations(node="n", sku=exp().sku, gpus=8, spec=spec, platform="baremetal")
+    use_profile(gpus=8, hcas=0)
+    if algo == "ring":
+        monkeypatch.setenv("NCCL_NVLS_ENABLE", "0")
+    (ok,) = nccl.nccl_collective(doc_from_outputs({f"{coll}_perf": run_on(coll, 8)}), eight, coll)
+    assert ok.status is GateStatus.PASS and ok.expected.floor == floor, ok.reason
+    shown = "p2p" if coll in ("alltoall", "sendrecv") else algo
+    assert ok.expected.source.startswith(f"catalog: H200-SXM-141GB 8 GPUs {shown} {coll}")
+    use_profile({"kind": "low_nccl_busbw", "factor": 0.7}, gpus=8, hcas=0)
+    (low,) = nccl.nccl_collective(doc_from_outputs({f"{coll}_perf": run_on(coll, 8)}), eight, coll)
+    assert low.status is GateStatus.FAIL and f"below {floor:g} GB/s" in low.reason
+
+
+@pytest.mark.parametrize("gpus", [2, 4])
+def test_alltoall_on_fewer_than_eight_gpus_has_no_published_floor_and_stays_an_error(use_profile, gpus: int) -> None:
+    use_profile(gpus=gpus, platform="passthrough", hcas=0)
+    doc = doc_from_outputs({"alltoall_perf": run_on("alltoall", gpus)})
+    fewer = Expectations(node="n", sku=exp().sku, gpus=gpus, spec=exp().spec, platform="passthrough")
+    (r,) = nccl.nccl_collective(doc, fewer, "alltoall")
+    assert r.status is GateStatus.ERROR and f"no alltoall floor for {gpus} x H200-SXM-141GB" in r.reason

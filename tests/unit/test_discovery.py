@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from gridready import catalog
 from gridready.discovery import DiscoveryError, node_group
 from gridready.probe import hca
 from gridready.probe.collect import Probe, os_release
@@ -64,25 +65,64 @@ def test_os_release_reads_id_and_version(tmp_path: Path) -> None:
     assert os_release(str(tmp_path / "absent")) == {}
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize(("gpus", "platform"), [(8, "baremetal"), (4, "baremetal"), (1, "passthrough")])
-def test_a_simulated_host_of_each_shape_discovers_as_that_shape(gpus: int, platform: str, tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def _probe_sim_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, driver: bool, **profile: Any) -> dict:
+    """The node probe, measurements skipped, on a simulated host; `driver=False`: no nvidia-smi on PATH, as on a
+    host `invoke provision` has not reached yet (the simulated sysfs and /proc exist from boot)."""
     (tmp_path / "bin").mkdir()
-    (tmp_path / "bin" / "nvidia-smi").write_text(
-        f"#!{sys.executable}\nimport sys\nfrom gridready.sandbox.sim.nvidia_smi import main\nsys.exit(main())\n")
-    (tmp_path / "bin" / "nvidia-smi").chmod(0o755)
-    prof = HardwareProfile.sample("sim-a", gpus=gpus, platform=platform, hcas=gpus)  # type: ignore[arg-type]
+    if driver:
+        (tmp_path / "bin" / "nvidia-smi").write_text(
+            f"#!{sys.executable}\nimport sys\nfrom gridready.sandbox.sim.nvidia_smi import main\nsys.exit(main())\n")
+        (tmp_path / "bin" / "nvidia-smi").chmod(0o755)
+    prof = HardwareProfile.sample("sim-a", **profile)
     path = prof.write(tmp_path / "profile.json")
     simsysfs.write_tree(simcore.load(path), tmp_path / "sysfs")
     for k, v in {"GRIDREADY_SIM_PROFILE": str(path), "GRIDREADY_SYSFS_ROOT": str(tmp_path / "sysfs"),
-                 "PATH": str(tmp_path / "bin")}.items():
+                 "GRIDREADY_PROC_ROOT": str(tmp_path / "sysfs" / "proc"), "PATH": str(tmp_path / "bin")}.items():
         monkeypatch.setenv(k, v)
     doc = Probe({"profile": "quick", "algo": "ring", "nccl_min_bytes": 1, "nccl_max_bytes": 1, "best_of": 1,
                  "timeout": 60.0, "out": "-", "skip": ["dcgm", "nccl_tests", "nvbandwidth", "gpu_burn", "torch",
                                                        "kernel_log"]}).run()
     doc["os"] = {"id": "debian", "version_id": "12"}  # the sandbox hosts' image (docs/sandbox.md)
+    return doc
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("driver", [True, False], ids=["driver", "no-driver"])
+@pytest.mark.parametrize(("sku", "gpus", "platform"), [("H200-SXM-141GB", 8, "baremetal"),
+                                                       ("H200-SXM-141GB", 4, "baremetal"),
+                                                       ("H100-SXM5-80GB", 4, "baremetal"),
+                                                       ("H200-SXM-141GB", 1, "passthrough"),
+                                                       ("H200-SXM-141GB", 2, "passthrough")])
+def test_a_simulated_host_of_each_shape_discovers_as_that_shape(sku: str, gpus: int, platform: str, driver: bool,
+                                                                 tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    doc = _probe_sim_host(tmp_path, monkeypatch, driver=driver, sku=sku, gpus=gpus, platform=platform, hcas=gpus)
+    assert bool(doc["nvidia_smi"].get("q", {}).get("gpus")) is driver
+    if not driver and platform == "passthrough" and catalog.lookup(sku).shape(gpus, platform).nvswitch:
+        with pytest.raises(DiscoveryError, match=r"NVSwitch absent \(NVSwitch PCI functions\)"):
+            node_group(doc, "gpu_nodes")  # a VM sees no NVSwitch on PCI: only the driver's fabric state tells
+        return
     g = node_group(doc, "gpu_nodes")
-    assert (g["gpus_per_node"], g["platform"], g["sku"]) == (gpus, platform, "H200-SXM-141GB")
+    assert (g["gpus_per_node"], g["platform"], g["sku"]) == (gpus, platform, sku)
     assert [n["name"] for n in g["nics"]] == [f"mlx5_{i}" for i in range(gpus)]
     assert {(n["kind"], n["rate_gbps"]) for n in g["nics"]} == {("infiniband", 400)}
+
+
+def test_without_the_driver_an_unreadable_cpuinfo_leaves_the_platform_unknown() -> None:
+    doc = {"os": {"id": "debian", "version_id": "12"}, "nvidia_smi": {},
+           "system": {"cpu_hypervisor": None, "pcie_endpoints": [{"kind": "gpu", "device": "0x2335"}]}}
+    with pytest.raises(DiscoveryError, match="bare metal or VM is unknown"):
+        node_group(doc)
+    doc["system"]["cpu_hypervisor"] = True
+    assert node_group(doc)["platform"] == "passthrough" and node_group(doc)["gpus_per_node"] == 1
+
+
+def test_cpu_hypervisor_flag(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gridready.probe.sysfs import cpu_hypervisor
+
+    monkeypatch.setenv("GRIDREADY_PROC_ROOT", str(tmp_path))
+    assert cpu_hypervisor() is None
+    (tmp_path / "cpuinfo").write_text("processor\t: 0\nflags\t\t: fpu vme sse2 ht\n")
+    assert cpu_hypervisor() is False
+    (tmp_path / "cpuinfo").write_text("processor\t: 0\nflags\t\t: fpu vme sse2 ht hypervisor lahf_lm\n")
+    assert cpu_hypervisor() is True

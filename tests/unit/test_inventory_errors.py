@@ -246,6 +246,15 @@ CASES += [
      C + "serving.tiers: duplicate tier name 'aa'"),
     ("kubeconfig-newline", lambda d: d["serving"].update(target="kubernetes", kubeconfig="k.yml\nx"), None, None,
      C + "serving.kubeconfig: must be one line without control characters"),
+    ("http-mirror-without-key-pin", _set("software", {"package_mirror": "http://mirror.example.internal/cuda/"}),
+     None, None, C + "software.package_mirror: a plain-http mirror needs software.package_mirror_key_fingerprint"),
+    ("mirror-not-a-url", _set("software", {"package_mirror": "mirror.example.internal/cuda"}), None, None,
+     C + "software.package_mirror: must be an http, https or file URL without whitespace"),
+    ("mirror-url-with-space", _set("software", {"package_mirror": "https://m.example/cuda [trusted=yes]"}), None,
+     None, C + "software.package_mirror: must be an http, https or file URL without whitespace"),
+    ("mirror-key-pin-not-hex", _set("software", {"package_mirror": "http://m.example/cuda/",
+                                                 "package_mirror_key_fingerprint": "3bf863cc"}), None, None,
+     C + "software.package_mirror_key_fingerprint: String should match pattern"),
 ]
 
 
@@ -269,6 +278,17 @@ def test_broken_inventory_names_file_and_key(tmp_path, monkeypatch, case, mutate
     assert err.value.code == ExitCode.INVALID
     assert any(line.startswith(expected) for line in err.value.lines), err.value.lines
     assert all(": " in line and line.startswith("inventories/acme/") for line in err.value.lines)
+
+
+@pytest.mark.parametrize("software", [
+    {"package_mirror": "https://mirror.example.internal/cuda/"},
+    {"package_mirror": "http://mirror.example.internal/cuda/",
+     "package_mirror_key_fingerprint": "EB69 3B30 35CD 5710 E231 E123 A4B4 6996 3BF8 63CC"},
+])
+def test_a_tls_or_pinned_mirror_loads(tmp_path, monkeypatch, software):
+    make_inventory(tmp_path, cluster={**CLUSTER, "software": software})
+    monkeypatch.chdir(tmp_path)
+    assert load("acme").spec.software.package_mirror == software["package_mirror"]
 
 
 def test_secret_in_plain_group_vars_is_refused_without_echoing_it(tmp_path, monkeypatch):

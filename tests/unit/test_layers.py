@@ -24,11 +24,13 @@ LAYERS: dict[str, int] = {
     "errors": 1, "catalog": 1, "yamlio": 1, "console": 1, "secretscan": 1,
     "spec": 2,
     "artifacts": 3, "inventory": 3, "matrix": 3,
-    "contracts": 4, "provision_vars": 4, "sample": 4, "vault": 4, "pulumi": 4, "probe": 4,
+    "contracts": 4, "provision_vars": 4, "sample": 4, "vault": 4, "probe": 4,
     "certify": 5, "bench": 5, "monitoring": 5, "discovery": 5, "ansible": 5,
     "report": 6, "serving": 6, "sandbox": 6,
-    "stages": 7,
-    "cli": 8,
+    "stacks": 7,
+    "pulumi": 8,
+    "stages": 9,
+    "cli": 10,
 }
 # The spec's floor: the standard library, pydantic, yaml and these parts of gridready.
 SPEC_MAY_IMPORT = {"catalog"}
@@ -134,3 +136,35 @@ def test_the_rules_catch_the_imports_the_issue_names(broken):
 
 def test_the_gate_names_the_spec_accepts_are_the_gates_judge_runs():
     assert ("probe", *judge.GATE_NAMES) == gates.NODE_GATE_NAMES
+
+
+# docs/architecture.md, "Inside stages/": a stage is a module with a top-level `run`; the rest of stages/ are the
+# pieces stages compose. Pieces import no stage, and a stage imports another only where it composes it.
+STAGES_COMPOSED = {("plan", "provision"), ("plan", "serve"), ("discover", "certify")}
+
+
+def stage_imports(path: Path) -> set[str]:
+    """Names of the modules of gridready/stages/ that a file imports."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module == "gridready.stages":
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("gridready.stages."):
+            found.add(node.module.split(".")[2])  # type: ignore[union-attr]
+        elif isinstance(node, ast.Import):
+            found |= {a.name.split(".")[2] for a in node.names if a.name.startswith("gridready.stages.")}
+    return found
+
+
+def is_stage(path: Path) -> bool:
+    return any(isinstance(n, ast.FunctionDef) and n.name == "run" for n in ast.parse(path.read_text()).body)
+
+
+def test_stage_pieces_import_no_stage_and_stages_only_those_they_compose():
+    files = {p.stem: p for p in (PKG / "stages").glob("*.py") if p.stem != "__init__"}
+    stages = {name for name, path in files.items() if is_stage(path)}
+    assert {"provision", "certify", "serve", "bench"} <= stages and "serve_verify" not in stages
+    wrong = [f"stages/{name}.py imports the stage {dst}" for name, path in sorted(files.items())
+             for dst in sorted(stage_imports(path) & stages)
+             if dst != name and (name not in stages or (name, dst) not in STAGES_COMPOSED)]
+    assert wrong == []

@@ -78,6 +78,17 @@ def test_role_vars_for_an_hgx_h200_group():
     assert got["gridready_rdma_doca_version"] == "3.1.0"
 
 
+def test_a_pinned_mirror_key_reaches_the_driver_role_as_one_hex_string():
+    spec = _spec(package_mirror="http://mirror.example.internal/cuda/",
+                 package_mirror_key_fingerprint="eb69 3b30 35cd 5710 e231 e123 a4b4 6996 3bf8 63cc")
+    got = role_vars(spec, spec.node_groups[0])
+    assert got["gridready_nvidia_driver_repo_url"] == "http://mirror.example.internal/cuda/"
+    assert got["gridready_nvidia_driver_repo_key_fingerprint"] == "EB693B3035CD5710E231E123A4B469963BF863CC"
+    specs = yaml.safe_load((Path(__file__).resolve().parents[2] / "roles/gridready_nvidia_driver/meta"
+                            "/argument_specs.yml").read_text())["argument_specs"]["main"]["options"]
+    assert "gridready_nvidia_driver_repo_key_fingerprint" in specs
+
+
 @pytest.mark.parametrize("name", ["sandbox", "local", "acme-h200"])
 def test_role_vars_of_the_committed_inventories_are_valid_role_options(name):
     inv = inventory.load(name)

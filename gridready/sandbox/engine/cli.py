@@ -12,7 +12,7 @@ import sys
 from dataclasses import fields
 from pathlib import Path
 
-from . import app, hardware, rendezvous
+from . import app, hardware, hub, rendezvous
 from .core import Engine
 from .prefix_cache import PrefixCache
 from .profile import Profile
@@ -34,6 +34,8 @@ def parser() -> argparse.ArgumentParser:
                     "profile-driven token timing. Unknown flags (vLLM's) are accepted and ignored.")
     ap.add_argument("--model", "--model-path", dest="model_opt",
                     help="model name or path (also accepted as the first argument; --model-path: SGLang's)")
+    ap.add_argument("--revision", help="Hub revision of the model (vLLM's and SGLang's --revision); a Hub model "
+                    "loads from the huggingface_hub cache only (hub.py)")
     ap.add_argument("--mode", choices=("openai", "triton", "sglang"), default="openai",
                     help="openai: vLLM's server; triton: Triton's HTTP endpoints; sglang: SGLang's launch_server")
     ap.add_argument("--served-model-name", nargs="+",
@@ -214,6 +216,13 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(asctime)s gridready-sim %(levelname)s %(message)s")
     if ignored:
         log.info("ignoring flags the simulator does not model: %s", " ".join(ignored))
+    if args.mode != "triton" and args.model_opt and hub.is_hub_id(args.model_opt):
+        try:  # the engine loads the weights before it serves: a Hub model absent from the cache stops it
+            log.info("loading %s from %s", args.model_opt,
+                     hub.require_cached(args.model_opt, args.revision, dict(os.environ)))
+        except hub.HubError as err:
+            print(err.line(), file=sys.stderr, flush=True)
+            return 1
     try:
         return asyncio.run(run(args, ignored))
     except OSError as err:  # port in use and the like

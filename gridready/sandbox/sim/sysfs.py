@@ -3,13 +3,14 @@
 Layout under ROOT (default /var/lib/gridready-sim/sysfs; the probe reads it through GRIDREADY_SYSFS_ROOT), as
 under /sys unless noted; every file ends with a newline like the kernel's:
   bus/pci/devices/<bdf>/{vendor,device,class,current_link_speed,current_link_width,max_link_speed,
-                         max_link_width,numa_node}            GPUs, HCAs, GPU switch ports, a benign Gen4 pair
+                         max_link_width,numa_node}            GPUs, HCAs, GPU switch ports, a benign Gen4 pair,
+                                                               the NVSwitches of a bare-metal HGX 8-GPU board
   class/infiniband/<hca>/{fw_ver,hca_type,board_id,node_guid,device -> bus/pci/devices/<bdf>}
   class/infiniband/<hca>/ports/1/{state,phys_state,rate,link_layer,lid,sm_lid}, counters/*, hw_counters/*
   class/net/<netdev>/{operstate,mtu}
   kernel/iommu_groups/<n>/devices/<bdf> -> bus/pci/devices/<bdf>
   module/nvidia/version, module/nvidia_peermem/initstate
-  proc/{cmdline,modules,driver/nvidia/version}                   (a fake /proc: GRIDREADY_PROC_ROOT=ROOT/proc)
+  proc/{cmdline,cpuinfo,modules,driver/nvidia/version}           (a fake /proc: GRIDREADY_PROC_ROOT=ROOT/proc)
   GRIDREADY_SIMULATED                                            (the marker; not in a real /sys)
 """
 
@@ -32,6 +33,7 @@ COUNTERS = (
     "port_xmit_packets", "port_xmit_wait", "symbol_error", "unicast_rcv_packets", "unicast_xmit_packets",
 )  # fmt: skip
 HW_COUNTERS = ("out_of_buffer", "out_of_sequence", "packet_seq_err", "local_ack_timeout_err", "rnr_nak_retry_err")
+CPU_FLAGS = "fpu vme de pse tsc msr pae mce cx8 apic sep mtrr pge mca cmov pat pse36 clflush mmx fxsr sse sse2 ss ht"
 CMDLINE = "BOOT_IMAGE=/boot/vmlinuz-6.1.0-28-amd64 root=/dev/nvme0n1p2 ro iommu=pt quiet"
 
 
@@ -89,6 +91,13 @@ def write_tree(host: Host, root: Path) -> Path:
         sw = f"0000:{simcore.SWITCH_BUSES[g.index % 8]:02x}:00.0"  # switch downstream port above the GPU
         _pci(tmp, sw, vendor="0x1000", device="0xc030", cls="0x060400", cur=g.pcie, mx=(5, 16), numa=numa)
         iommu(g.bdf)
+    if host.sku.get("nvswitch") and host.sku.get("platform", "baremetal") == "baremetal":
+        # an HGX 8-GPU board's four NVSwitches, as `lspci -vvv` of a real HGX H100 lists them (83:00.0-86:00.0
+        # "Bridge: NVIDIA Corporation Device 22a3": leptonai/gpud pkg/pci/testdata/lspci-vvv); a VM slice does not
+        # see them (Fabric Manager User Guide: the NVSwitches stay with the host or its service VM)
+        for i in range(4):
+            _pci(tmp, f"0000:{0x83 + i:02x}:00.0", vendor="0x10de", device="0x22a3", cls="0x068000", cur=(4, 2),
+                 mx=(4, 2), numa=1)
     for hca in host.hcas:
         numa = 0 if hca.index < max(1, n // 2) else 1
         cls = "0x020700" if hca.link_layer == "InfiniBand" else "0x020000"
@@ -128,22 +137,26 @@ def write_tree(host: Host, root: Path) -> Path:
     _pci(tmp, "0000:1b:00.0", vendor="0x15b3", device="0x101d", cls="0x020000", cur=(4, 16), mx=(4, 16), numa=0)
     iommu("0000:1b:00.0")
     _w(tmp / "module/nvidia/version", host.running_driver())  # the loaded module, not the installed package
-    _w(tmp / "module/nvidia_peermem/initstate", "live")
+    peermem = host.peermem_loaded()  # only with DOCA/MLNX_OFED's ib_core (simcore.Host.peermem_loadable)
+    if peermem:
+        _w(tmp / "module/nvidia_peermem/initstate", "live")
     _w(tmp / "proc/cmdline", CMDLINE)
-    _w(
-        tmp / "proc/modules",
-        "\n".join(
-            f"{m} {size} {used} {by} Live 0x0000000000000000{tag}"
-            for m, size, used, by, tag in (
-                ("nvidia_peermem", 16384, 0, "-", " (OE)"),
-                ("nvidia_uvm", 1789952, 0, "-", " (OE)"),
-                ("nvidia", 11681792, 2, "nvidia_uvm,nvidia_peermem,", " (OE)"),
-                ("mlx5_ib", 450560, 0, "-", ""),
-                ("mlx5_core", 2166784, 1, "mlx5_ib,", ""),
-                ("ib_core", 454656, 2, "mlx5_ib,nvidia_peermem,", ""),
-            )
-        ),
-    )
+    # /proc/cpuinfo flags: a VM's kernel lists `hypervisor` (Linux arch/x86/include/asm/cpufeatures.h,
+    # X86_FEATURE_HYPERVISOR "Running on a hypervisor"); bare metal does not
+    flags = CPU_FLAGS + (" hypervisor" if host.sku.get("platform") == "passthrough" else "")
+    _w(tmp / "proc/cpuinfo", "\n\n".join(f"processor\t: {i}\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) "
+                                         f"Platinum 8480+\nflags\t\t: {flags}" for i in range(2)))
+    pm = "nvidia_peermem," if peermem else ""
+    modules = [("nvidia_peermem", 16384, 0, "-", " (OE)")] if peermem else []
+    modules += [
+        ("nvidia_uvm", 1789952, 0, "-", " (OE)"),
+        ("nvidia", 11681792, 1 + peermem, f"nvidia_uvm,{pm}", " (OE)"),
+        ("mlx5_ib", 450560, 0, "-", ""),
+        ("mlx5_core", 2166784, 1, "mlx5_ib,", ""),
+        ("ib_core", 454656, 1 + peermem, f"mlx5_ib,{pm}", ""),
+    ]
+    _w(tmp / "proc/modules", "\n".join(f"{m} {size} {used} {by} Live 0x0000000000000000{tag}"
+                                       for m, size, used, by, tag in modules))
     _w(
         tmp / "proc/driver/nvidia/version",
         f"NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  {host.running_driver()}  Release Build"

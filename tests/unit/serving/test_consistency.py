@@ -11,7 +11,7 @@ import pytest
 from gridready import pulumi as gpulumi
 from gridready.monitoring import kubernetes_monitors
 from gridready.serving import consistency, topology
-from gridready.stages import serve
+from gridready.stages import serve_config
 from tests.summaries import certification
 from tests.unit.serving.conftest import vllm_tier
 
@@ -33,7 +33,8 @@ def rendered(make_inv) -> dict[str, Any]:
     inv = make_inv(4, [vllm_tier(tensor_parallel=8, pipeline_parallel=2), triton_tier()], target="kubernetes")
     cert = topology.read_certification(inv, certification(inv, ["gpu01", "gpu02", "gpu03", "gpu04"]))
     plans = topology.plan_tiers(inv, cert)
-    out = {stack: gpulumi.render(stack, cfg, "acme") for stack, cfg in serve.stack_configs(inv, cert, plans).items()}
+    configs = serve_config.stack_configs(inv, cert, plans)
+    out = {stack: gpulumi.render(stack, cfg, "acme") for stack, cfg in configs.items()}
     docs = out["platform"].manifests + out["serving"].manifests
     docs += kubernetes_monitors("acme", [p.tier for p in plans])
     return {"docs": docs, "releases": out["platform"].helm_releases}

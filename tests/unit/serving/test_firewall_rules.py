@@ -24,6 +24,7 @@ def _render(**over: object) -> list[str]:
         "__gridready_ray_node_worker_range": "11000-11999",
         "__gridready_ray_node_ephemeral_range": "32768-60999",
         "__gridready_ray_node_client_ports": [8000, 8080],
+        "gridready_ray_node_internal_ports": [],
         **over,
     }
     text = env.get_template("gridready-ray.nft.j2").render(**values)
@@ -60,3 +61,23 @@ def test_no_working_firewall_fails_the_host_unless_isolated() -> None:
     fail = next(t for t in tasks if "ansible.builtin.fail" in t)
     assert fail["when"] == ["__gridready_ray_node_fw_tool == 'none'",
                             "not (gridready_ray_node_network_isolated | bool)"]
+
+
+def test_engine_internal_ports_are_closed_to_everyone_but_the_members() -> None:
+    rules = _render(gridready_ray_node_internal_ports=[5757])
+    assert "tcp dport { 6380, 6381, 6379, 8265, 10001, 5757, 11000-11999, 32768-60999 } drop" in rules
+
+
+def test_sglang_nodes_get_the_tier_firewall_before_their_engine() -> None:
+    """SGLang runs without Ray but binds the same kinds of ports: its play applies the Ray tiers' firewall, with
+    the replica's --dist-init-addr port kept inside the members and the API port (rank 0) for clients only."""
+    plays = yaml.safe_load((ROLE.parents[1] / "playbooks" / "serve.yml").read_text())
+    play = next(p for p in plays if p.get("hosts") == "gridready_serve_sglang")
+    (task,) = [t for t in play["pre_tasks"] if "ansible.builtin.include_role" in t]
+    assert task["ansible.builtin.include_role"] == {"name": "gridready_ray_node", "tasks_from": "firewall.yml"}
+    v = task["vars"]
+    assert v["gridready_ray_node_role"] == "worker"  # no Ray head ports to open
+    assert "gridready_serve.members" in v["gridready_ray_node_firewall_members"]
+    assert "api_ports" in v["gridready_ray_node_api_ports"]
+    assert "dist_init_port" in v["gridready_ray_node_internal_ports"]
+    assert "network_isolated" in v["gridready_ray_node_network_isolated"]

@@ -49,7 +49,7 @@ def workspace(monkeypatch: pytest.MonkeyPatch):
     return made
 
 
-SECRETS = {"kubeconfig": "apiVersion: v1\nkind: Config\n", "hfToken": "hf_xxx"}
+SECRETS = {"kubeconfig": "apiVersion: v1\nkind: Config\n", "hfToken": "hf_xxx", "vllmApiKey": "k" * 43}
 
 
 def test_up_uses_a_file_backend_an_inline_program_and_secret_config(workspace, tmp_path: Path):
@@ -62,7 +62,7 @@ def test_up_uses_a_file_backend_an_inline_program_and_secret_config(workspace, t
     assert callable(workspace["program"])
     stack = workspace["stack"]
     assert stack.calls == ["up"]
-    assert stack.config["kubeconfig"].secret and stack.config["hfToken"].secret
+    assert stack.config["kubeconfig"].secret and stack.config["hfToken"].secret and stack.config["vllmApiKey"].secret
     assert not stack.config["stack"].secret
 
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from gridready.artifacts import RunContext
-from gridready.stages import serve
+from gridready.stages import serve, serve_deploy
 
 
 def test_pulumi_state_is_kept_out_of_the_artifacts(make_inv, write_certify, monkeypatch, tmp_path):
     calls: list[dict[str, Any]] = []
-    monkeypatch.setattr(serve.gpulumi, "cli_available", lambda: True)
-    monkeypatch.setattr(serve.gpulumi, "up", lambda stack, customer, config, secrets, state, preview=False:
+    monkeypatch.setattr(serve_deploy.gpulumi, "cli_available", lambda: True)
+    monkeypatch.setattr(serve_deploy.gpulumi, "up", lambda stack, customer, config, secrets, state, preview=False:
                         calls.append({"stack": stack, "state": state}) or {})
     monkeypatch.delenv("GRIDREADY_STATE", raising=False)
     inv = make_inv(1, target="kubernetes")

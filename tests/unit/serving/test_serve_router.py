@@ -13,7 +13,7 @@ from gridready import contracts, inventory
 from gridready.artifacts import RunContext
 from gridready.errors import InvalidInput
 from gridready.serving import topology
-from gridready.stages import serve, serve_router
+from gridready.stages import serve, serve_deploy, serve_router
 from tests.unit.serving.conftest import vllm_tier
 from tests.unit.serving.test_serve_stage import _fake_playbook
 
@@ -32,7 +32,7 @@ def with_router(inv: inventory.Inventory, **router: Any) -> inventory.Inventory:
 
 def test_router_play_variables_and_its_port(make_inv, write_certify, monkeypatch):
     captured: dict[str, Any] = {}
-    monkeypatch.setattr(serve.ansible, "run_playbook", _fake_playbook(captured))
+    monkeypatch.setattr(serve_deploy.ansible, "run_playbook", _fake_playbook(captured))
     monkeypatch.setenv("GRIDREADY_SERVE_SKIP_BENCH", "1")
     inv = with_router(make_inv(4, TIERS))
     root = write_certify(inv, ["gpu01", "gpu02", "gpu03", "gpu04"])

@@ -8,11 +8,11 @@ from typing import Any
 
 import yaml
 
-from gridready import ansible
+from gridready import ansible, vault
 from gridready.artifacts import RunContext
 from gridready.exitcodes import ExitCode
 from gridready.serving import manifests
-from gridready.stages import serve
+from gridready.stages import serve, serve_deploy
 from tests.unit.serving.conftest import vllm_tier
 
 
@@ -57,7 +57,7 @@ def test_render_writes_valid_manifests_without_a_cluster(make_inv, write_certify
 
 
 def test_kubernetes_target_without_the_pulumi_cli_renders(make_inv, write_certify, monkeypatch):
-    monkeypatch.setattr(serve.gpulumi, "cli_available", lambda: False)
+    monkeypatch.setattr(serve_deploy.gpulumi, "cli_available", lambda: False)
     inv = make_inv(1, target="kubernetes")
     root = write_certify(inv, ["gpu01"])
     result = serve.run(inv, _ctx(root))
@@ -68,17 +68,33 @@ def test_kubernetes_target_without_the_pulumi_cli_renders(make_inv, write_certif
 def test_kubernetes_target_with_the_cli_goes_through_the_automation_api(make_inv, write_certify, monkeypatch,
                                                                        tmp_path):
     calls = []
-    monkeypatch.setattr(serve.gpulumi, "cli_available", lambda: True)
-    monkeypatch.setattr(serve.gpulumi, "up", lambda stack, customer, config, secrets, state, preview: calls.append(
-        (stack, customer, sorted(secrets), preview)) or {"ok": stack})
-    monkeypatch.setenv("GRIDREADY_HF_TOKEN", "hf_x")
+    tokens = []
+    secrets_seen: dict[str, dict[str, str]] = {}
+    configs_seen: dict[str, dict[str, Any]] = {}
+
+    def up(stack, customer, config, secrets, state, preview):
+        secrets_seen[stack], configs_seen[stack] = secrets, config
+        calls.append((stack, customer, sorted(secrets), preview))
+        tokens.append(secrets.get("hfToken"))
+        return {"ok": stack}
+
+    monkeypatch.setattr(serve_deploy.gpulumi, "cli_available", lambda: True)
+    monkeypatch.setattr(serve_deploy.gpulumi, "up", up)
+    monkeypatch.setenv("GRIDREADY_HF_TOKEN", "hf_from_the_environment")  # not a source: the vault only
     inv = make_inv(1, target="kubernetes")
     (inv.path / "kubeconfig.yml").write_text("apiVersion: v1\nkind: Config\n")
+    vault.write(inv.customer, inv.path, {vault.HF_TOKEN_VAR: "hf_fromthevault"})
     root = write_certify(inv, ["gpu01"])
     result = serve.run(inv, _ctx(root))
     assert result.exit_code == 0, result.messages
-    assert calls == [("platform", "acme", ["kubeconfig"], False), ("serving", "acme", ["hfToken", "kubeconfig"],
-                                                                   False)]
+    assert calls == [("platform", "acme", ["kubeconfig"], False),
+                     ("serving", "acme", ["hfToken", "kubeconfig", "vllmApiKey"], False)]
+    assert tokens == [None, "hf_fromthevault"]  # a Pulumi secret config value of the serving stack only
+    # the vLLM API key comes from the customer's vault (made there on first use) as Pulumi secret config; the
+    # stack config (plain) never holds it
+    key = vault.read(inv.customer, inv.path)[vault.API_KEY_VAR]
+    assert len(key) >= 32 and secrets_seen["serving"]["vllmApiKey"] == key
+    assert key not in json.dumps(configs_seen["serving"])
 
 
 def _fake_playbook(captured: dict[str, Any], changed: int = 0):
@@ -94,7 +110,7 @@ def _fake_playbook(captured: dict[str, Any], changed: int = 0):
 
 def test_hosts_target_runs_serve_yml_on_certified_nodes_only(make_inv, write_certify, monkeypatch):
     captured: dict[str, Any] = {}
-    monkeypatch.setattr(serve.ansible, "run_playbook", _fake_playbook(captured))
+    monkeypatch.setattr(serve_deploy.ansible, "run_playbook", _fake_playbook(captured))
     monkeypatch.setenv("GRIDREADY_SERVE_SKIP_BENCH", "1")
     inv = make_inv(3)
     root = write_certify(inv, ["gpu01", "gpu03"], ["gpu02"])
@@ -111,7 +127,7 @@ def test_hosts_target_runs_serve_yml_on_certified_nodes_only(make_inv, write_cer
 
 def test_sandbox_inventories_use_the_simulated_engine(make_inv, write_certify, monkeypatch):
     captured: dict[str, Any] = {}
-    monkeypatch.setattr(serve.ansible, "run_playbook", _fake_playbook(captured))
+    monkeypatch.setattr(serve_deploy.ansible, "run_playbook", _fake_playbook(captured))
     monkeypatch.setenv("GRIDREADY_SERVE_SKIP_BENCH", "1")
     inv = make_inv(1)
     (inv.path / "sandbox.yml").write_text("defaults: {}\n")
@@ -125,7 +141,7 @@ def test_sandbox_inventories_use_the_simulated_engine(make_inv, write_certify, m
 
 def test_check_mode_with_changes_is_exit_6(make_inv, write_certify, monkeypatch):
     captured: dict[str, Any] = {}
-    monkeypatch.setattr(serve.ansible, "run_playbook", _fake_playbook(captured, changed=2))
+    monkeypatch.setattr(serve_deploy.ansible, "run_playbook", _fake_playbook(captured, changed=2))
     inv = make_inv(1)
     root = write_certify(inv, ["gpu01"])
     result = serve.run(inv, _ctx(root, check=True))
@@ -149,7 +165,7 @@ def test_triton_tiers_ride_along_then_get_their_own_tagged_runs(make_inv, write_
         hosts = {h: ansible.HostStats(ok=1) for h in kwargs["extravars"]["gridready_serve"]["hosts"]}
         return ansible.PlaybookResult(playbook=playbook, status="successful", rc=0, hosts=hosts)
 
-    monkeypatch.setattr(serve.ansible, "run_playbook", run_playbook)
+    monkeypatch.setattr(serve_deploy.ansible, "run_playbook", run_playbook)
     monkeypatch.setenv("GRIDREADY_SERVE_SKIP_BENCH", "1")
     trt = {"engine": "triton-trtllm", "tensor_parallel": 8, "pipeline_parallel": 1,
            "model": {"hf_id": "meta-llama/Llama-3.1-8B-Instruct", "revision": "0e9e39f2"}}
@@ -174,7 +190,7 @@ def test_plan_view_for_hosts_and_kubernetes(make_inv, write_certify):
     assert view["hosts"]["gpu02"]["role"] == "worker"
     assert view["tiers"][0]["args"][:2] == ["serve", "meta-llama/Llama-3.3-70B-Instruct"]
     k8s = serve.render(make_inv(2, target="kubernetes"), _ctx(root))
-    assert k8s["manifests"]["counts"]["serving"]["manifests"] == 3
+    assert k8s["manifests"]["counts"]["serving"]["manifests"] == 5  # 2 Secrets, RayService, Service, NetworkPolicy
 
 
 def test_plan_view_without_certification(make_inv, tmp_path):

@@ -8,7 +8,7 @@ import yaml
 
 from gridready import pulumi as gpulumi
 from gridready.serving import manifests, topology
-from gridready.stages import serve
+from gridready.stages import serve_config
 from tests.summaries import certification
 from tests.unit.serving.conftest import vllm_tier
 
@@ -18,7 +18,7 @@ def k8s(make_inv):
     inv = make_inv(4, [vllm_tier()], target="kubernetes")
     cert = topology.read_certification(inv, certification(inv, ["gpu01", "gpu02", "gpu04"], ["gpu03"]))
     plans = topology.plan_tiers(inv, cert)
-    configs = serve.stack_configs(inv, cert, plans)
+    configs = serve_config.stack_configs(inv, cert, plans)
     return {stack: gpulumi.render(stack, cfg, "acme") for stack, cfg in configs.items()}
 
 
@@ -106,7 +106,7 @@ def test_services_and_secret(k8s):
 
 def test_every_rendered_manifest_validates(k8s):
     docs = k8s["platform"].manifests + k8s["serving"].manifests
-    assert len(docs) == 11
+    assert len(docs) == 13  # with the vLLM API key Secret and the tier's NetworkPolicy
     assert manifests.validate(docs) == []
 
 
@@ -118,7 +118,7 @@ def test_numbers_come_back_as_ints(k8s):
 @pulumi.runtime.test
 def test_components_expose_outputs_under_plain_mocks():
     """The component classes themselves, the way pulumi's testing guide does it (outputs via apply)."""
-    from stacks.serving.program import RayServiceTier, VllmRayService
+    from gridready.stacks.serving.program import RayServiceTier, VllmRayService
 
     class Mocks(pulumi.runtime.Mocks):
         def new_resource(self, args):
@@ -132,7 +132,7 @@ def test_components_expose_outputs_under_plain_mocks():
                           ray_version="2.60.0", port=8000, accelerator_type="H200",
                           llm_config={"model_loading_config": {"model_id": "m"}}, worker_replicas=1,
                           gpus_per_node=8)
-    comp = VllmRayService("t1", tier, "ns", "hf-token")
+    comp = VllmRayService("t1", tier, "ns", "hf-token", "vllm-api-key")
 
     def check(args):
         endpoint, spec = args
@@ -146,7 +146,7 @@ def _serving(make_inv, tier):
     inv = make_inv(4, [tier], target="kubernetes")
     cert = topology.read_certification(inv, certification(inv, ["gpu01", "gpu02", "gpu03"]))
     plans = topology.plan_tiers(inv, cert)
-    return gpulumi.render("serving", serve.stack_configs(inv, cert, plans)["serving"], "acme")
+    return gpulumi.render("serving", serve_config.stack_configs(inv, cert, plans)["serving"], "acme")
 
 
 def test_a_single_node_tier_requests_no_rdma_device(make_inv):
@@ -184,3 +184,18 @@ def test_the_kuberay_autoscaler_follows_the_serve_replica_bounds(make_inv):
     assert (worker["minReplicas"], worker["replicas"], worker["maxReplicas"]) == (1, 1, 3)
     llm = yaml.safe_load(rs["spec"]["serveConfigV2"])["applications"][0]["args"]["llm_configs"][0]
     assert llm["deployment_config"]["autoscaling_config"]["min_replicas"] == 1
+
+
+def test_gpu_pods_share_the_node_local_model_cache(make_inv):
+    """Weights download once per node: every GPU pod mounts the node's cache as HF_HOME and reserves ephemeral
+    storage for its writable layer, so a restarted pod does not download the weights again."""
+    rs = _one(_serving(make_inv, vllm_tier()).manifests, "RayService")
+    (worker,) = rs["spec"]["rayClusterConfig"]["workerGroupSpecs"]
+    pod = worker["template"]["spec"]
+    c = pod["containers"][0]
+    assert {"name": "hf-cache", "hostPath": {"path": "/var/lib/gridready/hf", "type": "DirectoryOrCreate"}} in \
+        pod["volumes"]
+    assert {"name": "hf-cache", "mountPath": "/var/lib/gridready/hf"} in c["volumeMounts"]
+    assert {"name": "HF_HOME", "value": "/var/lib/gridready/hf"} in c["env"]
+    assert c["resources"]["requests"]["ephemeral-storage"] == "50Gi"
+    assert "ephemeral-storage" not in c["resources"]["limits"]  # a limit would evict a pod compiling a large graph

@@ -61,6 +61,8 @@ def test_ray_start_env_comes_from_certification(make_inv):
         "GLOO_SOCKET_IFNAME": "bond0",
         "TP_SOCKET_IFNAME": "bond0",
         "NCCL_IB_HCA": "=" + ",".join(HCAS),
+        "HF_HOME": "/var/lib/gridready/hf",  # the node's pre-downloaded cache, read offline
+        "HF_HUB_OFFLINE": "1",
     }
 
 

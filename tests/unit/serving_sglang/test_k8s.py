@@ -8,7 +8,7 @@ import pytest
 
 from gridready import pulumi as gpulumi
 from gridready.serving import manifests, topology
-from gridready.stages import serve
+from gridready.stages import serve_config
 from tests.summaries import certification
 from tests.unit.serving.conftest import vllm_tier
 
@@ -17,7 +17,7 @@ def _render(make_inv, pp: int, replicas: int = 1):
     tier = vllm_tier(name="llama-sgl", engine="sglang", pipeline_parallel=pp, replicas=replicas, port=30000)
     inv = make_inv(4, [tier], target="kubernetes")
     cert = topology.read_certification(inv, certification(inv, ["gpu01", "gpu02", "gpu03", "gpu04"]))
-    configs = serve.stack_configs(inv, cert, topology.plan_tiers(inv, cert))
+    configs = serve_config.stack_configs(inv, cert, topology.plan_tiers(inv, cert))
     assert configs["serving"]["triton_tiers"] == []  # an sglang tier is not handed to the Triton component
     return gpulumi.render("serving", configs["serving"], "acme").manifests
 
@@ -76,5 +76,22 @@ def test_serve_render_writes_validated_manifests(make_inv, tmp_path, pp):
     tier = vllm_tier(name="llama-sgl", engine="sglang", pipeline_parallel=pp)
     inv = make_inv(4, [tier], target="kubernetes")
     cert = topology.read_certification(inv, certification(inv, ["gpu01", "gpu02"]))
-    out = serve.render_manifests(inv, cert, topology.plan_tiers(inv, cert), tmp_path / "k8s")
+    out = serve_config.render_manifests(inv, cert, topology.plan_tiers(inv, cert), tmp_path / "k8s")
     assert out["files"] and out["validated_against"].startswith("kubernetes")
+
+
+def test_sglang_pods_share_the_node_local_model_cache(make_inv):
+    for doc in _render(make_inv, 2):
+        if doc["kind"] != "LeaderWorkerSet":
+            continue
+        for template in (doc["spec"]["leaderWorkerTemplate"]["leaderTemplate"],
+                         doc["spec"]["leaderWorkerTemplate"]["workerTemplate"]):
+            pod = template["spec"]
+            c = pod["containers"][0]
+            assert {"name": "hf-cache", "hostPath": {"path": "/var/lib/gridready/hf", "type": "DirectoryOrCreate"}} \
+                in pod["volumes"]
+            assert {"name": "HF_HOME", "value": "/var/lib/gridready/hf"} in c["env"]
+            assert c["resources"]["requests"]["ephemeral-storage"] == "50Gi"
+        break
+    else:
+        raise AssertionError("no LeaderWorkerSet rendered")

@@ -10,7 +10,7 @@ import pytest
 from gridready.errors import InvalidInput
 from gridready.serving import sglang, topology
 from gridready.serving.sglang_versions import pin
-from gridready.stages import serve
+from gridready.stages import serve_config, serve_verify
 from tests.summaries import certification
 from tests.unit.serving.conftest import vllm_tier
 
@@ -111,11 +111,11 @@ def test_version_pin_has_its_source():
 
 def test_hosts_extravars_carry_the_units(make_inv):
     inv, cert, plan = _plan(make_inv, 2)
-    gs = serve.hosts_extravars(inv, cert, [plan])["gridready_serve"]
+    gs = serve_config.hosts_extravars(inv, cert, [plan])["gridready_serve"]
     assert [u["node_rank"] for u in gs["sglang_units"]] == [0, 1]
     assert gs["tiers"] == []  # no vLLM unit, no Ray-bound tier
     assert {h["engine"] for h in gs["hosts"].values()} == {"sglang"}
-    assert serve.unit_name(plan.tier) == "sglang-llama-sgl"
+    assert serve_verify.unit_name(plan.tier) == "sglang-llama-sgl"
 
 
 @pytest.mark.parametrize(("over", "line"), [

@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 import time
 
 import pytest
 
+from gridready.sandbox.engine import hub
 from gridready.sandbox.engine.prefix_cache import PrefixCache
 from tests.unit.bench.test_bench_engine import call
 
@@ -32,9 +34,12 @@ def ask(url: str, model: str, user: str) -> None:
     assert status == 200, raw
 
 
-def test_sglang_routes_and_metric_names(engine_factory):
+def test_sglang_routes_and_metric_names(engine_factory, tmp_path):
+    # a Hub model loads from the node's cache only: download it there first, as the serve playbook does
+    hub.download("meta-llama/Llama-3.1-8B-Instruct", "main", tmp_path / "hf" / "hub", token="hf_test")
+    env = {**os.environ, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1"}
     e = engine_factory("--mode", "sglang", "--model-path", "meta-llama/Llama-3.1-8B-Instruct",
-                       "--served-model-name", "llama", "--enable-metrics", "--tp-size", "8", *FAST)
+                       "--served-model-name", "llama", "--enable-metrics", "--tp-size", "8", *FAST, env=env)
     for path in ("/health", "/health_generate"):
         status, headers, _ = call(e.url, path)
         assert status == 200 and headers["x-gridready-simulated"] == "1"

@@ -98,3 +98,40 @@ def test_build_script_and_python_agree_on_the_marker(tmp_path: Path) -> None:
     assert len(list((cache / key.dirname / "engine").glob("rank*.engine"))) == 8
     events = [{"event": "runner_on_ok", "event_data": {"host": "gpu01", "res": {"stdout": o}}} for o in (out1, out2)]
     assert [e["status"] for e in triton.engine_records_from_events(events)] == ["built", "cached"]
+
+
+def test_local_weights_and_lora_dirs_key_the_engine_by_content(tmp_path: Path) -> None:
+    """A local_path model and LoRA directories are not pinned by their names: changed bytes (even at the same size
+    and name) rebuild the engine, unchanged ones reuse it, a missing directory fails the build."""
+    model, lora = tmp_path / "llama", tmp_path / "adapters" / "sql"
+    model.mkdir()
+    lora.mkdir(parents=True)
+    (model / "config.json").write_text('{"architectures": ["LlamaForCausalLM"]}')
+    (model / "model.safetensors").write_bytes(b"a" * 4096)
+    (lora / "adapter_model.safetensors").write_bytes(b"l" * 64)
+    p = plan("8b", 1, 1, mode="engine", model_family="llama",
+             tier_over={"model": {"local_path": str(model)}, "lora_adapters": [{"name": "sql", "path": str(lora)}]})
+    cache = tmp_path / "engines"
+    cache.mkdir()
+    script = tmp_path / "build.sh"
+    script.write_text(build_script(p, cache_dir=str(cache)).text)
+
+    def run() -> str:
+        return subprocess.run(["bash", str(script)], capture_output=True, text=True, check=True).stdout.split()[1]
+
+    assert [run(), run()] == ["built", "cached"]
+    (model / "model.safetensors").write_bytes(b"b" * 4096)  # same name and size, other bytes
+    assert [run(), run()] == ["built", "cached"]
+    (lora / "adapter_model.safetensors").write_bytes(b"m" * 64)
+    assert run() == "built"
+    marker = json.loads((cache / engine_key(p).dirname / engine_cache.MARKER).read_text())
+    assert len(marker["key"]["inputs_sha256"]) == 64
+    (model / "model.safetensors").unlink()
+    (model / "config.json").unlink()
+    failed = subprocess.run(["bash", str(script)], capture_output=True, text=True)
+    assert failed.returncode != 0 and f"engine input {model}: missing or empty" in failed.stderr
+
+
+def test_a_hub_model_is_keyed_by_its_revision_alone() -> None:
+    from gridready.serving.triton_build import content_inputs
+    assert content_inputs(plan("8b", 1, 1, mode="engine")) == []

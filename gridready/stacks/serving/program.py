@@ -2,7 +2,7 @@
 
 The RayService head takes no GPUs; one worker group holds the GPU nodes (nvidia.com/gpu, the RDMA resource,
 /dev/shm in memory, IPC_LOCK, the HF token from a Secret, NCCL/Gloo env set before `ray start`). Triton tiers
-are built by the component in `stacks/serving/triton.py`, called through `build_tier`.
+are built by the component in `gridready/stacks/serving/triton.py`, called through `build_tier`.
 """
 
 from __future__ import annotations
@@ -14,9 +14,11 @@ import pulumi_kubernetes as k8s
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-from stacks.serving import sglang, triton
+from gridready.stacks.serving import model_cache, network, sglang, triton
 
 SERVE_PORT = 8000  # Ray Serve's HTTP proxy inside the pods
+METRICS_PORT = 8080  # Ray's metrics export
+API_KEY_ENV = "VLLM_API_KEY"  # vLLM's api_server reads it when --api-key is absent (vllm/envs.py)
 TIER_LABEL = "gridready.io/tier"
 CERTIFIED_LABEL = "gridready.io/certified"
 # the taint GPU node pools commonly carry (the GPU Operator's docs and the managed pools' default)
@@ -47,6 +49,8 @@ class RayServiceTier(BaseModel):
     upgrade_strategy: str = "None"
     initializing_timeout: str = "30m"
     gpu_product_label: str | None = None
+    model_cache_path: str = Field("/var/lib/gridready/hf", description="node-local HF_HOME (hostPath)")
+    ephemeral_storage: str = "50Gi"
 
 
 class ServingConfig(BaseModel):
@@ -57,9 +61,15 @@ class ServingConfig(BaseModel):
     customer: str
     namespace: str
     hf_token_secret: str = "hf-token"
+    api_key_secret: str = Field("vllm-api-key", description=f"Secret (key {API_KEY_ENV}) made from the vault's key")
+    clients: list[str] = Field(default_factory=list, description="CIDRs admitted to the serving ports")
+    client_namespaces: list[str] = Field(default_factory=list, description="namespaces admitted to the serving ports")
+    kuberay_namespace: str = Field("kuberay-system", description="the KubeRay operator's namespace")
     vllm_tiers: list[RayServiceTier] = Field(default_factory=list)
     triton_tiers: list[dict[str, Any]] = Field(default_factory=list, description="opaque to this module")
-    sglang_tiers: list[dict[str, Any]] = Field(default_factory=list, description="stacks/serving/sglang.py")
+    sglang_tiers: list[dict[str, Any]] = Field(default_factory=list, description="gridready/stacks/serving/sglang.py")
+    router_routes: list[dict[str, Any]] = Field(
+        default_factory=list, description="Gateway API HTTPRoutes of serving.router (gridready/serving/router_k8s.py)")
 
 
 def serve_config(tier: RayServiceTier) -> str:
@@ -77,14 +87,18 @@ class VllmRayService(pulumi.ComponentResource):
     """A RayService (Ray Serve LLM over vLLM) and a Service in front of its Serve proxies."""
 
     def __init__(
-        self, name: str, tier: RayServiceTier, namespace: str, hf_secret: str,
+        self, name: str, tier: RayServiceTier, namespace: str, hf_secret: str, api_key_secret: str,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("gridready:serving:VllmRayService", name, None, opts)
         labels = {TIER_LABEL: tier.name, "app.kubernetes.io/managed-by": "gridready"}
         env = [{"name": "VLLM_HOST_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
                *({"name": k, "value": v} for k, v in sorted(tier.env.items())),
-               {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": hf_secret, "key": "HF_TOKEN"}}}]
+               {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": hf_secret, "key": "HF_TOKEN"}}},
+               # the key by reference only: the manifest carries the Secret's name, never its value. Ray Serve
+               # LLM's OpenAI ingress does not read it (ray-project/ray#55369, #59578: no built-in API key
+               # check), so on this target the NetworkPolicy is what keeps non-clients out.
+               {"name": API_KEY_ENV, "valueFrom": {"secretKeyRef": {"name": api_key_secret, "key": API_KEY_ENV}}}]
         selector = {CERTIFIED_LABEL: "true"}
         if tier.gpu_product_label:
             selector["nvidia.com/gpu.product"] = tier.gpu_product_label
@@ -120,6 +134,7 @@ class VllmRayService(pulumi.ComponentResource):
                                    "memory": tier.worker_memory}
         if tier.rdma_resource:
             gpu_res[tier.rdma_resource] = 1
+        requests = {**gpu_res, "ephemeral-storage": tier.ephemeral_storage}
         worker = {
             "groupName": "gpu",
             # the autoscaler adds and removes worker pods between the bounds of the Serve replicas, so GPUs go
@@ -138,12 +153,14 @@ class VllmRayService(pulumi.ComponentResource):
                     "containers": [{
                         "name": "ray-worker",
                         "image": tier.image,
-                        "env": env,
-                        "resources": {"requests": dict(gpu_res), "limits": dict(gpu_res)},
+                        "env": [*env, *model_cache.env(tier.model_cache_path)],
+                        "resources": {"requests": requests, "limits": dict(gpu_res)},
                         "securityContext": {"capabilities": {"add": ["IPC_LOCK"]}},
-                        "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
+                        "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"},
+                                         model_cache.mount(tier.model_cache_path)],
                     }],
-                    "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": tier.shm_size}}],
+                    "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": tier.shm_size}},
+                                model_cache.volume(tier.model_cache_path)],
                 },
             },
         }
@@ -185,16 +202,16 @@ class VllmRayService(pulumi.ComponentResource):
 
 
 def build_triton(tier: dict[str, Any], namespace: str, hf_secret: str, parent: pulumi.Resource) -> Any:
-    """Hand a Triton tier to stacks/serving/triton.py (`build_tier`, see docs/serving.md)."""
+    """Hand a Triton tier to gridready/stacks/serving/triton.py (`build_tier`, see docs/serving.md)."""
     return triton.build_tier(tier, namespace=namespace, hf_secret=hf_secret,
                              opts=pulumi.ResourceOptions(parent=parent))
 
 
 class ServingTiers(pulumi.ComponentResource):
-    """The HF token Secret and every tier of one customer."""
+    """The HF token and API key Secrets, every tier of one customer and each tier's ingress NetworkPolicy."""
 
     def __init__(self, name: str, config: ServingConfig, hf_token: pulumi.Input[str],
-                 opts: pulumi.ResourceOptions | None = None) -> None:
+                 api_key: pulumi.Input[str], opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gridready:serving:ServingTiers", name, None, opts)
         self.hf_secret = k8s.core.v1.Secret(
             "hf-token",
@@ -203,15 +220,36 @@ class ServingTiers(pulumi.ComponentResource):
             string_data={"HF_TOKEN": hf_token},
             opts=pulumi.ResourceOptions(parent=self),
         )
-        after = pulumi.ResourceOptions(parent=self, depends_on=[self.hf_secret])
-        self.vllm = [VllmRayService(t.name, t, config.namespace, config.hf_token_secret, after)
-                     for t in config.vllm_tiers]
+        self.api_key_secret = k8s.core.v1.Secret(
+            "vllm-api-key",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=config.api_key_secret, namespace=config.namespace),
+            type="Opaque",
+            string_data={API_KEY_ENV: api_key},
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        after = pulumi.ResourceOptions(parent=self, depends_on=[self.hf_secret, self.api_key_secret])
+        self.vllm = [VllmRayService(t.name, t, config.namespace, config.hf_token_secret, config.api_key_secret,
+                                    after) for t in config.vllm_tiers]
         self.triton = [build_triton(t, config.namespace, config.hf_token_secret, self) for t in config.triton_tiers]
         self.sglang = [sglang.build_tier(t, namespace=config.namespace, hf_secret=config.hf_token_secret, opts=after)
                        for t in config.sglang_tiers]
+        self.policies = [self._policy(config, t.name, [SERVE_PORT, METRICS_PORT], config.kuberay_namespace)
+                         for t in config.vllm_tiers]
+        self.policies += [self._policy(config, c.config.name, list(c.config.ports.values())) for c in self.triton]
+        self.policies += [self._policy(config, t["name"], [t["port"]]) for t in config.sglang_tiers]
+        services = [c.service for c in self.vllm]
+        self.routes = [k8s.apiextensions.CustomResource(
+            f"route-{doc['metadata']['name']}", api_version=doc["apiVersion"], kind=doc["kind"],
+            metadata=doc["metadata"], spec=doc["spec"],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=services)) for doc in config.router_routes]
         self.endpoints = {t.name: c.endpoint for t, c in zip(config.vllm_tiers, self.vllm, strict=True)}
         self.endpoints.update({c.tier_name: c.endpoint for c in self.sglang})
         self.register_outputs({"endpoints": self.endpoints})
+
+    def _policy(self, config: ServingConfig, tier: str, ports: list[int], operator_ns: str | None = None) -> Any:
+        labels = {TIER_LABEL: tier}
+        rules = network.ingress_rules(labels, ports, config.clients, config.client_namespaces, operator_ns)
+        return network.tier_policy(tier, config.namespace, labels, rules, self)
 
 
 def program() -> None:
@@ -219,7 +257,7 @@ def program() -> None:
     cfg = pulumi.Config()
     config = ServingConfig.model_validate(cfg.require_object("stack"))
     provider = k8s.Provider("k8s", kubeconfig=cfg.require_secret("kubeconfig"), enable_server_side_apply=True)
-    tiers = ServingTiers(config.customer, config, cfg.require_secret("hfToken"),
+    tiers = ServingTiers(config.customer, config, cfg.require_secret("hfToken"), cfg.require_secret("vllmApiKey"),
                          pulumi.ResourceOptions(providers=[provider]))
     pulumi.export("endpoints", tiers.endpoints)
     pulumi.export("namespace", config.namespace)

@@ -5,7 +5,8 @@ One node per replica: a Deployment. Several: a LeaderWorkerSet (kubernetes-sigs/
 and `--node-rank $(LWS_WORKER_INDEX)`, `restartPolicy: RecreateGroupOnPodRestart` (a lost rank restarts the group);
 only the leader serves HTTP, so the Service selects the leaders. /dev/shm in memory, IPC_LOCK, the GPUs and the
 RDMA resource, the HF token from its Secret, NCCL/Gloo env; startup/readiness/liveness on SGLang's /health.
-gridready builds the config with gridready.serving.sglang.k8s_tier; stacks/serving/program.py builds the tiers.
+gridready builds the config with gridready.serving.sglang.k8s_tier; gridready/stacks/serving/program.py builds the
+tiers.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 from pydantic import BaseModel, ConfigDict, Field
+
+from gridready.stacks.serving import model_cache
 
 TIER_LABEL = "gridready.io/tier"
 CERTIFIED_LABEL = "gridready.io/certified"
@@ -40,6 +43,8 @@ class SglangTierConfig(BaseModel):
     memory: str = "512Gi"
     gpu_product_label: str | None = None
     startup_timeout_s: int = 1800
+    model_cache_path: str = Field("/var/lib/gridready/hf", description="node-local HF_HOME (hostPath)")
+    ephemeral_storage: str = "50Gi"
 
 
 class SglangTier(pulumi.ComponentResource):
@@ -90,15 +95,16 @@ class SglangTier(pulumi.ComponentResource):
         if tier.gpu_product_label:
             selector["nvidia.com/gpu.product"] = tier.gpu_product_label
         env = [*({"name": k, "value": v} for k, v in sorted(tier.env.items())),
-               {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": hf_secret, "key": "HF_TOKEN"}}}]
+               {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": hf_secret, "key": "HF_TOKEN"}}},
+               *model_cache.env(tier.model_cache_path)]
         container: dict[str, Any] = {
             "name": "sglang-leader" if leader else "sglang-worker",
             "image": tier.image,
             "command": list(tier.args),
             "env": env,
-            "resources": {"requests": dict(res), "limits": dict(res)},
+            "resources": {"requests": {**res, "ephemeral-storage": tier.ephemeral_storage}, "limits": dict(res)},
             "securityContext": {"capabilities": {"add": ["IPC_LOCK"]}},
-            "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
+            "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}, model_cache.mount(tier.model_cache_path)],
         }
         if leader:  # only rank 0 serves HTTP (SGLang engine.py _launch_subprocesses)
             health = {"httpGet": {"path": "/health", "port": "http"}}
@@ -113,7 +119,8 @@ class SglangTier(pulumi.ComponentResource):
                 "spec": {"enableServiceLinks": False, "nodeSelector": selector,
                          "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
                          "containers": [container],
-                         "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": tier.shm_size}}]}}
+                         "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": tier.shm_size}},
+                                     model_cache.volume(tier.model_cache_path)]}}
 
 
 def build_tier(config: dict[str, Any], *, namespace: str, hf_secret: str,

@@ -1,0 +1,141 @@
+"""What `serve` hands each target, built from the certification and the tier plans, and nothing run.
+
+target hosts: the extra variables of playbooks/serve.yml (Ray topology, vLLM and SGLang units, the sandbox's Ray
+sizing) and, per Triton replica, the role variables of gridready_triton_trtllm with its rendered model repository.
+target kubernetes: the config of the Pulumi stacks `platform` and `serving`, and the manifests rendered from them
+under mocks and validated offline. `serve`, `bench` and `invoke plan` read the certification and the plan here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from gridready import contracts
+from gridready import pulumi as gpulumi
+from gridready.artifacts import RunContext
+from gridready.bench.endpoint import Endpoint as BenchEndpoint
+from gridready.contracts import CertifySummary, Endpoint
+from gridready.errors import GridreadyError
+from gridready.exitcodes import ExitCode
+from gridready.inventory import Inventory, project_root
+from gridready.serving import consistency, manifests, sglang, topology, triton, vllm, weights
+from gridready.serving.topology import Certification, TierPlan
+from gridready.stacks.serving import triton as triton_stack
+from gridready.stages import serve_router
+from gridready.stages.common import base_extravars
+
+STAGE = "serve"
+# SIMULATED sandbox hosts (2 vCPUs, a small /dev/shm): Ray gets explicit, small resources there
+SANDBOX_RAY = {"num_cpus": 1, "memory_bytes": 2_000_000_000, "object_store_bytes": 100_000_000,
+               "include_dashboard": False}
+# the sandbox image ships ray[client]; the dashboard extras would need the network the hosts do not have
+SANDBOX_RAY_PIP = "ray=={version}"
+
+
+def engine_mode(inv: Inventory) -> str:
+    """simulated on sandbox inventories (they have sandbox.yml), real vLLM elsewhere."""
+    return "simulated" if (inv.path / "sandbox.yml").exists() else "vllm"
+
+
+def current_certification(inv: Inventory, ctx: RunContext) -> Certification:
+    """The newest certify summary, validated against its contract (exit 2 when foreign), read fail closed."""
+    return topology.read_certification(inv, contracts.latest(ctx.root, inv.customer, CertifySummary))
+
+
+def endpoints(plans: list[TierPlan], cert: Certification) -> list[Endpoint]:
+    """Where each tier answers on target hosts (its first replica's head), for clients and `invoke bench`."""
+    out = []
+    for plan in plans:
+        heads = [r.head for r in plan.replicas]
+        ep = BenchEndpoint.for_tier(plan.tier, cert.certified[heads[0]].ip)
+        out.append(Endpoint(tier=plan.tier.name, engine=plan.tier.engine, api=str(ep.api), model=ep.model,
+                            url=ep.url, metrics_url=ep.metrics_url, heads=heads))
+    return out
+
+
+def plan_summary(plans: list[TierPlan], cert: Certification) -> list[dict[str, Any]]:
+    return [{
+        "tier": p.tier.name, "engine": p.tier.engine, "node_group": p.group.name,
+        "tensor_parallel": p.tensor_parallel, "pipeline_parallel": p.pipeline_parallel,
+        "nodes_per_replica": p.nodes_per_replica,
+        "replicas": [{"index": r.index, "head": r.head, "head_ip": cert.certified[r.head].ip,
+                      "workers": list(r.workers)} for r in p.replicas],
+    } for p in plans]
+
+
+# --- target hosts -------------------------------------------------------------------------------------------
+
+def hosts_extravars(inv: Inventory, cert: Certification, plans: list[TierPlan]) -> dict[str, Any]:
+    mode = engine_mode(inv)
+    out = base_extravars(inv) | vllm.hosts_extravars(plans, cert, inv.spec.serving, mode)
+    out["gridready_serve"]["sglang_units"] = sglang.units(plans, cert, inv.spec.serving, mode)
+    out["gridready_serve"]["model_downloads"] = weights.downloads_by_host(plans)
+    if mode == "simulated":
+        out["gridready_serve"]["ray_sizing"] = dict(SANDBOX_RAY)
+        out["gridready_serve"]["ray_pip_spec"] = SANDBOX_RAY_PIP.format(version=inv.spec.serving.ray_version)
+    return out
+
+
+def triton_units(inv: Inventory, cert: Certification, plans: list[TierPlan], stage_dir: Path
+                 ) -> list[tuple[list[str], dict[str, Any], dict[str, Any]]]:
+    """Per Triton tier replica: (its hosts, role variables of gridready_triton_trtllm, summary entry).
+
+    gridready.serving.triton renders and validates the model repository."""
+    units = []
+    for plan in (p for p in plans if p.tier.engine == "triton-trtllm"):
+        tplan = triton.plan_for(plan, simulated=engine_mode(inv) == "simulated")
+        repo = triton.write_repository(tplan, stage_dir / "triton" / plan.tier.name / "repo")
+        for replica in plan.replicas:
+            addresses = [cert.certified[n].ip for n in replica.nodes]
+            units.append((list(replica.nodes), triton.hosts_extravars(tplan, repo, addresses),
+                          triton.summary_entry(tplan, repo)))
+    return units
+
+
+# --- target kubernetes --------------------------------------------------------------------------------------
+
+def stack_configs(inv: Inventory, cert: Certification, plans: list[TierPlan], root: Path | None = None,
+                  canary: str | None = None, canary_weight: int = 0) -> dict[str, dict[str, Any]]:
+    """Both stacks' config; `root`: the artifacts root whose decision records weight the routes that ask for it
+    (default: the project's artifacts/); `canary` at canary_weight % in its route's HTTPRoute."""
+    groups = {h: inv.node_group_of(h) or "" for h in inv.gpu_hosts()}
+    serving = inv.spec.serving
+    config = vllm.serving_stack_config(inv.customer, serving, cert, plans)
+    triton_plans = [p for p in plans if p.tier.engine == "triton-trtllm"]
+    if triton_plans:  # the Triton stack component builds its own config from its plan
+        k = serving.kubernetes
+        config["triton_tiers"] = [
+            triton_stack.tier_config(triton.plan_for(p, simulated=False), k.namespace,
+                                     env=vllm.pod_env(p, cert, serving), rdma_resource=k.rdma_resource,
+                                     gpu_product_label=k.gpu_product_label)
+            for p in triton_plans
+        ]
+    config["sglang_tiers"] = [sglang.k8s_tier(p, vllm.pod_env(p, cert, serving), serving)
+                              for p in plans if p.tier.engine == "sglang"]
+    config["router_routes"] = serve_router.k8s_routes(inv, root or project_root() / "artifacts", plans, canary,
+                                                      canary_weight)
+    return {
+        "platform": vllm.platform_stack_config(inv.customer, serving, cert, inv.hosts, groups),
+        "serving": config,
+    }
+
+
+def render_manifests(inv: Inventory, cert: Certification, plans: list[TierPlan], out_dir: Path,
+                     configs: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Render both stacks under mocks, validate every manifest, write them; exit 3 when one is invalid."""
+    k8s_version = inv.spec.serving.kubernetes.kubernetes_version
+    written, errors, counts = [], [], {}
+    docs: list[dict[str, Any]] = []
+    releases: list[dict[str, Any]] = []
+    for stack, config in (configs or stack_configs(inv, cert, plans)).items():
+        rendered = gpulumi.render(stack, config, inv.customer)
+        errors += manifests.validate(rendered.manifests, k8s_version)
+        docs += rendered.manifests
+        releases += rendered.helm_releases
+        written += [str(p) for p in gpulumi.write_rendered(rendered, out_dir)]
+        counts[stack] = {"manifests": len(rendered.manifests), "helm_releases": len(rendered.helm_releases)}
+    errors += consistency.check(docs, releases)
+    if errors:
+        raise GridreadyError("rendered manifests do not validate:\n" + "\n".join(errors), ExitCode.STAGE_FAILED)
+    return {"files": written, "counts": counts, "validated_against": f"kubernetes {k8s_version} + CRDs"}

@@ -1,0 +1,85 @@
+"""Readiness -> smoke -> benchmark -> SLO gate per tier, then the decision per model: what `serve` runs after a
+deployment on target hosts and `bench` runs again on its own.
+
+Each tier is measured on its first replica's head (gridready.bench.verify_tier); a tier that never gets ready is
+reported with its unit's state and last log lines, read over SSH. Writes the tier reports, the monitoring config,
+one decision record per model served by more than one tier, and the router's added latency into `data`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+from gridready import bench, vault
+from gridready.artifacts import RunContext
+from gridready.exitcodes import ExitCode
+from gridready.inventory import Inventory
+from gridready.monitoring.write import write_monitoring
+from gridready.serving.topology import Certification, TierPlan
+from gridready.stages import serve_router
+from gridready.stages.fabric import SshRunner
+
+SKIP_ENV = "GRIDREADY_SERVE_SKIP_BENCH"
+
+
+def unit_name(tier: Any) -> str:
+    """The systemd unit that serves a tier on its head node (roles gridready_vllm, gridready_triton_trtllm)."""
+    if tier.engine == "sglang":
+        return f"sglang-{tier.name}"  # role gridready_sglang
+    return f"vllm-{tier.name}" if tier.engine == "vllm" else f"gridready-triton-{tier.name}"
+
+
+def unit_probes(inv: Inventory, host: str, unit: str) -> tuple[Callable[[], str], Callable[[], list[str]]]:
+    """(unit state, last log lines) of `unit` on `host` over SSH, for the not-ready report."""
+    runner = SshRunner.from_inventory(inv)
+
+    def state() -> str:
+        res = runner.run(host, ["systemctl", "is-active", unit], 20)
+        return f"{unit} on {host}: {res.stdout.strip() or res.stderr.strip() or 'unknown'}"
+
+    def logs() -> list[str]:
+        res = runner.run(host, ["journalctl", "-u", unit, "-n", "20", "--no-pager", "-o", "cat"], 20)
+        return res.stdout.splitlines()[-20:]
+
+    return state, logs
+
+
+def verify_tiers(inv: Inventory, ctx: RunContext, cert: Certification, plans: list[TierPlan], data: dict[str, Any],
+                 messages: list[str], stage: str) -> tuple[str, ExitCode]:
+    """Readiness, smoke, benchmark and SLO gate per tier (first replica's head), decision per model."""
+    if os.environ.get(SKIP_ENV):
+        messages.append(f"benchmark skipped ({SKIP_ENV})")
+        return "success", ExitCode.OK
+    stage_dir = ctx.stage_dir(stage)
+    api_key = vault.ensure_api_key(inv.customer, inv.path) if any(p.tier.engine == "vllm" for p in plans) else None
+    reports = []
+    reuse = inv.spec.serving.decision.prefix_reuse
+    workload = (bench.Workload(shared_prefix_len=reuse.system_prompt_tokens, shared_prefix_share=reuse.share)
+                if reuse else bench.Workload())
+    for plan in plans:
+        head = plan.replicas[0].head
+        endpoint = bench.Endpoint.for_tier(plan.tier, cert.certified[head].ip, api_key=api_key)
+        unit_state, log_lines = unit_probes(inv, head, unit_name(plan.tier))
+        reports.append(bench.verify_tier(endpoint, plan.tier, workload,
+                                         gpus=plan.gpus,
+                                         ready_timeout_s=float(inv.spec.serving.wait_timeout_s),
+                                         unit_state=unit_state, log_lines=log_lines))
+    bench.write_tier_reports(stage_dir, reports, inv.customer)
+    write_monitoring(stage_dir / "monitoring", inv.customer, [p.tier for p in plans], target="hosts",
+                     tier_hosts={p.tier.name: [cert.certified[r.head].ip for r in p.replicas] for p in plans},
+                     nodes=[c.ip for c in cert.certified.values()])
+    by_model: dict[str, list[Any]] = {}
+    for plan, report in zip(plans, reports, strict=True):
+        by_model.setdefault(plan.tier.model.source, []).append(report)
+    for model, group in by_model.items():
+        if len(group) > 1:
+            decision = bench.decide(group, inv.spec.serving.decision)
+            bench.write_decision(stage_dir / "decision" / model.replace("/", "--"), decision, group)
+    data["bench"] = {r.tier: {"passed": r.gate.passed, "message": r.gate.message, "simulated": r.simulated}
+                     for r in reports}
+    router_error = serve_router.measure_overhead(inv, cert, plans, data, messages, api_key)
+    failed = [r.gate.message for r in reports if not r.gate.passed] + ([router_error] if router_error else [])
+    messages += failed
+    return ("failed", ExitCode.STAGE_FAILED) if failed else ("success", ExitCode.OK)
