@@ -57,7 +57,7 @@ def drift(converged_fleet: Any, tmp_path_factory: pytest.TempPathFactory) -> dic
     baseline = run()  # records the converged state where a run before this one did not
     enabled = _enabled_units(fleet, DRIFTED)
     disable = DISABLED if f"{DISABLED}.service" in enabled else sorted(enabled)[0].removesuffix(".service")
-    held = sorted(p for p in _held(fleet, DRIFTED) if p.startswith("nvidia-driver"))
+    held = sorted(p for p in _held(fleet, DRIFTED) if p.startswith("nvidia-"))
     assert held, "the driver role holds its packages"
     fleet.ssh(DRIFTED, " && ".join([
         f"test -f {SYSCTL} && test -f {UDEV} && test ! -e {MODULES}",
