@@ -12,8 +12,8 @@ from typing import Any
 
 from gridready.serving import weights
 from gridready.serving.sglang_versions import pin
-from gridready.serving.vllm import STOP_MARGIN_S
 from gridready.serving.topology import Certification, CertifiedNode, ReplicaPlan, TierPlan, rdma_hcas
+from gridready.serving.vllm import STOP_MARGIN_S
 from gridready.spec import ServingSpec, Tier
 from gridready.spec.sglang import SglangSettings
 
