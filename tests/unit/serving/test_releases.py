@@ -7,7 +7,7 @@ from pathlib import Path
 import yaml
 
 from gridready.serving import releases
-from stacks.platform.program import LWS_VERSION
+from gridready.stacks.platform.program import LWS_VERSION
 
 REPO = Path(__file__).resolve().parents[3]
 
