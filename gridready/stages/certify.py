@@ -103,6 +103,7 @@ def judge_probes(inv: Inventory, hosts: list[str], fetch_dir: Path) -> list[Node
         group = inv.spec.group(inv.node_group_of(host) or "")
         verdicts.append(judge_node(spec, group, doc, node=host, node_group=group.name if group else None,
                                    driver_branch=inv.spec.software.driver_branch,
+                                   rdma_stack=inv.spec.software.rdma_stack,
                                    evidence=f"{PROBES}/{host}/probe.json"))
     return verdicts
 
