@@ -15,7 +15,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Self, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from gridready.artifacts import RunContext, latest_summary, write_json_atomic
 from gridready.errors import InvalidInput
@@ -50,7 +50,8 @@ class HostOutcome(BaseModel):
 
 
 class StageSummary(BaseModel):
-    """What every stage's summary.json holds; each stage's model narrows `stage` and `schema_version`."""
+    """What every stage's summary.json holds. A stage's model names its STAGE and SCHEMA; `stage` and
+    `schema_version` default to them and take no other value."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -72,6 +73,18 @@ class StageSummary(BaseModel):
     versions: dict[str, str] = Field(default_factory=tool_versions)
     data: dict[str, Any] = Field(default_factory=dict, description="stage-specific details for people")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _identity_defaults(cls, data: Any) -> Any:
+        return {"schema_version": cls.SCHEMA, "stage": cls.STAGE, **data} if isinstance(data, dict) else data
+
+    @model_validator(mode="after")
+    def _own_identity(self) -> Self:
+        for key, own in (("stage", self.STAGE), ("schema_version", self.SCHEMA)):
+            if getattr(self, key) != own:
+                raise ValueError(f"{key} {getattr(self, key)!r} is not {own!r}")
+        return self
+
     def close(self, ctx: RunContext) -> Self:
         """Stamp finished_at and write `<stage_dir>/summary.json` atomically; the only way a summary is written."""
         self.finished_at = now_iso()
@@ -82,9 +95,6 @@ class StageSummary(BaseModel):
 class ProvisionSummary(StageSummary):
     STAGE: ClassVar[str] = "provision"
     SCHEMA: ClassVar[str] = "gridready.provision-summary/2"
-
-    schema_version: Literal["gridready.provision-summary/2"] = "gridready.provision-summary/2"
-    stage: Literal["provision"] = "provision"
 
 
 class NodeCertification(BaseModel):
@@ -107,8 +117,6 @@ class CertifySummary(StageSummary):
     STAGE: ClassVar[str] = "certify"
     SCHEMA: ClassVar[str] = "gridready.certify-summary/2"
 
-    schema_version: Literal["gridready.certify-summary/2"] = "gridready.certify-summary/2"
-    stage: Literal["certify"] = "certify"
     hosts: dict[str, NodeCertification] = Field(default_factory=dict)  # type: ignore[assignment]
     certified: list[str] = Field(default_factory=list)
     quarantined: list[str] = Field(default_factory=list)
@@ -140,8 +148,6 @@ class ServeSummary(StageSummary):
     STAGE: ClassVar[str] = "serve"
     SCHEMA: ClassVar[str] = "gridready.serve-summary/2"
 
-    schema_version: Literal["gridready.serve-summary/2"] = "gridready.serve-summary/2"
-    stage: Literal["serve"] = "serve"
     certification: str | None = Field(None, description="the certify summary.json this deployment is based on")
     endpoints: list[Endpoint] = Field(default_factory=list)
 
@@ -150,8 +156,6 @@ class BenchSummary(StageSummary):
     STAGE: ClassVar[str] = "bench"
     SCHEMA: ClassVar[str] = "gridready.bench-summary/2"
 
-    schema_version: Literal["gridready.bench-summary/2"] = "gridready.bench-summary/2"
-    stage: Literal["bench"] = "bench"
     serve_summary: str | None = Field(None, description="the serve summary.json whose endpoints were measured")
 
 

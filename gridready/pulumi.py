@@ -1,4 +1,5 @@
-"""Run the Pulumi programs in stacks/: for real through the Automation API, or rendered to YAML under mocks.
+"""Run the Pulumi programs of gridready/stacks/ (the projects: stacks/<stack>/Pulumi.yaml): for real through the
+Automation API, or rendered to YAML under mocks.
 
 - `up()` / `preview()`: Automation API, inline program, local `file://` backend under the artifacts root,
   passphrase secrets provider (GRIDREADY_PULUMI_PASSPHRASE). Needs the `pulumi` CLI (`cli_available()`).
@@ -11,11 +12,9 @@
 from __future__ import annotations
 
 import asyncio
-import importlib
 import json
 import os
 import shutil
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,8 +25,11 @@ import yaml
 
 from gridready.errors import GridreadyError, StageFailed
 from gridready.exitcodes import ExitCode
+from gridready.stacks.platform import program as platform_stack
+from gridready.stacks.serving import program as serving_stack
 
-REPO = Path(__file__).resolve().parent.parent
+PROGRAMS: dict[str, Callable[[], None]] = {"platform": platform_stack.program,
+                                               "serving": serving_stack.program}
 PROJECTS = {"platform": "gridready-platform", "serving": "gridready-serving"}
 SECRET_KEYS = {"platform": ("kubeconfig",), "serving": ("kubeconfig", "hfToken", "vllmApiKey")}
 REDACTED = "<redacted: set by gridready from the vault at deploy time>"
@@ -38,18 +40,10 @@ def cli_available() -> bool:
     return shutil.which("pulumi") is not None
 
 
-def stack_module(stack: str, module: str = "program") -> Any:
-    """`stacks.<stack>.<module>` (stacks/ is a namespace package at the repository root)."""
-    if stack not in PROJECTS:
-        raise GridreadyError(f"unknown Pulumi stack {stack!r}", ExitCode.INTERNAL)
-    if str(REPO) not in sys.path:
-        sys.path.insert(0, str(REPO))
-    return importlib.import_module(f"stacks.{stack}.{module}")
-
-
 def load_program(stack: str) -> Callable[[], None]:
-    program: Callable[[], None] = stack_module(stack).program
-    return program
+    if stack not in PROGRAMS:
+        raise GridreadyError(f"unknown Pulumi stack {stack!r}", ExitCode.INTERNAL)
+    return PROGRAMS[stack]
 
 
 SECRET_SIG = "4dabf18193072939515e22adb298388d"  # Pulumi's marker of a secret value in resource inputs
@@ -103,7 +97,7 @@ def _redact(doc: dict[str, Any]) -> dict[str, Any]:
 
 
 def render(stack: str, config: dict[str, Any], customer: str = "render") -> Rendered:
-    """Run stacks/<stack> under mocks with `config` (secrets are placeholders) and collect what it declares."""
+    """Run the program of `stack` under mocks with `config` (secrets are placeholders); collect what it declares."""
     program = load_program(stack)
     project = PROJECTS[stack]
     recorder = _Recorder()
@@ -187,7 +181,7 @@ def up(
     stack: str, customer: str, config: dict[str, Any], secrets: dict[str, str], state_dir: Path, *,
     preview: bool = False, on_output: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """`pulumi up` (or preview) of stacks/<stack> for one customer; returns the stack outputs (or the
+    """`pulumi up` (or preview) of the program of stack `stack` for one customer; returns the stack outputs (or the
     preview's change summary). Pulumi errors are StageFailed (exit 3)."""
     from pulumi import automation as auto
 

@@ -27,6 +27,7 @@ class Expectations:
     spec: CertificationSpec
     driver_branch: str | None = None  # SoftwarePins.driver_branch, e.g. "580"
     gpudirect_rdma: bool = True
+    rdma_stack: str | None = None  # SoftwarePins.rdma_stack: distro (inbox) | doca; None: not known
     nics: tuple[str, ...] = ()  # HCA names the node group declares (mlx5_0 ...)
     platform: str = "baremetal"  # NodeGroup.platform: baremetal | passthrough
 
@@ -54,7 +55,8 @@ class Expectations:
         return GateResult(gate=gate, node=self.node, status=status, reason=reason, **kw)
 
 
-def from_target(node: str, spec: CertificationSpec, target: Any, *, driver_branch: str | None = None) -> Expectations:
+def from_target(node: str, spec: CertificationSpec, target: Any, *, driver_branch: str | None = None,
+                rdma_stack: str | None = None) -> Expectations:
     """`target` is a NodeGroup (lead's spec: .catalog_sku/.sku, .gpus_per_node, .nics, .gpudirect_rdma), a catalog
     Sku, or a SKU key ("h200", "0x2335"); with a Sku or key the GPU count defaults to 8."""
     gpus, nics, gdr, platform = 8, (), True, "baremetal"
@@ -75,4 +77,4 @@ def from_target(node: str, spec: CertificationSpec, target: Any, *, driver_branc
         gdr = bool(getattr(target, "gpudirect_rdma", True))
         platform = str(getattr(target, "platform", "baremetal"))
     return Expectations(node=node, sku=sku, gpus=gpus, spec=spec, driver_branch=driver_branch,
-                        gpudirect_rdma=gdr, nics=nics, platform=platform)
+                        gpudirect_rdma=gdr, rdma_stack=rdma_stack, nics=nics, platform=platform)

@@ -46,13 +46,23 @@ def acs(doc: dict[str, Any], exp: Expectations) -> list[GateResult]:
 
 
 def peermem(doc: dict[str, Any], exp: Expectations) -> list[GateResult]:
+    """nvidia_peermem is GPUDirect RDMA's path only over MLNX_OFED/DOCA-OFED (it needs their peer-memory API); with
+    the distribution's inbox RDMA stack it cannot load and GPUDirect RDMA goes through DMA-BUF instead, so it is
+    not demanded there. GPUDirect RDMA, "Using nvidia-peermem" / "Using DMA-BUF",
+    https://docs.nvidia.com/cuda/gpudirect-rdma/index.html"""
     host = doc.get("system") or {}
     loaded = host.get("peermem_loaded")
-    want = exp.spec.host.peermem if exp.gpudirect_rdma else "any"
-    kw: dict[str, Any] = {"measured": loaded, "expected": Expected(equals=want, source="spec"),
+    inbox = exp.gpudirect_rdma and exp.rdma_stack == "distro"
+    want = exp.spec.host.peermem if exp.gpudirect_rdma and not inbox else "any"
+    source = "software.rdma_stack: distro (DMA-BUF)" if inbox else "spec"
+    kw: dict[str, Any] = {"measured": loaded, "expected": Expected(equals=want, source=source),
                           "evidence": "system.modules"}
     if loaded is None:
         return [exp.result("peermem", E, "loaded modules not readable (/proc/modules)", **kw)]
     if not loaded and want == "loaded":
-        return [exp.result("peermem", F, "nvidia_peermem is not loaded: no GPUDirect RDMA", **kw)]
+        stack = f" with the {exp.rdma_stack} RDMA stack" if exp.rdma_stack else ""
+        return [exp.result("peermem", F, f"nvidia_peermem is not loaded{stack}: no GPUDirect RDMA", **kw)]
+    if inbox and not loaded:
+        return [exp.result("peermem", P, "nvidia_peermem not loaded, not used with the inbox RDMA stack: GPUDirect "
+                           "RDMA goes through DMA-BUF", **kw)]
     return [exp.result("peermem", P, "nvidia_peermem " + ("loaded" if loaded else "not loaded (not required)"), **kw)]

@@ -142,11 +142,11 @@ def figures(doc: dict[str, Any]) -> dict[str, Any]:
 
 
 def judge_node(spec: CertificationSpec, target: Any, probe_doc: dict[str, Any] | None, *, node: str | None = None,
-               node_group: str | None = None, driver_branch: str | None = None, evidence: str | None = None,
-               now: dt.datetime | None = None) -> NodeVerdict:
+               node_group: str | None = None, driver_branch: str | None = None, rdma_stack: str | None = None,
+               evidence: str | None = None, now: dt.datetime | None = None) -> NodeVerdict:
     """Judge one node. `target`: a NodeGroup, a catalog Sku or a SKU key (see expectations.from_target)."""
     name = node or (probe_doc or {}).get("host") or "unknown"
-    exp = from_target(name, spec, target, driver_branch=driver_branch)
+    exp = from_target(name, spec, target, driver_branch=driver_branch, rdma_stack=rdma_stack)
     if node_group is None:
         node_group = getattr(target, "name", None) if not isinstance(target, str) else None
     judged = (now or _now()).replace(microsecond=0)

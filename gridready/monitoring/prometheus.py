@@ -37,7 +37,8 @@ def triton_metrics_port(tier: Tier, default: int = 8002) -> int:
 
 
 def triton_metrics_port_name(tier: Tier) -> str:
-    """The Service port name of a Triton tier's /metrics (stacks/serving/triton.py names ports after the plan)."""
+    """The Service port name of a Triton tier's /metrics (gridready/stacks/serving/triton.py names ports after the
+    plan)."""
     metrics = _triton_setting(tier, "frontend", "triton") != "trtllm-serve" and not _triton_setting(
         tier, "openai_frontend", True)
     return "metrics" if metrics else "openai"

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from . import SCHEMA, dcgm, gpu_burn, kernel_log, lspci, nccl_tests, nvbandwidth, nvml, nvsmi, sysfs
+from . import SCHEMA, dcgm, gpu_burn, hca, kernel_log, lspci, nccl_tests, nvbandwidth, nvml, nvsmi, sysfs
 from .profiles import PROFILES, sweep_sizes
 from .tools import run, which
 
@@ -258,11 +258,7 @@ class Probe:
         self.doc["nvbandwidth"] = res
 
     def hca(self) -> None:
-        """The fabric collectors (probe/hca.py, owned by the fabric certification) when that module is present."""
-        try:
-            from . import hca
-        except ImportError:
-            return
+        """The fabric collectors (probe/hca.py): HCA ports, rates and counters."""
         self.doc["hca"] = hca.collect()
 
     def _sample_link(self, index: int) -> dict[str, Any]:

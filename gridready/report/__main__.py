@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         verdicts.append(judge_node(spec, group, json.loads(Path(path).read_text()), node=host,
                                    node_group=group.name, driver_branch=inv.spec.software.driver_branch,
-                                   evidence=Path(path).name))
+                                   rdma_stack=inv.spec.software.rdma_stack, evidence=Path(path).name))
     fleet = judge_fleet(spec, verdicts, customer=inv.customer, run_id=a.run_id)
     cmd = "python -m gridready.report " + " ".join(argv if argv is not None else sys.argv[1:])
     for name, path in write_all(fleet, a.out, command=cmd).items():

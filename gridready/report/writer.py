@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 from gridready.artifacts import write_atomic, write_json_atomic
+from gridready.certify.fabric import FabricResult
 from gridready.certify.judge import FleetVerdict
 from gridready.certify.quarantine import write_outputs as write_quarantine
 from gridready.report.fabric_section import render_fabric_html, render_fabric_md
@@ -17,7 +16,7 @@ from gridready.report.plots import busbw_plot, per_gpu_plot
 
 
 def write_all(fleet: FleetVerdict, out_dir: Path, *, command: str | None = None,
-              fabric: Any = None) -> dict[str, Path]:
+              fabric: FabricResult | None = None) -> dict[str, Path]:
     """nodes/<node>/certification.json, report.json, junit.xml, report.md, report.html, plots (PNG),
     metrics.prom, quarantine.yml (+ k8s-node-patches.json, slurm-drain.sh). Returns name -> path."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -30,7 +29,7 @@ def write_all(fleet: FleetVerdict, out_dir: Path, *, command: str | None = None,
              "per-GPU compute and bandwidth": per_gpu_plot(fleet, out_dir / "per_gpu.png")}
     paths.update({f"plot:{p.stem}": p for p in plots.values() if p})
     md, page = render_md(fleet, plots, command), render_html(fleet, plots, command)
-    if fabric is not None:  # gridready.certify.fabric.FabricResult
+    if fabric is not None:
         md += "\n".join(render_fabric_md(fabric, out_dir)) + "\n"
         page = page.replace("</body>", render_fabric_html(fabric, out_dir) + "\n</body>")
     paths["report_md"] = write_atomic(out_dir / "report.md", md)
@@ -38,7 +37,3 @@ def write_all(fleet: FleetVerdict, out_dir: Path, *, command: str | None = None,
     paths["metrics"] = write_prom(fleet, out_dir / "metrics.prom")
     paths.update(write_quarantine(out_dir, fleet.certified, fleet.quarantined, fleet.run_id))
     return paths
-
-
-def load_fleet(path: Path) -> FleetVerdict:
-    return FleetVerdict.model_validate(json.loads(path.read_text()))

@@ -13,7 +13,6 @@ from __future__ import annotations
 import fcntl
 import gzip
 import hashlib
-import importlib
 import os
 import shutil
 import signal
@@ -26,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from gridready.errors import GridreadyError
-from gridready.sandbox import paths, proc
+from gridready.sandbox import packages, paths, proc
 from gridready.sandbox.proc import run
 
 ACNG_DEBS = ("apt-cacher-ng", "libevent-pthreads-2.1-7", "libc-ares2", "libwrap0")
@@ -217,13 +216,6 @@ def _refresh_repo() -> Path:
 
 
 def _build(out: Path) -> Path:
-    try:
-        packages = importlib.import_module("gridready.sandbox.packages")
-    except ModuleNotFoundError as err:
-        if err.name != "gridready.sandbox.packages":
-            raise
-        (out / "Packages").write_text("")  # no simulator packages yet: an empty, valid repository
-        return out
     return Path(packages.build_repo(out))
 
 

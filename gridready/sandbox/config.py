@@ -20,6 +20,7 @@ import yaml
 from gridready.errors import GridreadyError
 from gridready.exitcodes import ExitCode
 from gridready.sandbox import alloc
+from gridready.sandbox.profile import HardwareProfile, sample_hca  # the simulator's schema
 
 DEFAULT_PROFILE: dict[str, Any] = {"sku": "H200-SXM-141GB", "gpus": 8, "hcas": 8}
 
@@ -110,10 +111,6 @@ def load(inv: Path, hosts: int | None = None) -> FleetConfig:
 def render_profile(host: str, address: str, profile: dict[str, Any], where: str) -> str:
     """The JSON each host finds at /etc/gridready-sim/profile.json, validated by the simulator's model."""
     data = dict(profile)
-    try:
-        from gridready.sandbox.profile import HardwareProfile, sample_hca  # the simulator's schema
-    except ImportError:  # simulator not there yet: plain JSON
-        return json.dumps({"host": host, "address": address, **data}, indent=2) + "\n"
     if isinstance(data.get("hcas"), int):
         kind = data.pop("link_layer", "InfiniBand")
         data["hcas"] = [sample_hca(i, kind).model_dump() for i in range(data["hcas"])]

@@ -38,6 +38,7 @@ NCCL = f"{V['nccl']}-1+cuda{V['cuda']}"
 CTK = f"{V['container_toolkit']}-1"
 SIM = f"{V['sim']}-1"
 BRANCH = V["driver_branch"]
+REPO_OSES = ("debian12", "ubuntu2204", "ubuntu2404")  # NVIDIA's CUDA repository names
 UBUNTU_DRIVER = f"{V['driver']}-0ubuntu0.24.04.1"  # the Ubuntu archive's build of the same release
 DCGM3 = "1:3.3.9"
 CUDA_MAJOR = V["cuda"].split(".")[0]
@@ -109,42 +110,12 @@ def _sim_library() -> dict[str, bytes]:
     return files
 
 
-NCCL_TESTS = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "reduce", "sendrecv",
-              "gather", "scatter", "hypercube")  # fmt: skip
-
-
-def packages() -> list[Pkg]:
-    """Every package of the repository (names as in NVIDIA's CUDA repository for Ubuntu/Debian)."""
-    common = Pkg(
-        "gridready-sim-common",
-        SIM,
-        "gridready sandbox: simulated NVIDIA hardware (library, sysfs, dmesg)",
-        depends=["python3 (>= 3.11)"],
-        files=_sim_library(),
-        start_units=["gridready-sim-sysfs.service"],
-    )
-    _exe(common, "/usr/bin/gridready-sim-sysfs", _wrapper("gridready-sim-sysfs", "sysfs"))
-    _exe(common, "/usr/local/bin/dmesg", _wrapper("dmesg", "dmesg"))  # shadows util-linux dmesg in PATH
-    common.postinst_extra = "[ -f /etc/gridready-sim/profile.json ] && /usr/bin/gridready-sim-sysfs >/dev/null || true"
-    common.units["gridready-sim-sysfs.service"] = _unit(
-        "Write the simulated sysfs tree", "/usr/bin/gridready-sim-sysfs", kind="oneshot", after="local-fs.target"
-    )
-    dep_common = f"gridready-sim-common (>= {SIM})"
-
+def _ubuntu_driver(dep_common: str) -> list[Pkg]:
+    """The driver as NVIDIA's CUDA repository for Ubuntu names it (branch in every name), and the Ubuntu
+    archive's -server kernel common package that its fabric manager drags in."""
     utils = Pkg(f"nvidia-compute-utils-{BRANCH}", DRIVER, "NVIDIA compute utilities (nvidia-smi)", [dep_common],
                 arch=ARCH)  # fmt: skip
     _exe(utils, "/usr/bin/nvidia-smi", _wrapper("nvidia-smi", "nvidia_smi"))
-
-    persist = Pkg("nvidia-persistenced", DRIVER, "daemon to maintain persistent software state in the NVIDIA driver",
-                  [dep_common], arch=ARCH)  # fmt: skip
-    _exe(persist, "/usr/bin/nvidia-persistenced", _wrapper("nvidia-persistenced", "daemons", prog=True))
-    persist.units["nvidia-persistenced.service"] = _unit(
-        "NVIDIA Persistence Daemon",
-        # the distribution's unit starts the daemon without persistence mode (Ubuntu nvidia-graphics-drivers
-        # packaging, debian/nvidia-persistenced.service); NVIDIA's own Ansible role overrides ExecStart
-        "/usr/bin/nvidia-persistenced --user nvidia-persistenced --no-persistence-mode --verbose",
-        after="syslog.target",
-    )
 
     # The kernel-side common files: nvidia-driver-<branch>[-open] depends on nvidia-kernel-common-<branch>, and the
     # -server flavour of the Ubuntu archive ships the same files, so the two conflict. Sources: "nvidia-dkms-580"
@@ -173,6 +144,83 @@ def packages() -> list[Pkg]:
         Pkg(f"nvidia-open-{BRANCH}", DRIVER, "NVIDIA open driver metapackage (CUDA repository name)", [dep_driver]),
         Pkg(f"cuda-drivers-{BRANCH}", DRIVER, "CUDA driver metapackage for branch " + BRANCH, [dep_driver]),
     ]
+    return [utils, kcommon, kcommon_server, driver, *metas]
+
+
+def _debian_driver(dep_common: str) -> list[Pkg]:
+    """The driver as NVIDIA's CUDA repository for Debian 12 names it: Debian's packaging, no branch in the names
+    (the branch is held by nvidia-driver-pinning-<branch>). Compute-only (headless) install:
+    `nvidia-driver-cuda nvidia-kernel-open-dkms` (open modules) or `nvidia-driver-cuda nvidia-kernel-dkms`
+    (proprietary); `nvidia-open` / `cuda-drivers` are the full installs that add the desktop `nvidia-driver`, and the
+    two kernel module flavours exclude each other. Sources: NVIDIA Driver Installation Guide, "Debian",
+    https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/debian.html, and "Compute-only and Desktop
+    Installation", https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/compute-only-and-desktop-installation.html
+    """
+    cuda = Pkg("nvidia-driver-cuda", DRIVER, "NVIDIA driver CUDA integration components (compute-only, nvidia-smi)",
+               [dep_common], arch=ARCH, recommends=[f"nvidia-persistenced (= {DRIVER})"])  # fmt: skip
+    _exe(cuda, "/usr/bin/nvidia-smi", _wrapper("nvidia-smi", "nvidia_smi"))
+    kmods = []
+    for name, flavour, other in (("nvidia-kernel-open-dkms", "open", "nvidia-kernel-dkms"),
+                                 ("nvidia-kernel-dkms", "proprietary", "nvidia-kernel-open-dkms")):  # fmt: skip
+        k = Pkg(name, DRIVER, f"NVIDIA kernel module DKMS source ({flavour})", [dep_common], arch=ARCH,
+                conflicts=[other], provides=[f"nvidia-kernel-{V['driver']}"])  # fmt: skip
+        k.files["/usr/share/gridready-sim/kernel-module"] = f"{flavour}\n".encode()
+        k.files["/usr/share/gridready-sim/driver-version"] = f"{V['driver']}\n".encode()
+        kmods.append(k)
+    desktop = Pkg("nvidia-driver", DRIVER, "NVIDIA driver metapackage (desktop: X/Wayland drivers and libraries)",
+                  [dep_common], arch=ARCH)  # fmt: skip
+    desktop.files["/usr/share/gridready-sim/desktop-driver"] = b"desktop components (not wanted on a compute node)\n"
+    full = [f"nvidia-driver (= {DRIVER})", f"nvidia-driver-cuda (= {DRIVER})"]
+    metas = [
+        Pkg("nvidia-open", DRIVER, "NVIDIA driver, open kernel modules, desktop and compute",
+            [*full, f"nvidia-kernel-open-dkms (= {DRIVER})"], arch=ARCH),
+        Pkg("cuda-drivers", DRIVER, "NVIDIA driver, proprietary kernel modules, desktop and compute",
+            [*full, f"nvidia-kernel-dkms (= {DRIVER})"], arch=ARCH),
+        Pkg(f"cuda-drivers-{BRANCH}", DRIVER, "CUDA driver metapackage for branch " + BRANCH,
+            [f"cuda-drivers (= {DRIVER})"], arch=ARCH),
+    ]
+    return [cuda, *kmods, desktop, *metas]
+
+
+NCCL_TESTS = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "reduce", "sendrecv",
+              "gather", "scatter", "hypercube")  # fmt: skip
+
+
+def packages(repo_os: str = "debian12") -> list[Pkg]:
+    """Every package of the repository as NVIDIA's CUDA repository for `repo_os` (debian12, ubuntu2204,
+    ubuntu2404) names it; the sandbox hosts are Debian 12 and get the debian12 set."""
+    if repo_os not in REPO_OSES:
+        raise ValueError(f"unknown repository OS {repo_os!r} (known: {', '.join(REPO_OSES)})")
+    common = Pkg(
+        "gridready-sim-common",
+        SIM,
+        "gridready sandbox: simulated NVIDIA hardware (library, sysfs, dmesg)",
+        depends=["python3 (>= 3.11)"],
+        files=_sim_library(),
+        start_units=["gridready-sim-sysfs.service"],
+    )
+    _exe(common, "/usr/bin/gridready-sim-sysfs", _wrapper("gridready-sim-sysfs", "sysfs"))
+    _exe(common, "/usr/local/bin/dmesg", _wrapper("dmesg", "dmesg"))  # shadows util-linux dmesg in PATH
+    # shadows kmod's modprobe in PATH: decides nvidia-peermem (sim/modprobe.py), passes every other module on
+    _exe(common, "/usr/local/sbin/modprobe", _wrapper("modprobe", "modprobe"))
+    common.postinst_extra = "[ -f /etc/gridready-sim/profile.json ] && /usr/bin/gridready-sim-sysfs >/dev/null || true"
+    common.units["gridready-sim-sysfs.service"] = _unit(
+        "Write the simulated sysfs tree", "/usr/bin/gridready-sim-sysfs", kind="oneshot", after="local-fs.target"
+    )
+    dep_common = f"gridready-sim-common (>= {SIM})"
+
+    persist = Pkg("nvidia-persistenced", DRIVER, "daemon to maintain persistent software state in the NVIDIA driver",
+                  [dep_common], arch=ARCH)  # fmt: skip
+    _exe(persist, "/usr/bin/nvidia-persistenced", _wrapper("nvidia-persistenced", "daemons", prog=True))
+    persist.units["nvidia-persistenced.service"] = _unit(
+        "NVIDIA Persistence Daemon",
+        # the distribution's unit starts the daemon without persistence mode (Ubuntu nvidia-graphics-drivers
+        # packaging, debian/nvidia-persistenced.service); NVIDIA's own Ansible role overrides ExecStart
+        "/usr/bin/nvidia-persistenced --user nvidia-persistenced --no-persistence-mode --verbose",
+        after="syslog.target",
+    )
+
+    drivers = _debian_driver(dep_common) if repo_os == "debian12" else _ubuntu_driver(dep_common)
     # NVIDIA's version lock for Debian/Ubuntu: an apt preferences file that keeps every driver package on the
     # branch. NVIDIA Driver Installation Guide, "Version locking" / "Ubuntu",
     # https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/version-locking.html
@@ -288,8 +336,9 @@ def packages() -> list[Pkg]:
         extra="RestartPreventExitStatus=2\n",
     )
 
-    return [common, utils, persist, kcommon, kcommon_server, driver, *metas, pinning, fm, nscq, fm_meta, fm_ubuntu,
-            keyring, dcgm3, dcgm3_config, dcgm, dcgm_cuda, dcgm_prop, nccl, nccl_dev, ctk_base, ctk, rdma]
+    ubuntu_only = [fm_ubuntu] if repo_os != "debian12" else []
+    return [common, persist, *drivers, pinning, fm, nscq, fm_meta, *ubuntu_only, keyring, dcgm3, dcgm3_config, dcgm,
+            dcgm_cuda, dcgm_prop, nccl, nccl_dev, ctk_base, ctk, rdma]
 
 
 # ---- building ----------------------------------------------------------------------------------------------------
@@ -473,10 +522,10 @@ def write_index(out_dir: Path, built: list[tuple[Path, str]]) -> None:
     (out_dir / "Release").write_text("\n".join(release) + "\n")
 
 
-def sources_hash() -> str:
+def sources_hash(repo_os: str = "debian12") -> str:
     """Hash of everything a build depends on (package specs, simulator files, catalog facts)."""
-    h = hashlib.sha256(f"builder-{BUILDER_VERSION}/{ARCH}".encode())
-    for p in packages():
+    h = hashlib.sha256(f"builder-{BUILDER_VERSION}/{ARCH}/{repo_os}".encode())
+    for p in packages(repo_os):
         spec = (p.name, p.version, p.depends, p.units, p.links, p.modes, p.start_units, p.arch, p.postinst_extra,
                 p.conflicts, p.provides, p.recommends)
         h.update(repr(spec).encode())
@@ -490,22 +539,24 @@ def _cache_root() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gridready-sim-repo"
 
 
-def build_repo(out_dir: Path) -> Path:
-    """Build (or copy from the cache) the flat repository into out_dir; returns out_dir."""
+def build_repo(out_dir: Path, repo_os: str = "debian12") -> Path:
+    """Build (or copy from the cache) the flat repository of `repo_os` into out_dir; returns out_dir."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    key = sources_hash()
+    key = sources_hash(repo_os)
+    pkgs = packages(repo_os)
     cache = _cache_root() / key[:24]
     if not (cache / ".complete").exists():
         tmp = cache.with_name(cache.name + f".tmp-{os.getpid()}")
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
-        built = [build_deb(p, tmp) for p in packages()]
+        built = [build_deb(p, tmp) for p in pkgs]
         write_index(tmp, built)
         tarball = nccl_tests_tarball(tmp)
         manifest = {
             "gridready_simulated": True,
             "sources_hash": key,
+            "repo_os": repo_os,
             "versions": V,
             "arch": ARCH,
             "apt_line": "deb [signed-by=<keyring>] http://10.77.0.1:8088/nvidia ./",
@@ -517,7 +568,7 @@ def build_repo(out_dir: Path) -> Path:
                     "sha256": hashlib.sha256(deb.read_bytes()).hexdigest(),
                     "units": sorted(p.units),
                 }
-                for p, (deb, _) in zip(packages(), built, strict=True)
+                for p, (deb, _) in zip(pkgs, built, strict=True)
             ],
             "nccl_tests": {
                 "version": V["nccl_tests"],

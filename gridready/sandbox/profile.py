@@ -107,6 +107,10 @@ class HardwareProfile(BaseModel):
         description="kernel module version loaded at boot when it differs from the installed driver (a driver "
         "upgraded without a reboot: NVML mismatch); None means the installed driver's",
     )
+    rdma_stack: Literal["inbox", "doca"] = Field(
+        "inbox", description="the host's RDMA stack: inbox (the distribution's ib_core, no peer-memory API: "
+        "`modprobe nvidia-peermem` fails with EINVAL) or doca (DOCA-OFED/MLNX_OFED, nvidia-peermem loads)",
+    )
 
     @field_validator("sku")
     @classmethod

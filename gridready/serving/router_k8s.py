@@ -5,8 +5,8 @@ Inference Extension's body-based routing copies it into the `X-Gateway-Model-Nam
 (https://cloud.google.com/kubernetes-engine/docs/how-to/configure-body-based-routing), which the rule matches.
 Weights: `backendRefs[].weight`, the share of the rule's requests per backend (HTTPRoute, gateway.networking.k8s.io/v1,
 https://gateway-api.sigs.k8s.io/reference/spec/#httpbackendref). A canary is the same route with the canary's weight.
-Each vLLM tier's backend is its `<tier>-openai` Service (stacks/serving/program.py). Fallback tiers have no HTTPRoute
-equivalent (no retry-to-another-backend in the standard channel): they are reported, not rendered.
+Each vLLM tier's backend is its `<tier>-openai` Service (gridready/stacks/serving/program.py). Fallback tiers have no
+HTTPRoute equivalent (no retry-to-another-backend in the standard channel): they are reported, not rendered.
 """
 
 from __future__ import annotations

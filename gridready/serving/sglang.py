@@ -148,7 +148,7 @@ def pod_args(plan: TierPlan) -> list[str]:
 
 
 def k8s_tier(plan: TierPlan, env: dict[str, str], serving: ServingSpec) -> dict[str, Any]:
-    """The stack config entry of one SGLang tier (stacks/serving/sglang.py SglangTierConfig)."""
+    """The stack config entry of one SGLang tier (gridready/stacks/serving/sglang.py SglangTierConfig)."""
     k = serving.kubernetes
     tier = plan.tier
     return {

@@ -11,6 +11,7 @@ from typing import Any
 from gridready.errors import InvalidInput
 from gridready.serving import weights
 from gridready.serving.topology import Certification, CertifiedNode, TierPlan, common_hcas, rdma_hcas
+from gridready.spec.rules import tier_ports
 from gridready.spec.serving import ServingSpec
 
 SIM_ENGINE_DIR = "/opt/gridready/sim/engine"  # the simulated engine directory on sandbox hosts
@@ -176,7 +177,9 @@ def hosts_extravars(
                     "num_gpus": plan.gpus_per_node,
                     "env": node_env(plan, node, serving),
                     "hcas": list(rdma_hcas(plan, node)),
-                    "api_ports": [plan.tier.port] if name == replica.head else [],
+                    # every listener of the tier's frontend (Triton's HTTP, gRPC and metrics too): the firewall
+                    # admits only members and clients to these
+                    "api_ports": sorted({p for _, p in tier_ports(plan.tier)}) if name == replica.head else [],
                 }
             if plan.tier.engine != "vllm":
                 continue

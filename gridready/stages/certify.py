@@ -103,6 +103,7 @@ def judge_probes(inv: Inventory, hosts: list[str], fetch_dir: Path) -> list[Node
         group = inv.spec.group(inv.node_group_of(host) or "")
         verdicts.append(judge_node(spec, group, doc, node=host, node_group=group.name if group else None,
                                    driver_branch=inv.spec.software.driver_branch,
+                                   rdma_stack=inv.spec.software.rdma_stack,
                                    evidence=f"{PROBES}/{host}/probe.json"))
     return verdicts
 
@@ -147,8 +148,6 @@ def run(inv: Inventory, ctx: RunContext) -> CertifySummary:
     reports = write_all(fleet, stage_dir, command=f"invoke certify ({inv.name})", fabric=fabric)
     if reused:
         messages.append(f"still certified from an earlier run (use --force to re-probe): {', '.join(sorted(reused))}")
-    if todo and set(unreachable) >= set(todo) and not reused:
-        messages.append(f"no node reachable: {', '.join(unreachable)}")
     return write_summary(
         inv, ctx, fleet, hosts=hosts, reused=reused, unreachable=unreachable, messages=messages, timer=timer,
         reports={k: str(p.relative_to(stage_dir)) for k, p in reports.items()},
@@ -167,14 +166,14 @@ def write_summary(inv: Inventory, ctx: RunContext, fleet: FleetVerdict, *, hosts
     contract, with the exit code the policy gives; written to <stage_dir>/summary.json."""
     reused, unreachable, timer = reused or {}, unreachable or [], timer or Timer()
     hosts = hosts if hosts is not None else [h for h in inv.gpu_hosts() if h in fleet.nodes or h in reused]
-    messages = [*(messages or []), *fleet.messages]
+    todo = [h for h in hosts if h not in reused]
+    none_reached = bool(todo) and set(unreachable) >= set(todo) and not reused
+    messages = [*(messages or []), *([f"no node reachable: {', '.join(unreachable)}"] if none_reached else []),
+                *fleet.messages]
     if fleet.simulated:
         messages.insert(0, f"SIMULATED: the evidence of {len(fleet.simulated)} node(s) came from gridready's "
                            "simulated NVIDIA tools: " + ", ".join(fleet.simulated))
-    code = ExitCode(fleet.exit_code)
-    todo = [h for h in hosts if h not in reused]
-    if todo and set(unreachable) >= set(todo) and not reused:
-        code = ExitCode.UNREACHABLE
+    code = ExitCode.UNREACHABLE if none_reached else ExitCode(fleet.exit_code)
     if ctx.check and code is ExitCode.NOT_CERTIFIED:
         code = ExitCode.OK  # check mode records verdicts and enforces none; serve never reads a check summary
         messages.append("check mode: verdicts recorded, nothing quarantined; would quarantine "
@@ -211,5 +210,3 @@ def node_entries(hosts: list[str], fleet: FleetVerdict, reused: dict[str, tuple[
             hcas_passed=passed, hcas_failed=failed)
     return out
 
-
-__all__ = ["STAGE", "FleetVerdict", "run"]

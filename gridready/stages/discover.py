@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 from pydantic import Field
 
@@ -30,8 +30,6 @@ class DiscoverSummary(StageSummary):
     STAGE: ClassVar[str] = STAGE
     SCHEMA: ClassVar[str] = "gridready.discover-summary/1"
 
-    schema_version: Literal["gridready.discover-summary/1"] = "gridready.discover-summary/1"
-    stage: Literal["discover"] = "discover"
     hosts: dict[str, HostOutcome] = Field(default_factory=dict)
 SKIP = ["dcgm", "nccl_tests", "nvbandwidth", "gpu_burn", "torch", "kernel_log"]  # read only, measure nothing
 

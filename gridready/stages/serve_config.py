@@ -21,6 +21,7 @@ from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory, project_root
 from gridready.serving import consistency, manifests, sglang, topology, triton, vllm, weights
 from gridready.serving.topology import Certification, TierPlan
+from gridready.stacks.serving import triton as triton_stack
 from gridready.stages import serve_router
 from gridready.stages.common import base_extravars
 
@@ -104,10 +105,10 @@ def stack_configs(inv: Inventory, cert: Certification, plans: list[TierPlan], ro
     triton_plans = [p for p in plans if p.tier.engine == "triton-trtllm"]
     if triton_plans:  # the Triton stack component builds its own config from its plan
         k = serving.kubernetes
-        component = gpulumi.stack_module("serving", "triton")
         config["triton_tiers"] = [
-            component.tier_config(triton.plan_for(p, simulated=False), k.namespace, env=vllm.pod_env(p, cert, serving),
-                                  rdma_resource=k.rdma_resource, gpu_product_label=k.gpu_product_label)
+            triton_stack.tier_config(triton.plan_for(p, simulated=False), k.namespace,
+                                     env=vllm.pod_env(p, cert, serving), rdma_resource=k.rdma_resource,
+                                     gpu_product_label=k.gpu_product_label)
             for p in triton_plans
         ]
     config["sglang_tiers"] = [sglang.k8s_tier(p, vllm.pod_env(p, cert, serving), serving)

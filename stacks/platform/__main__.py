@@ -1,11 +1,7 @@
-"""`pulumi up` entry point when the stack is run by the CLI from this directory (gridready uses the same
-program inline through the Automation API)."""
+"""`pulumi up` entry point when the stack is run by the CLI from this directory (gridready runs the same program
+inline through the Automation API). The program comes from the installed gridready package (Pulumi.yaml's
+virtualenv, where gridready is installed)."""
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
-from stacks.platform.program import program
+from gridready.stacks.platform.program import program
 
 program()

@@ -10,12 +10,12 @@ pytestmark = pytest.mark.sandbox
 def test_fabricmanager_matches_the_driver_version(node):
     fm = node.package("nvidia-fabricmanager")
     assert fm.is_installed
-    assert fm.version == node.package("nvidia-driver-580-open").version
+    assert fm.version == node.package("nvidia-kernel-open-dkms").version
 
 
 def test_nscq_matches_the_driver_version_and_both_are_held(node):
     nscq = node.package("libnvidia-nscq")
-    assert nscq.is_installed and nscq.version == node.package("nvidia-driver-580-open").version
+    assert nscq.is_installed and nscq.version == node.package("nvidia-kernel-open-dkms").version
     held = node.check_output("apt-mark showhold").split()
     assert {"nvidia-fabricmanager", "libnvidia-nscq"} <= set(held)
 

@@ -16,15 +16,18 @@ def test_repository_is_signed_and_configured(converged_fleet):
 
 
 def test_open_driver_of_the_pinned_branch_is_installed(node):
-    pkg = node.package("nvidia-driver-580-open")
+    # the sandbox hosts are Debian 12: NVIDIA's Debian packaging, compute-only (docs/provision.md)
+    pkg = node.package("nvidia-kernel-open-dkms")
     assert pkg.is_installed
     assert pkg.version.startswith("580.")
-    assert node.package("nvidia-compute-utils-580").version == pkg.version
+    assert node.package("nvidia-driver-cuda").version == pkg.version
+    assert not node.package("nvidia-driver").is_installed  # the desktop metapackage stays off a compute node
+    assert not node.package("nvidia-kernel-dkms").is_installed
 
 
 def test_nvidia_smi_reports_the_installed_driver(node):
     out = node.check_output("nvidia-smi --query-gpu=driver_version --format=csv,noheader")
-    assert set(out.splitlines()) == {node.package("nvidia-driver-580-open").version.split("-")[0]}
+    assert set(out.splitlines()) == {node.package("nvidia-kernel-open-dkms").version.split("-")[0]}
 
 
 def test_persistenced_is_enabled_and_running(node):
@@ -46,5 +49,6 @@ def test_persistenced_keeps_persistence_mode(node):
 
 def test_driver_is_version_locked_held_and_kept_from_unattended_upgrades(node):
     assert node.package("nvidia-driver-pinning-580").is_installed
-    assert {"nvidia-driver-580-open", "nvidia-compute-utils-580"} <= set(node.check_output("apt-mark showhold").split())
+    held = set(node.check_output("apt-mark showhold").split())
+    assert {"nvidia-kernel-open-dkms", "nvidia-driver-cuda", "nvidia-persistenced"} <= held
     assert node.file("/etc/apt/apt.conf.d/51gridready-nvidia-driver").contains("Package-Blacklist")

@@ -39,7 +39,7 @@ def test_dcgm3_is_purged_and_dcgm4_runs(provisioned: Provisioned):
 def test_upgraded_driver_waits_for_the_reboot(provisioned: Provisioned):
     node = provisioned.fleet.host(UPGRADED)
     fm = json.loads(node.file("/etc/gridready/facts.d/fabricmanager.json").content_string)
-    driver = node.package("nvidia-driver-580-open").version
+    driver = node.package("nvidia-kernel-open-dkms").version
     assert node.package("nvidia-fabricmanager").version == driver  # pinned to the package, not to nvidia-smi
     assert f"reboot pending (loaded driver {OLD_DRIVER}" in fm["service"]
     assert not node.service("nvidia-fabricmanager").is_running  # it would refuse the loaded module

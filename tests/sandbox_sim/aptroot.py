@@ -49,9 +49,11 @@ class AptRoot:
         return self.apt_get("-s", "install", *packages)
 
 
-def status_stanza(name: str, version: str, arch: str = "amd64") -> str:
+def status_stanza(name: str, version: str, arch: str = "amd64", fields: str = "") -> str:
+    """A dpkg status stanza of an installed package; `fields`: more control lines (Depends, Recommends ...)."""
     return (f"Package: {name}\nStatus: install ok installed\nPriority: optional\nSection: devel\n"
-            f"Maintainer: test\nArchitecture: {arch}\nVersion: {version}\nDescription: preinstalled\n")  # fmt: skip
+            f"Maintainer: test\nArchitecture: {arch}\nVersion: {version}\n{fields}"
+            "Description: preinstalled\n")  # fmt: skip
 
 
 def role_vars(role: str, os_name: str, **overrides: Any) -> dict[str, Any]:

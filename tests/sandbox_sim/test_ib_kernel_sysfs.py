@@ -63,7 +63,7 @@ def test_sysfs_pci_links_and_false_positive_bait(use_profile, tmp_path):
     assert (root / "class/infiniband/mlx5_0/device").resolve() == (dev / "0000:19:00.0").resolve()
     assert len(list((root / "kernel/iommu_groups").iterdir())) == 8 + 8 + 1
     assert "iommu=pt" in (root / "proc/cmdline").read_text() and (root / "GRIDREADY_SIMULATED").exists()
-    assert "nvidia_peermem" in (root / "proc/modules").read_text()
+    assert "nvidia_peermem" not in (root / "proc/modules").read_text()  # the default host has the inbox RDMA stack
 
 
 def test_dmesg_lines(use_profile):

@@ -126,3 +126,16 @@ def test_dcgm_row_remap_fails_the_software_test(use_profile):
 def test_dcgm_discovery(healthy):
     rc, out = call("dcgmi", ["discovery", "-l"])
     assert rc == 0 and "8 GPUs found." in out and "4 NvSwitches found." in out
+
+
+def test_dcgm4_core_without_the_plugins_package_cannot_run_diagnostics(healthy, tmp_path, monkeypatch):
+    from gridready.sandbox.sim import dcgmi
+
+    core, plugins = tmp_path / "doc/datacenter-gpu-manager-4-core", tmp_path / "dcgm-diag-plugins"
+    core.mkdir(parents=True)
+    monkeypatch.setattr(dcgmi, "DCGM4_CORE", core)
+    monkeypatch.setattr(dcgmi, "DIAG_PLUGINS", plugins)
+    rc, out = call("dcgmi", ["diag", "-r", "1", "-j"])
+    assert rc == dcgmi.EXIT_DIAG_FAILED and "diagnostic plugins are not installed" in out
+    plugins.write_text("present\n")
+    assert call("dcgmi", ["diag", "-r", "1", "-j"])[0] == 0

@@ -34,18 +34,19 @@ def contents(deb: Path) -> str:
     return subprocess.run(["dpkg-deb", "-c", str(deb)], capture_output=True, text=True, check=True).stdout
 
 
+# The debian12 repository (the sandbox hosts are Debian 12): Debian's driver names, no Ubuntu archive packages.
 EXPECTED = {
-    "nvidia-driver-580-open": "580.159.04-1",
-    "nvidia-open-580": "580.159.04-1",
+    "nvidia-driver-cuda": "580.159.04-1",
+    "nvidia-kernel-open-dkms": "580.159.04-1",
+    "nvidia-kernel-dkms": "580.159.04-1",
+    "nvidia-driver": "580.159.04-1",
+    "nvidia-open": "580.159.04-1",
+    "cuda-drivers": "580.159.04-1",
     "cuda-drivers-580": "580.159.04-1",
-    "nvidia-compute-utils-580": "580.159.04-1",
     "nvidia-persistenced": "580.159.04-1",
-    "nvidia-kernel-common-580": "580.159.04-1",
-    "nvidia-kernel-common-580-server": "580.159.04-0ubuntu0.24.04.1",
     "nvidia-driver-pinning-580": "580.159.04-1",
     "nvidia-fabricmanager": "580.159.04-1",
     "libnvidia-nscq": "580.159.04-1",
-    "nvidia-fabricmanager-580": "580.159.04-0ubuntu0.24.04.1",
     "cuda-drivers-fabricmanager-580": "580.159.04-1",
     "cuda-keyring": "1.1-1",
     "datacenter-gpu-manager": "1:3.3.9",
@@ -79,7 +80,8 @@ def test_index_lists_every_package_with_checksums(repo):
 @pytest.mark.parametrize(
     ("pkg", "paths"),
     [
-        ("nvidia-compute-utils-580", ["./usr/bin/nvidia-smi"]),
+        ("nvidia-driver-cuda", ["./usr/bin/nvidia-smi"]),
+        ("nvidia-kernel-open-dkms", ["./usr/share/gridready-sim/kernel-module"]),
         ("nvidia-persistenced", ["./usr/bin/nvidia-persistenced", "./lib/systemd/system/nvidia-persistenced.service"]),
         ("datacenter-gpu-manager-4-core", ["./usr/bin/dcgmi", "./usr/bin/nv-hostengine",
                                            "./lib/systemd/system/nvidia-dcgm.service"]),
@@ -88,7 +90,8 @@ def test_index_lists_every_package_with_checksums(repo):
         ("gridready-sim-rdma", ["./usr/local/bin/ibstat", "./usr/local/bin/ib_write_bw", "./usr/local/bin/mpirun",
                                 "./lib/systemd/system/gridready-sim-fabric.service"]),
         ("gridready-sim-common", ["./usr/lib/gridready-sim/gridready_sim/simcore.py", "./usr/bin/gridready-sim-sysfs",
-                                  "./usr/lib/gridready-sim/gridready_sim/skus.json", "./usr/local/bin/dmesg"]),
+                                  "./usr/lib/gridready-sim/gridready_sim/skus.json", "./usr/local/bin/dmesg",
+                                  "./usr/local/sbin/modprobe"]),
         ("libnccl-dev", ["./usr/include/nccl.h"]),
     ],
 )  # fmt: skip

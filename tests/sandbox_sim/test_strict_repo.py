@@ -3,6 +3,7 @@ sets against it (apt-get -s over a throw-away root) and refuses what a real host
 
 from __future__ import annotations
 
+import ast
 import shutil
 from pathlib import Path
 
@@ -14,22 +15,32 @@ from tests.sandbox_sim.aptroot import AptRoot, role_vars, status_stanza
 pytestmark = pytest.mark.skipif(shutil.which("dpkg-deb") is None or shutil.which("apt-get") is None,
                                 reason="dpkg-deb/apt-get not installed")  # fmt: skip
 
-OSES = ["Debian-12", "Ubuntu-22", "Ubuntu-24"]
+# The roles' OS -> the CUDA repository NVIDIA publishes for it (the roles' vars/<OS>.yml name the same).
+OSES = {"Debian-12": "debian12", "Ubuntu-22": "ubuntu2204", "Ubuntu-24": "ubuntu2404"}
 
 
 @pytest.fixture(scope="module")
-def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def repos(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     mp = pytest.MonkeyPatch()
     mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
-    yield packages.build_repo(tmp_path_factory.mktemp("repo"))
+    yield {o: packages.build_repo(tmp_path_factory.mktemp(o), o) for o in packages.REPO_OSES}
     mp.undo()
 
 
 @pytest.fixture
-def apt(repo: Path, tmp_path: Path) -> AptRoot:
-    root = AptRoot.create(tmp_path / "root", repo)
-    assert root.update().returncode == 0
-    return root
+def repo(repos: dict[str, Path]) -> Path:
+    return repos["debian12"]  # what the sandbox hosts (Debian 12) get
+
+
+def apt_for(repos: dict[str, Path], os_name: str, root: Path) -> AptRoot:
+    apt = AptRoot.create(root, repos[OSES[os_name]])
+    assert apt.update().returncode == 0
+    return apt
+
+
+@pytest.fixture
+def apt(repos: dict[str, Path], tmp_path: Path) -> AptRoot:
+    return apt_for(repos, "Ubuntu-24", tmp_path / "root")
 
 
 def driver_packages(os_name: str) -> list[str]:
@@ -38,12 +49,35 @@ def driver_packages(os_name: str) -> list[str]:
 
 
 @pytest.mark.parametrize("os_name", OSES)
-def test_fabricmanager_role_packages_install_beside_the_open_driver(apt, os_name):
+def test_fabricmanager_role_packages_install_beside_the_open_driver(repos, tmp_path, os_name):
+    apt = apt_for(repos, os_name, tmp_path / "root")
     fm = role_vars("gridready_fabricmanager", os_name)["__gridready_fabricmanager_packages"]
     res = apt.simulate(*driver_packages(os_name), *fm)
     assert res.returncode == 0, res.stdout + res.stderr
     assert "Inst libnvidia-nscq " in res.stdout  # HGX: DCGM needs NSCQ for the NVSwitches
     assert "Inst nvidia-kernel-common-580-server" not in res.stdout
+
+
+@pytest.mark.parametrize("os_name", OSES)
+def test_the_driver_role_installs_the_compute_only_driver_of_each_os(repos, tmp_path, os_name):
+    apt = apt_for(repos, os_name, tmp_path / "root")
+    res = apt.simulate(*driver_packages(os_name))
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "Inst nvidia-driver " not in res.stdout  # Debian's desktop metapackage: not on a compute node
+    fm_follows = role_vars("gridready_fabricmanager", os_name)["__gridready_fabricmanager_driver_package"]
+    assert fm_follows == driver_packages(os_name)[0]  # fabric manager reads the version of the kernel module package
+
+
+def test_debian_kernel_module_flavours_exclude_each_other(repos, tmp_path):
+    res = apt_for(repos, "Debian-12", tmp_path / "root").simulate("nvidia-kernel-open-dkms", "nvidia-kernel-dkms")
+    assert res.returncode != 0
+    assert "nvidia-kernel-dkms" in res.stdout + res.stderr
+
+
+def test_debian12_repository_has_no_ubuntu_driver_names(repos, tmp_path):
+    res = apt_for(repos, "Debian-12", tmp_path / "root").simulate("nvidia-driver-580-open")
+    assert res.returncode != 0
+    assert "Unable to locate package nvidia-driver-580-open" in res.stderr
 
 
 def test_the_ubuntu_archive_fabricmanager_clashes_with_the_open_driver(apt):
@@ -75,3 +109,21 @@ def test_dcgm3_installed_is_visible_to_apt(repo, tmp_path):
     assert root.update().returncode == 0
     res = root.apt_get("-s", "purge", "datacenter-gpu-manager")
     assert "Purg datacenter-gpu-manager" in res.stdout
+
+
+def test_dcgm_role_installs_the_plugins_on_a_host_that_has_dcgm4_without_them(repo, tmp_path):
+    # a host that got -cuda13 with --no-install-recommends: apt honours Recommends only for newly installed
+    # packages, so only naming the plugins package brings it (and with it `dcgmi diag`)
+    dcgm = packages.DCGM
+    root = AptRoot.create(tmp_path / "root", repo, [status_stanza("gridready-sim-common", packages.SIM),
+                                                   status_stanza("datacenter-gpu-manager-4-core", dcgm),
+                                                   status_stanza("datacenter-gpu-manager-4-cuda13", dcgm, fields=(
+                                                       f"Depends: datacenter-gpu-manager-4-core (= {dcgm})\n"
+                                                       "Recommends: datacenter-gpu-manager-4-proprietary-cuda13 "
+                                                       f"(= {dcgm})\n"))])
+    assert root.update().returncode == 0
+    assert "Inst datacenter-gpu-manager-4-proprietary" not in root.simulate("datacenter-gpu-manager-4-cuda13").stdout
+    wanted = ast.literal_eval(role_vars("gridready_dcgm", "Debian-12")["__gridready_dcgm_packages"])
+    res = root.simulate(*wanted)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "Inst datacenter-gpu-manager-4-proprietary-cuda13 " in res.stdout

@@ -24,11 +24,13 @@ LAYERS: dict[str, int] = {
     "errors": 1, "catalog": 1, "yamlio": 1, "console": 1, "secretscan": 1,
     "spec": 2,
     "artifacts": 3, "inventory": 3, "matrix": 3,
-    "contracts": 4, "provision_vars": 4, "sample": 4, "vault": 4, "pulumi": 4, "probe": 4,
+    "contracts": 4, "provision_vars": 4, "sample": 4, "vault": 4, "probe": 4,
     "certify": 5, "bench": 5, "monitoring": 5, "discovery": 5, "ansible": 5,
     "report": 6, "serving": 6, "sandbox": 6,
-    "stages": 7,
-    "cli": 8,
+    "stacks": 7,
+    "pulumi": 8,
+    "stages": 9,
+    "cli": 10,
 }
 # The spec's floor: the standard library, pydantic, yaml and these parts of gridready.
 SPEC_MAY_IMPORT = {"catalog"}

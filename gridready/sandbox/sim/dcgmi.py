@@ -11,6 +11,7 @@ import json
 import os
 import socket
 import sys
+from pathlib import Path
 from typing import Any
 
 from . import simcore
@@ -18,6 +19,13 @@ from .simcore import Gpu, Host
 
 EXIT_DIAG_FAILED = 226
 EXIT_NO_HOSTENGINE = 255  # dcgmi's exit when it cannot connect to nv-hostengine
+# DCGM 4 splits the packages: -core brings dcgmi and nv-hostengine, the diagnostic plugins come in the CUDA-specific
+# packages (-cuda<N> and its Recommends, -proprietary-cuda<N>), so a host with -core alone cannot run `dcgmi diag`.
+# DCGM User Guide, "Installation" (datacenter-gpu-manager-4-cuda<N> installed with --install-recommends),
+# https://docs.nvidia.com/datacenter/dcgm/latest/user-guide/getting-started.html. The marker files are written by
+# the simulated packages (gridready/sandbox/packages.py); the message is the simulator's own.
+DCGM4_CORE = Path("/usr/share/doc/datacenter-gpu-manager-4-core")
+DIAG_PLUGINS = Path("/usr/share/gridready-sim/dcgm-diag-plugins")
 
 # tests per level and their category (DCGM 4.x names; see fixtures/public/dcgmi/*DCGM4*)
 LEVELS: dict[int, list[tuple[str, str]]] = {
@@ -176,6 +184,10 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.write(discovery(host))
         return 0
     if args[:1] == ["diag"]:
+        if DCGM4_CORE.exists() and not DIAG_PLUGINS.exists():
+            sys.stderr.write("Error: the DCGM diagnostic plugins are not installed (gridready-sim: "
+                             "datacenter-gpu-manager-4-proprietary-cuda<N> is missing); cannot run the diagnostic\n")
+            return EXIT_DIAG_FAILED
         level_arg = simcore.option(args, "-r", "--run") or "1"
         level = {"short": 1, "medium": 2, "long": 3, "xlong": 4}.get(level_arg) or int(level_arg)
         if level not in LEVELS:

@@ -74,8 +74,10 @@ def lines(host: Host) -> list[tuple[float, str]]:
             "nvidia-modeset: Loading NVIDIA UNIX Open Kernel Mode Setting Driver for x86_64  "
             f"{v['driver']}  Release Build",
         ),
-        (14.05, "nvidia_peermem: module uses symbols nvidia_p2p_get_pages_persistent from proprietary module nvidia"),
     ]
+    if host.peermem_loaded():
+        out.append((14.05, "nvidia_peermem: module uses symbols nvidia_p2p_get_pages_persistent from proprietary "
+                    "module nvidia"))
     t = 600.0
     for g in host.gpus:
         pci = f"PCI:0000:{g.bus:02x}:00"

@@ -45,6 +45,8 @@ def marker(host: str) -> str:
 
 
 PERSISTENCE_STATE = Path("/run/gridready-sim/persistence-mode")  # written by the simulated nvidia-persistenced
+PEERMEM_STATE = Path("/run/gridready-sim/nvidia_peermem-loaded")  # written by the simulated modprobe
+MODULES_LOAD_DIRS = (Path("/etc/modules-load.d"), Path("/usr/lib/modules-load.d"))  # modules-load.d(5)
 
 
 def persistence_mode() -> str:
@@ -266,6 +268,28 @@ class Host:
     hcas: list[Hca]
     faults: list[dict[str, Any]]
     loaded_driver: str | None = None  # kernel module loaded at boot; None: the installed driver's
+    rdma_stack: str = "inbox"  # inbox (distribution ib_core) or doca (DOCA-OFED/MLNX_OFED ib_core)
+
+    def peermem_loadable(self) -> bool:
+        """nvidia-peermem registers with ib_register_peer_memory_client, which only MLNX_OFED/DOCA-OFED's ib_core
+        exports; built without it, the module's init returns -EINVAL (NVIDIA open-gpu-kernel-modules,
+        kernel-open/nvidia-peermem/nvidia-peermem.c, nv_mem_client_init;
+        https://github.com/NVIDIA/open-gpu-kernel-modules)."""
+        return self.rdma_stack == "doca"
+
+    def peermem_loaded(self) -> bool:
+        """Loaded by modprobe since boot, or at boot by systemd-modules-load from a modules-load.d entry; only
+        where it can load at all."""
+        if not self.peermem_loadable():
+            return False
+        if PEERMEM_STATE.exists():
+            return True
+        for d in MODULES_LOAD_DIRS:
+            for conf in sorted(d.glob("*.conf")) if d.is_dir() else []:
+                names = {ln.split("#")[0].strip().replace("-", "_") for ln in conf.read_text().splitlines()}
+                if "nvidia_peermem" in names:
+                    return True
+        return False
 
     def running_driver(self) -> str:
         """Version of the loaded kernel module: the profile's loaded_driver (a driver upgraded without a reboot),
@@ -357,7 +381,7 @@ def from_dict(data: dict[str, Any]) -> Host:
             )
         )
     return Host(name=host, address=data.get("address"), sku_name=name, sku=sku, gpus=gpus, hcas=hcas, faults=faults,
-                loaded_driver=data.get("loaded_driver"))
+                loaded_driver=data.get("loaded_driver"), rdma_stack=data.get("rdma_stack", "inbox"))
 
 
 def option(argv: list[str], *names: str) -> str | None:

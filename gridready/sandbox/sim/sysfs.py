@@ -137,27 +137,26 @@ def write_tree(host: Host, root: Path) -> Path:
     _pci(tmp, "0000:1b:00.0", vendor="0x15b3", device="0x101d", cls="0x020000", cur=(4, 16), mx=(4, 16), numa=0)
     iommu("0000:1b:00.0")
     _w(tmp / "module/nvidia/version", host.running_driver())  # the loaded module, not the installed package
-    _w(tmp / "module/nvidia_peermem/initstate", "live")
+    peermem = host.peermem_loaded()  # only with DOCA/MLNX_OFED's ib_core (simcore.Host.peermem_loadable)
+    if peermem:
+        _w(tmp / "module/nvidia_peermem/initstate", "live")
     _w(tmp / "proc/cmdline", CMDLINE)
     # /proc/cpuinfo flags: a VM's kernel lists `hypervisor` (Linux arch/x86/include/asm/cpufeatures.h,
     # X86_FEATURE_HYPERVISOR "Running on a hypervisor"); bare metal does not
     flags = CPU_FLAGS + (" hypervisor" if host.sku.get("platform") == "passthrough" else "")
     _w(tmp / "proc/cpuinfo", "\n\n".join(f"processor\t: {i}\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) "
                                          f"Platinum 8480+\nflags\t\t: {flags}" for i in range(2)))
-    _w(
-        tmp / "proc/modules",
-        "\n".join(
-            f"{m} {size} {used} {by} Live 0x0000000000000000{tag}"
-            for m, size, used, by, tag in (
-                ("nvidia_peermem", 16384, 0, "-", " (OE)"),
-                ("nvidia_uvm", 1789952, 0, "-", " (OE)"),
-                ("nvidia", 11681792, 2, "nvidia_uvm,nvidia_peermem,", " (OE)"),
-                ("mlx5_ib", 450560, 0, "-", ""),
-                ("mlx5_core", 2166784, 1, "mlx5_ib,", ""),
-                ("ib_core", 454656, 2, "mlx5_ib,nvidia_peermem,", ""),
-            )
-        ),
-    )
+    pm = "nvidia_peermem," if peermem else ""
+    modules = [("nvidia_peermem", 16384, 0, "-", " (OE)")] if peermem else []
+    modules += [
+        ("nvidia_uvm", 1789952, 0, "-", " (OE)"),
+        ("nvidia", 11681792, 1 + peermem, f"nvidia_uvm,{pm}", " (OE)"),
+        ("mlx5_ib", 450560, 0, "-", ""),
+        ("mlx5_core", 2166784, 1, "mlx5_ib,", ""),
+        ("ib_core", 454656, 1 + peermem, f"mlx5_ib,{pm}", ""),
+    ]
+    _w(tmp / "proc/modules", "\n".join(f"{m} {size} {used} {by} Live 0x0000000000000000{tag}"
+                                       for m, size, used, by, tag in modules))
     _w(
         tmp / "proc/driver/nvidia/version",
         f"NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  {host.running_driver()}  Release Build"

@@ -121,7 +121,7 @@ def test_simulated_shape_certifies_with_its_na_set(gpus: int, platform: str, na:
     assert doc["nvidia_smi"]["q"]["format"] == "xml"  # the probe read NVIDIA's XML, not the text
     torch_na = NO_TORCH + (["peer_bandwidth"] if gpus > 1 else [])  # no torch in the sandbox
     v = judge_node(spec(profile="standard", not_applicable=torch_na), group(gpus=gpus, gdr=True, platform=platform),
-                   doc, node="sim-a", driver_branch="580")
+                   doc, node="sim-a", driver_branch="580", rdma_stack="distro")  # the simulated host: inbox RDMA
     assert v.certified, v.blocking
     assert set(_na(v)) == na
     assert not [r for r in v.gates if r.status is GateStatus.ERROR]

@@ -43,7 +43,7 @@ def simulate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
                 "nccl_max_bytes": 8 * GiB, "best_of": 1, "timeout": 60.0, "skip": ["torch", "hca"], "out": "-"}
         doc = Probe(opts).run()
         return judge_node(spec(profile="standard", not_applicable=NO_TORCH), group(gpus=8, gdr=True), doc,
-                          node="sim-a", driver_branch="580")
+                          node="sim-a", driver_branch="580", rdma_stack="distro")  # the simulated host: inbox RDMA
 
     return run
 

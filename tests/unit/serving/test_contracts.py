@@ -12,10 +12,12 @@ import pytest
 
 from gridready import contracts
 from gridready.artifacts import RunContext
-from gridready.contracts import CertifySummary, ServeSummary
+from gridready.certify.judge import judge_fleet
+from gridready.contracts import BenchSummary, CertifySummary, ServeSummary
 from gridready.errors import InvalidInput
 from gridready.exitcodes import ExitCode
 from gridready.stages import bench, serve, serve_deploy
+from gridready.stages import certify as certify_stage
 from tests.summaries import HCAS, certification
 from tests.unit.serving.conftest import vllm_tier
 
@@ -106,3 +108,25 @@ def test_bench_without_a_serve_run_is_exit_2(make_inv):
     path, _ = certification(inv, ["gpu01"])
     result = bench.run(inv, RunContext(customer="acme", run_id="20261130T050000Z-cccc", root=path.parents[3]))
     assert result.exit_code == 2 and "run `invoke serve` first" in result.messages[0]
+
+
+def test_a_summary_takes_its_own_stage_and_schema_and_no_other():
+    made = dict(customer="acme", run_id="r", status="success", exit_code=0, started_at="2026-12-01T00:00:00+00:00")
+    served = ServeSummary(**made)
+    assert (served.stage, served.schema_version) == ("serve", "gridready.serve-summary/2")
+    for wrong in ({"stage": "bench"}, {"schema_version": "gridready.serve-summary/1"}):
+        with pytest.raises(ValueError, match=next(iter(wrong))):
+            ServeSummary(**made, **wrong)
+    with pytest.raises(ValueError, match="stage 'serve' is not 'bench'"):
+        BenchSummary.model_validate(served.model_dump(exclude={"certification", "endpoints"}))
+
+
+def test_a_certify_run_that_reached_no_node_says_so_with_exit_4(make_inv, tmp_path):
+    inv = make_inv(2)
+    hosts = ["gpu01", "gpu02"]
+    verdicts = certify_stage.judge_probes(inv, hosts, tmp_path / "no-probe-came-back")
+    fleet = judge_fleet(inv.spec.certification, verdicts, customer="acme", run_id="r")
+    ctx = RunContext(customer="acme", run_id="20261201T010000Z-unre", root=tmp_path)
+    summary = certify_stage.write_summary(inv, ctx, fleet, hosts=hosts, unreachable=hosts)
+    assert summary.exit_code == 4 == ExitCode.UNREACHABLE and summary.status == "unreachable"
+    assert "no node reachable: gpu01, gpu02" in summary.messages

@@ -118,7 +118,7 @@ def test_numbers_come_back_as_ints(k8s):
 @pulumi.runtime.test
 def test_components_expose_outputs_under_plain_mocks():
     """The component classes themselves, the way pulumi's testing guide does it (outputs via apply)."""
-    from stacks.serving.program import RayServiceTier, VllmRayService
+    from gridready.stacks.serving.program import RayServiceTier, VllmRayService
 
     class Mocks(pulumi.runtime.Mocks):
         def new_resource(self, args):

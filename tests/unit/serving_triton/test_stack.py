@@ -10,7 +10,7 @@ import pytest
 from gridready import pulumi as gpulumi
 from gridready.serving import manifests
 from gridready.serving.triton_pbtxt import parse
-from stacks.serving.triton import tier_config
+from gridready.stacks.serving.triton import tier_config
 
 from .conftest import plan
 

@@ -2,7 +2,7 @@
 
 The RayService head takes no GPUs; one worker group holds the GPU nodes (nvidia.com/gpu, the RDMA resource,
 /dev/shm in memory, IPC_LOCK, the HF token from a Secret, NCCL/Gloo env set before `ray start`). Triton tiers
-are built by the component in `stacks/serving/triton.py`, called through `build_tier`.
+are built by the component in `gridready/stacks/serving/triton.py`, called through `build_tier`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pulumi_kubernetes as k8s
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-from stacks.serving import model_cache, network, sglang, triton
+from gridready.stacks.serving import model_cache, network, sglang, triton
 
 SERVE_PORT = 8000  # Ray Serve's HTTP proxy inside the pods
 METRICS_PORT = 8080  # Ray's metrics export
@@ -67,7 +67,7 @@ class ServingConfig(BaseModel):
     kuberay_namespace: str = Field("kuberay-system", description="the KubeRay operator's namespace")
     vllm_tiers: list[RayServiceTier] = Field(default_factory=list)
     triton_tiers: list[dict[str, Any]] = Field(default_factory=list, description="opaque to this module")
-    sglang_tiers: list[dict[str, Any]] = Field(default_factory=list, description="stacks/serving/sglang.py")
+    sglang_tiers: list[dict[str, Any]] = Field(default_factory=list, description="gridready/stacks/serving/sglang.py")
     router_routes: list[dict[str, Any]] = Field(
         default_factory=list, description="Gateway API HTTPRoutes of serving.router (gridready/serving/router_k8s.py)")
 
@@ -202,7 +202,7 @@ class VllmRayService(pulumi.ComponentResource):
 
 
 def build_triton(tier: dict[str, Any], namespace: str, hf_secret: str, parent: pulumi.Resource) -> Any:
-    """Hand a Triton tier to stacks/serving/triton.py (`build_tier`, see docs/serving.md)."""
+    """Hand a Triton tier to gridready/stacks/serving/triton.py (`build_tier`, see docs/serving.md)."""
     return triton.build_tier(tier, namespace=namespace, hf_secret=hf_secret,
                              opts=pulumi.ResourceOptions(parent=parent))
 

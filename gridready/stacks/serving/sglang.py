@@ -5,7 +5,8 @@ One node per replica: a Deployment. Several: a LeaderWorkerSet (kubernetes-sigs/
 and `--node-rank $(LWS_WORKER_INDEX)`, `restartPolicy: RecreateGroupOnPodRestart` (a lost rank restarts the group);
 only the leader serves HTTP, so the Service selects the leaders. /dev/shm in memory, IPC_LOCK, the GPUs and the
 RDMA resource, the HF token from its Secret, NCCL/Gloo env; startup/readiness/liveness on SGLang's /health.
-gridready builds the config with gridready.serving.sglang.k8s_tier; stacks/serving/program.py builds the tiers.
+gridready builds the config with gridready.serving.sglang.k8s_tier; gridready/stacks/serving/program.py builds the
+tiers.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 from pydantic import BaseModel, ConfigDict, Field
 
-from stacks.serving import model_cache
+from gridready.stacks.serving import model_cache
 
 TIER_LABEL = "gridready.io/tier"
 CERTIFIED_LABEL = "gridready.io/certified"

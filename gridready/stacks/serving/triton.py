@@ -7,7 +7,7 @@
   across the group (workers run sshd for mpirun; the image and key Secret must provide it);
 - a long startup probe on /v2/health/ready (model load), readiness and liveness, and a Service.
 
-gridready builds the config with `tier_config(plan, ...)`; stacks/serving/program.py calls `build_tier`.
+gridready builds the config with `tier_config(plan, ...)`; gridready/stacks/serving/program.py calls `build_tier`.
 """
 
 from __future__ import annotations
@@ -346,6 +346,6 @@ class TritonTier(pulumi.ComponentResource):
 def build_tier(
     tier: dict[str, Any], *, namespace: str, hf_secret: str | None = None, opts: pulumi.ResourceOptions | None = None
 ) -> TritonTier:
-    """What stacks/serving/program.py calls for each entry of `triton_tiers` (see tier_config)."""
+    """What gridready/stacks/serving/program.py calls for each entry of `triton_tiers` (see tier_config)."""
     cfg = TritonTierConfig.model_validate({**tier, "namespace": tier.get("namespace") or namespace})
     return TritonTier(cfg.name, cfg, hf_secret, opts)
