@@ -50,6 +50,11 @@ def check_flags(inv: Inventory, tier: str | None, weight: str | int | None) -> i
     if inv.spec.serving.target == "hosts" and tiers[tier].engine != "vllm":
         raise InvalidInput(f"--canary: (flag): {tier} is a {tiers[tier].engine} tier; the live SLO gate of a "
                            "canary reads vLLM's histograms (gridready/bench/canary_gate.py)")
+    slo = tiers[tier].slo
+    if slo.ttft_ms_p99 is None and slo.tpot_ms_p99 is None and slo.e2e_ms_p99 is None:
+        index = list(tiers).index(tier)
+        raise InvalidInput(f"{cluster}: serving.tiers[{index}].slo: the canary {tier} is judged on its latency SLOs; "
+                           "set ttft_ms_p99, tpot_ms_p99 or e2e_ms_p99")
     routes = spec.routes or router.default_routes((t.name, t.served_name) for t in inv.spec.serving.tiers)
     try:
         router.canary_route(routes, tier)
