@@ -4,23 +4,18 @@ module's own functions, loaded from its file (Ansible ships it to the node as a 
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-MODULE = Path(__file__).resolve().parents[3] / "library" / "gridready_fingerprint.py"
+from tests import library_modules
 
 
 @pytest.fixture(scope="module")
 def fp() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("gridready_fingerprint", MODULE)
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return library_modules.load("gridready_fingerprint")
 
 
 def test_files_see_content_mode_and_links(fp: ModuleType, tmp_path: Path) -> None:
