@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from importlib import import_module
 
 from invoke import Collection, Context, task
 
@@ -44,10 +43,9 @@ def validate(c: Context) -> None:
                      f"{len(inv.spec.serving.tiers)} serving tiers)")
 
 
-def _stage(c: Context, stage: str, **flags: object) -> None:
-    """Run gridready.stages.<stage>; imported here, so that a machine without one stage's dependencies (Pulumi on a
+def _stage(c: Context, run: StageRun, **flags: object) -> None:
+    """Run a stage. Each task imports its own stage, so that a machine without one stage's dependencies (Pulumi on a
     lent GPU machine: docs/device.md) still runs the others."""
-    run: StageRun = import_module(f"gridready.stages.{stage}").run
     inv = _inv(c)
     as_json = bool(flags.pop("json", False)) or bool(c.config.gridready.json)
     flags["check"] = bool(flags.get("check")) or bool(c.config.gridready.check)
@@ -61,7 +59,9 @@ def _stage(c: Context, stage: str, **flags: object) -> None:
 def provision(c: Context, check: bool = False, limit: str | None = None, tags: str | None = None,
               json: bool = False) -> None:
     """Install and pin driver, fabric manager, DCGM, NCCL, RDMA, container toolkit; tune the hosts."""
-    _stage(c, "provision", check=check, limit=limit, tags=tags, json=json)
+    from gridready.stages import provision as stage
+
+    _stage(c, stage.run, check=check, limit=limit, tags=tags, json=json)
 
 
 @task(pre=[validate], help={**_pick("check", "limit", "json"),
@@ -70,7 +70,9 @@ def provision(c: Context, check: bool = False, limit: str | None = None, tags: s
 def certify(c: Context, check: bool = False, limit: str | None = None, force: bool = False,
             json: bool = False) -> None:
     """Probe every node, judge every gate, certify the fabric, quarantine bad nodes, write the reports."""
-    _stage(c, "certify", check=check, limit=limit, force=force, json=json)
+    from gridready.stages import certify as stage
+
+    _stage(c, stage.run, check=check, limit=limit, force=force, json=json)
 
 
 @task(pre=[validate], help={**_pick("check", "limit", "json"),
@@ -82,17 +84,20 @@ def certify(c: Context, check: bool = False, limit: str | None = None, force: bo
 def serve(c: Context, check: bool = False, limit: str | None = None, render: bool = False,
           json: bool = False, canary: str | None = None, weight: str | None = None) -> None:
     """Deploy the serving tiers on certified nodes, then readiness, smoke, benchmark and SLO gate."""
+    from gridready.stages import serve as stage
     from gridready.stages import serve_canary
 
     pct = serve_canary.check_flags(_inv(c), canary, weight)
-    _stage(c, "serve", check=check, limit=limit, render=render, json=json, canary=canary, canary_weight=pct)
+    _stage(c, stage.run, check=check, limit=limit, render=render, json=json, canary=canary, canary_weight=pct)
 
 
 @task(pre=[validate], help=_pick("json"))
 @cli.guarded
 def bench(c: Context, json: bool = False) -> None:
     """Re-run readiness, smoke, the load benchmark and the SLO gate against the deployed tiers."""
-    _stage(c, "bench", json=json)
+    from gridready.stages import bench as stage
+
+    _stage(c, stage.run, json=json)
 
 
 @task(pre=[validate], help={"host": "a host of hosts.yml to read", "json": HELP["json"],

@@ -2,9 +2,12 @@
 
     sudo PYTHONPATH=$PWD .venv/bin/python benchmarks/provision_noop.py [--sizes 3 6 12] [--before REV] [--rounds 2]
         [--fleet FLEET.json]  # an already converged fleet (Fleet fields as JSON) instead of new ones
+        [--one-fleet]  # one fleet of the largest size, converged once; each size is a run --limit'ed to its first hosts
         [--extra '{"var": value}']  # extra vars for every run, before and after alike
 
-Per size: a fleet is generated and converged once with the current playbook; then the playbook and ansible.cfg of
+Per size: a fleet is generated and converged once with the current playbook (with --one-fleet: one fleet of the
+largest size, and each size runs on its first N hosts through --limit, which costs one convergence); then the
+playbook and ansible.cfg of
 git revision REV ("before") and the current ones ("after") run alternately `--rounds` times on that same fleet, so
 both see the same machine load. Each no-op run reports wall time, changed (must be 0), task results per host,
 the controller's CPU time (user+sys of ansible-playbook and its workers) and, through
@@ -18,6 +21,7 @@ import argparse
 import json
 import os
 import resource
+import signal
 import subprocess
 import sys
 import tempfile
@@ -63,6 +67,8 @@ def run(fleet: Fleet, play: Path, cfg: Path, extravars: Path, tmp: Path, *args: 
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     r = Run.of(proc)
     prof = json.loads(timing.read_text()) if timing.exists() else {}
+    print(f"{time.strftime('%H:%M:%S')} {play.name} {' '.join(args)}: rc {r.rc}, {wall:.1f} s, load "
+          f"{os.getloadavg()[0]:.1f}", file=sys.stderr, flush=True)
     per_host = prof.get("results_per_host", {})
     return {"rc": r.rc, "wall_s": round(wall, 1),
             "cpu_s": round(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 1),
@@ -75,26 +81,46 @@ def run(fleet: Fleet, play: Path, cfg: Path, extravars: Path, tmp: Path, *args: 
             "tail": "" if r.rc == 0 else proc.stdout[-3000:]}
 
 
-def measure(n: int, before: tuple[Path, Path], rounds: int, tmp: Path, given: Fleet | None = None) -> dict[str, Any]:
-    fleet = given or start_fleet(n, healthy=True, prefix="noop")
-    n = len(fleet.addresses)
-    try:
-        _simulated_sysfs(fleet)
-        inv = inventory.load(fleet.inventory)
-        ev = tmp / f"extravars-{n}.json"
-        ev.write_text(json.dumps({"gridready_group_vars": {g.name: role_vars(inv.spec, g)
-                                                           for g in inv.spec.node_groups}, **sandbox_vars()}))
-        after = (REPO / "playbooks" / "provision.yml", REPO / "ansible.cfg")
-        converge = run(fleet, *after, ev, tmp)
-        out: dict[str, Any] = {"hosts": n, "converge": converge, "before": [], "after": []}
-        for _ in range(rounds):
-            out["before"].append(run(fleet, *before, ev, tmp))
-            out["after"].append(run(fleet, *after, ev, tmp))
-        out["after_check"] = run(fleet, *after, ev, tmp, "--check", "--diff")
-        return out
-    finally:
-        if given is None:
+AFTER = (REPO / "playbooks" / "provision.yml", REPO / "ansible.cfg")
+
+
+def converge(fleet: Fleet, tmp: Path) -> tuple[Path, dict[str, Any]]:
+    """The fleet's extra vars (as `invoke provision` builds them) and the converging run of the current playbook."""
+    _simulated_sysfs(fleet)
+    inv = inventory.load(fleet.inventory)
+    ev = tmp / f"extravars-{fleet.name}.json"
+    ev.write_text(json.dumps({"gridready_group_vars": {g.name: role_vars(inv.spec, g)
+                                                       for g in inv.spec.node_groups}, **sandbox_vars()}))
+    return ev, run(fleet, *AFTER, ev, tmp)
+
+
+def measure(fleet: Fleet, ev: Path, converged: dict[str, Any], n: int, before: tuple[Path, Path], rounds: int,
+            tmp: Path) -> dict[str, Any]:
+    """Before and after, alternately, on the first n hosts of a converged fleet."""
+    limit = ("--limit", ",".join(fleet.names[:n])) if n < len(fleet.names) else ()
+    out: dict[str, Any] = {"hosts": min(n, len(fleet.names)), "converge": converged, "before": [], "after": []}
+    for _ in range(rounds):
+        out["before"].append(run(fleet, *before, ev, tmp, *limit))
+        out["after"].append(run(fleet, *AFTER, ev, tmp, *limit))
+    out["after_check"] = run(fleet, *AFTER, ev, tmp, "--check", "--diff", *limit)
+    return out
+
+
+def measure_sizes(sizes: list[int], before: tuple[Path, Path], rounds: int, tmp: Path, *, one_fleet: bool,
+                  given: Fleet | None) -> list[dict[str, Any]]:
+    if given is not None:
+        ev, converged = converge(given, tmp)
+        return [measure(given, ev, converged, n, before, rounds, tmp) for n in sizes]
+    rows = []
+    for fleet_size in [max(sizes)] if one_fleet else sizes:
+        fleet = start_fleet(fleet_size, healthy=True, prefix="noop")
+        try:
+            ev, converged = converge(fleet, tmp)
+            rows += [measure(fleet, ev, converged, n, before, rounds, tmp)
+                     for n in (sizes if one_fleet else [fleet_size])]
+        finally:
             fleet.down()
+    return rows
 
 
 def best(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -108,8 +134,12 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--json", type=Path, help="also write every figure here")
     ap.add_argument("--fleet", type=Path, help="JSON of a converged fleet (name, inventory, ssh_config, addresses)")
+    ap.add_argument("--one-fleet", action="store_true",
+                    help="one fleet of the largest size; each size runs on its first hosts (--limit)")
     ap.add_argument("--extra", help="extra vars (JSON) for every run")
     args = ap.parse_args()
+    # a timeout's SIGTERM unwinds like Ctrl-C, so the fleets this run started are torn down
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(124))
     if args.extra:
         EXTRA.extend(["-e", args.extra])
     given = None
@@ -121,8 +151,8 @@ def main() -> int:
         tmp = Path(td)
         before = variant_files(args.before, tmp)
         try:
-            rows = ([measure(0, before, args.rounds, tmp, given)] if given else
-                    [measure(n, before, args.rounds, tmp) for n in args.sizes])
+            sizes = args.sizes if args.sizes != ap.get_default("sizes") or not given else [len(given.names)]
+            rows = measure_sizes(sizes, before, args.rounds, tmp, one_fleet=args.one_fleet, given=given)
         finally:
             before[0].unlink()
     if args.json:
@@ -140,9 +170,10 @@ def main() -> int:
         print(f"{r['hosts']} hosts, converge {r['converge']['wall_s']} s (rc {r['converge']['rc']}); "
               f"before by role: {best(r['before'])['by_role']}; by module: {best(r['before'])['by_action']}; "
               f"after by role: {best(r['after'])['by_role']}")
-        for v in ("converge", "after_check"):
-            if r[v]["tail"]:
-                print(f"--- {v} rc={r[v]['rc']}\n{r[v]['tail']}")
+        for name, one in [("converge", r["converge"]), ("after_check", r["after_check"]),
+                          *(("before", x) for x in r["before"]), *(("after", x) for x in r["after"])]:
+            if one["tail"]:
+                print(f"--- {name} rc={one['rc']}\n{one['tail']}")
     return 0
 
 

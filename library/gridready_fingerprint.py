@@ -1,13 +1,13 @@
 #!/usr/bin/python
 """gridready_fingerprint: the converged fast path of playbooks/provision.yml (docs/provision.md, "Re-runs").
 
-mode=tree (on the controller): a digest of each named file tree (the roles' code).
 mode=check (on a node, read-only): a snapshot of the live state the provision roles manage (every installed
   package with its version and dpkg selection, hold included; the content, mode and owner of every file under the
   watched paths; the enablement and activity of the watched units; the live value of each sysctl and the presence
   of each module that the watched drop-ins name) in one call, compared with the snapshot and the per-role input
   digests recorded after the last converged run. Returns `pending` (the roles to run), `differences` (what
-  changed, one line each) and `reports` (the roles' recorded facts, for the roles that do not run).
+  changed, one line each), `reports` (the roles' recorded facts, for the roles that do not run) and `inputs` (the
+  digests compared, for mode=record after the roles ran).
 mode=record (on a node, after the roles ran): write that record. It is gridready's own bookkeeping, like the
   fact cache, so it never counts as a change; in check mode nothing is written.
 Module API: https://docs.ansible.com/ansible/latest/dev_guide/developing_program_flow_modules.html
@@ -29,9 +29,7 @@ module: gridready_fingerprint
 short_description: Record and compare the converged state of the provision roles
 description: See the module docstring; docs/provision.md explains the fast path.
 options:
-  mode: {type: str, required: true, choices: [tree, check, record]}
-  roots: {type: dict, description: "mode=tree: name -> a file tree to digest"}
-  common: {type: list, elements: path, description: "mode=tree: files digested into every name's digest"}
+  mode: {type: str, required: true, choices: [check, record]}
   inputs: {type: dict, description: "role -> digest of its inputs (code, variables)"}
   state_file: {type: path, default: /var/lib/gridready/converged.json}
   facts_dir: {type: path, default: /etc/gridready/facts.d}
@@ -183,28 +181,10 @@ def reports(facts_dir: str, roles: list[str]) -> dict[str, object]:
     return out
 
 
-def tree_digests(roots: dict[str, str], common: list[str]) -> dict[str, str]:
-    out = {}
-    for name, root_of_name in roots.items():
-        h = hashlib.sha256()
-        for root in [root_of_name, *common]:
-            for path in _walk(root) if os.path.lexists(root) else []:
-                if "__pycache__" in path:
-                    continue
-                h.update(path.encode() + b"\0")
-                if os.path.isfile(path) and not os.path.islink(path):
-                    with open(path, "rb") as fh:
-                        h.update(_sha(fh.read()).encode())
-        out[name] = h.hexdigest()
-    return out
-
-
 def main() -> None:
     module = AnsibleModule(
         argument_spec={
-            "mode": {"type": "str", "required": True, "choices": ["tree", "check", "record"]},
-            "roots": {"type": "dict", "default": {}},
-            "common": {"type": "list", "elements": "path", "default": []},
+            "mode": {"type": "str", "required": True, "choices": ["check", "record"]},
             "inputs": {"type": "dict", "default": {}},
             "state_file": {"type": "path", "default": "/var/lib/gridready/converged.json"},
             "facts_dir": {"type": "path", "default": "/etc/gridready/facts.d"},
@@ -217,8 +197,6 @@ def main() -> None:
         supports_check_mode=True,
     )
     p = module.params
-    if p["mode"] == "tree":
-        module.exit_json(changed=False, digests=tree_digests(p["roots"], p["common"]))
     inputs = {k: str(v) for k, v in p["inputs"].items()}
     snap = snapshot(module)
     if p["mode"] == "record":
@@ -236,13 +214,13 @@ def main() -> None:
         state = {}
     if state.get("schema") != STATE_SCHEMA:
         module.exit_json(changed=False, pending=sorted(inputs), differences=["no converged run recorded"],
-                         reports={})
+                         reports={}, inputs=inputs)
     diffs = differences(state.get("live", {}), snap)
     old_inputs = state.get("inputs", {})
     changed_inputs = [r for r in inputs if old_inputs.get(r) != inputs[r]]
     pending = sorted(inputs) if diffs else changed_inputs
     diffs += [f"inputs of {r} changed" for r in changed_inputs]
-    module.exit_json(changed=False, pending=pending, differences=diffs,
+    module.exit_json(changed=False, pending=pending, differences=diffs, inputs=inputs,
                      reports=reports(p["facts_dir"], [r for r in inputs if r not in pending]))
 
 

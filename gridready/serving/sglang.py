@@ -13,6 +13,7 @@ from typing import Any
 from gridready.serving import weights
 from gridready.serving.sglang_versions import pin
 from gridready.serving.topology import Certification, CertifiedNode, ReplicaPlan, TierPlan, rdma_hcas
+from gridready.serving.vllm import STOP_MARGIN_S
 from gridready.spec import ServingSpec, Tier
 from gridready.spec.sglang import SglangSettings
 
@@ -121,6 +122,7 @@ def units(plans: list[TierPlan], cert: Certification, serving: ServingSpec, engi
                     "port": plan.tier.port,
                     "dist_init_port": settings(plan.tier).dist_init_port,
                     "served_name": plan.tier.served_name,
+                    "stop_timeout_s": plan.tier.drain_timeout_s + STOP_MARGIN_S,
                     "args": [*args, *SIM_MODE] if engine_mode == "simulated" else args,
                     "env": node_env(plan, node, serving),
                     "version": pin(settings(plan.tier).version).version,
@@ -166,6 +168,7 @@ def k8s_tier(plan: TierPlan, env: dict[str, str], serving: ServingSpec) -> dict[
         "shm_size": k.shm_size,
         "model_cache_path": k.model_cache_path,
         "ephemeral_storage": k.ephemeral_storage,
+        "termination_grace_s": tier.drain_timeout_s + STOP_MARGIN_S,
         "cpu": k.worker_cpu,
         "memory": k.worker_memory,
         "gpu_product_label": k.gpu_product_label,

@@ -26,7 +26,14 @@ import yaml
 from gridready.serving import engine_cache, triton_repo
 from gridready.serving.engine_cache import EngineRecord
 from gridready.serving.triton_build import build_script, engine_key
-from gridready.serving.triton_launch import EXTRA_LLM_API, entry_model, launch_script, model_dir, served_model
+from gridready.serving.triton_launch import (
+    EXTRA_LLM_API,
+    bind_address,
+    entry_model,
+    launch_script,
+    model_dir,
+    served_model,
+)
 from gridready.serving.triton_pbtxt import PLACEHOLDER, RepositoryError, render
 from gridready.serving.triton_plan import ENGINES_DIR, TritonPlan, make_plan
 from gridready.serving.triton_wiring import check_ensemble
@@ -229,6 +236,7 @@ def hosts_extravars(
         "gridready_triton_trtllm_image": plan.release.image_ref,
         "gridready_triton_trtllm_repo_src": str(repo.path) + "/",
         "gridready_triton_trtllm_launch_script": launch_script(plan, hosts),
+        "gridready_triton_trtllm_bind_address": bind_address(hosts),
         "gridready_triton_trtllm_build_script": (
             build_script(plan, cache_dir=cache).text if plan.mode == "engine" else ""
         ),

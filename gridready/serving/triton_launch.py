@@ -48,12 +48,24 @@ def model_dir(plan: TritonPlan, model: str) -> str:
     return served_model(plan) if model == entry_model(plan) else model
 
 
-def _tritonserver(plan: TritonPlan, rank: int) -> list[str]:
+ANY_ADDRESS = "0.0.0.0"  # in a pod: the pod's own network, closed by the tier's NetworkPolicy
+
+
+def bind_address(hosts: Sequence[str]) -> str:
+    """Where the frontend listens: on hosts, the leader's service address (the node IP Ray and clients use; Triton
+    has no authentication of its own, so it never listens on the other interfaces); in a pod, every address."""
+    return hosts[0] if hosts and list(hosts) != [_LWS_HOSTS] else ANY_ADDRESS
+
+
+def _tritonserver(plan: TritonPlan, rank: int, bind: str = ANY_ADDRESS) -> list[str]:
     s = plan.settings
     cmd = ["tritonserver", f"--model-repository={REPO_DIR}", "--disable-auto-complete-config"]
     cmd.append(f"--backend-config=python,shm-region-prefix-name=prefix{rank}_")
     if rank == 0:
+        # --http-address/--grpc-address/--metrics-address: "The address for the ... server to bind to"
+        # (triton-inference-server/server src/command_line_parser.cc)
         cmd += [f"--http-port={s.http_port}", f"--grpc-port={s.grpc_port}", f"--metrics-port={s.metrics_port}"]
+        cmd += [f"--http-address={bind}", f"--grpc-address={bind}", f"--metrics-address={bind}"]
         cmd += ["--allow-metrics=true", "--allow-gpu-metrics=true"]
     else:
         cmd += ["--model-control-mode=explicit", "--load-model=tensorrt_llm"]
@@ -61,11 +73,11 @@ def _tritonserver(plan: TritonPlan, rank: int) -> list[str]:
     return cmd
 
 
-def _openai(plan: TritonPlan) -> list[str]:
+def _openai(plan: TritonPlan, bind: str = ANY_ADDRESS) -> list[str]:
     s = plan.settings
     return [
         "python3", plan.release.openai_frontend, "--model-repository", REPO_DIR, "--tokenizer", plan.weights_dir,
-        "--host", "0.0.0.0", "--openai-port", str(plan.openai_port), "--enable-kserve-frontends",
+        "--host", bind, "--openai-port", str(plan.openai_port), "--enable-kserve-frontends",
         "--kserve-http-port", str(s.http_port), "--kserve-grpc-port", str(s.grpc_port),
     ]
 
@@ -90,9 +102,10 @@ def server_command(plan: TritonPlan, hosts: Sequence[str] = (), env_keys: Sequen
     s = plan.settings
     if plan.nodes > 1 and len(hosts) < plan.nodes and list(hosts) != [_LWS_HOSTS]:
         raise ValueError(f"tier {plan.name}: {plan.nodes} nodes needed for TP x PP = {plan.world_size}, got {hosts}")
+    bind = bind_address(hosts)
     if s.frontend == "trtllm-serve":
         cmd = [
-            "trtllm-serve", plan.weights_dir, "--backend", "pytorch", "--host", "0.0.0.0",
+            "trtllm-serve", plan.weights_dir, "--backend", "pytorch", "--host", bind,
             "--port", str(plan.openai_port), "--tp_size", str(plan.tp), "--pp_size", str(plan.pp),
             "--max_batch_size", str(plan.max_batch_size), "--max_num_tokens", str(plan.max_num_tokens),
             "--max_seq_len", str(plan.max_seq_len), "--kv_cache_free_gpu_memory_fraction", f"{plan.kv_fraction:g}",
@@ -101,7 +114,7 @@ def server_command(plan: TritonPlan, hosts: Sequence[str] = (), env_keys: Sequen
         if plan.nodes == 1:
             return cmd
         return [*_mpirun(plan, hosts, env_keys), "-n", str(plan.world_size), "trtllm-llmapi-launch", *cmd]
-    front = _openai(plan) if s.openai_frontend else _tritonserver(plan, 0)
+    front = _openai(plan, bind) if s.openai_frontend else _tritonserver(plan, 0, bind)
     if plan.mode == "llmapi":
         if plan.nodes == 1:
             return front

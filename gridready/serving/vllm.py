@@ -11,10 +11,15 @@ from typing import Any
 from gridready.errors import InvalidInput
 from gridready.serving import weights
 from gridready.serving.topology import Certification, CertifiedNode, TierPlan, common_hcas, rdma_hcas
+from gridready.spec.rules import tier_ports
 from gridready.spec.serving import ServingSpec
 
 SIM_ENGINE_DIR = "/opt/gridready/sim/engine"  # the simulated engine directory on sandbox hosts
 RAY_PYTHON = "/opt/ray/venv/bin/python3"
+HEALTH_CHECK_PERIOD_S = 10
+HEALTH_CHECK_TIMEOUT_S = 30
+# A pod, or a unit on hosts, gets this much beyond the drain for Ray and the engine to exit after the drain.
+STOP_MARGIN_S = 30
 
 
 def executor_backend(plan: TierPlan) -> str:
@@ -127,6 +132,14 @@ def llm_config(plan: TierPlan, env: dict[str, str] | None = None) -> dict[str, A
                 "target_ongoing_requests": auto.target_ongoing_requests,
             },
             "max_ongoing_requests": auto.max_ongoing_requests,
+            # Serve health-checks each replica and restarts one that fails or hangs past the timeout; a stopping
+            # replica gets graceful_shutdown_timeout_s to finish its requests (Ray docs, Configure Ray Serve
+            # deployments, https://docs.ray.io/en/latest/serve/configure-serve-deployment.html;
+            # ray.serve.schema.DeploymentSchema)
+            "health_check_period_s": HEALTH_CHECK_PERIOD_S,
+            "health_check_timeout_s": HEALTH_CHECK_TIMEOUT_S,
+            "graceful_shutdown_wait_loop_s": 2,
+            "graceful_shutdown_timeout_s": tier.drain_timeout_s,
         },
     }
     if tier.lora_adapters:
@@ -176,7 +189,9 @@ def hosts_extravars(
                     "num_gpus": plan.gpus_per_node,
                     "env": node_env(plan, node, serving),
                     "hcas": list(rdma_hcas(plan, node)),
-                    "api_ports": [plan.tier.port] if name == replica.head else [],
+                    # every listener of the tier's frontend (Triton's HTTP, gRPC and metrics too): the firewall
+                    # admits only members and clients to these
+                    "api_ports": sorted({p for _, p in tier_ports(plan.tier)}) if name == replica.head else [],
                 }
             if plan.tier.engine != "vllm":
                 continue
@@ -191,6 +206,7 @@ def hosts_extravars(
                 "expected_gpus": plan.gpus_per_node * plan.nodes_per_replica,
                 "expected_nodes": plan.nodes_per_replica,
                 "args": sim_args(plan, address) if engine_mode == "simulated" else serve_args(plan),
+                "stop_timeout_s": plan.tier.drain_timeout_s + STOP_MARGIN_S,
                 "env": env,
             })
     return {
@@ -277,6 +293,7 @@ def serving_stack_config(
                 "shm_size": k.shm_size,
                 "model_cache_path": k.model_cache_path,
                 "ephemeral_storage": k.ephemeral_storage,
+                "termination_grace_s": tier.drain_timeout_s + STOP_MARGIN_S,
                 "worker_cpu": k.worker_cpu,
                 "worker_memory": k.worker_memory,
                 "upgrade_strategy": k.upgrade_strategy,

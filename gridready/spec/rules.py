@@ -109,7 +109,8 @@ def mirror_trust(spec: ClusterSpec) -> Iterator[tuple[str, str]]:
                "(its signing key would come over the same unauthenticated connection)")
 
 
-def _tier_ports(tier: Any) -> list[tuple[str, int]]:
+def tier_ports(tier: Any) -> list[tuple[str, int]]:
+    """(key, port) of every listener a tier's clients reach: its API port and, for Triton, the server's own."""
     ports = [("port", tier.port)]
     triton = getattr(tier, "triton", None)
     # Triton's own listeners; trtllm-serve has only the API port (gridready/bench/endpoint.py for_tier)
@@ -139,7 +140,7 @@ def cross_tier(spec: ClusterSpec, nodes: dict[str, int]) -> Iterator[tuple[str, 
     api_ports: dict[int, str] = {}
     for i, tier in enumerate(serving.tiers):
         own: dict[int, str] = {}
-        for name, port in _tier_ports(tier):
+        for name, port in tier_ports(tier):
             key = f"serving.tiers[{i}].{name}"
             clash = _ray_clash(port, serving.ray_port)
             if clash:

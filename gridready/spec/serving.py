@@ -120,6 +120,8 @@ class Tier(BaseModel):
         default_factory=dict, description="other vLLM engine arguments by their kwarg name (snake_case)"
     )
     autoscaling: Autoscaling = Field(default_factory=Autoscaling)
+    drain_timeout_s: PositiveInt = Field(
+        60, le=3600, description="in-flight requests may finish this long when a replica or engine is stopped")
     port: int = Field(8000, ge=1024, le=65535)
     slo: Slo = Field(default_factory=Slo)
     triton: TritonSettings | None = Field(

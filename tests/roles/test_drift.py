@@ -1,13 +1,13 @@
 """The converged fast path still catches drift (playbooks/provision.yml + library/gridready_fingerprint.py).
 
 On a converged fleet, one host (node1) drifts in every kind of managed thing at once: a managed file's content, a
-package removed behind apt's back (its version gone), a package put on hold, a service stopped, a service disabled,
-a sysctl drop-in and a modules-load drop-in edited, a stray udev rule. `--check` then reports pending changes on
-node1 and none on node2; the real run names each difference, repairs node1 (changed > 0) and leaves node2 alone
+package removed behind apt's back (its version gone), a held driver package released, a service stopped, a service
+disabled, the sysctl drop-in edited, a modules-load drop-in that loads nvidia-peermem added (the inbox RDMA stack
+keeps it absent), the RDMA naming udev rule edited. `--check` then reports pending changes on node1 and none on
+node2; the real run names each difference, repairs every one of them on node1 (changed > 0) and leaves node2 alone
 (changed = 0); the run after it is a no-op again on both.
-The sandbox's hosts are containers: the host kernel owns live sysctls and module loading, so the roles manage the
-drop-ins there (docs/provision.md), and no role manages a udev rule or a hold today: those two are detected (their
-difference is listed and every role re-checks the host) and left as they are.
+The sandbox's hosts are containers: the host kernel owns live sysctls and module loading, so there the roles manage
+the drop-ins (docs/provision.md) and the drift is made in them.
 """
 
 from __future__ import annotations
@@ -26,12 +26,15 @@ pytestmark = [pytest.mark.sandbox, pytest.mark.slow, pytest.mark.extended]
 DRIFTED, STEADY = GOOD
 FILE = "/etc/modprobe.d/gridready-blacklist-nouveau.conf"
 SYSCTL = "/etc/sysctl.d/90-gridready.conf"
-MODULES = "/etc/modules-load.d/gridready-nvidia-peermem.conf"
-UDEV = "/etc/udev/rules.d/99-drift.rules"
+MODULES = "/etc/modules-load.d/gridready-nvidia-peermem.conf"  # absent with the inbox RDMA stack (gridready_rdma)
+UDEV = "/etc/udev/rules.d/60-rdma-persistent-naming.rules"  # gridready_rdma's naming policy
 REMOVED = "nvidia-container-toolkit"  # reinstalled by gridready_container_toolkit
-HELD = "datacenter-gpu-manager-4-core"
 STOPPED = "nvidia-dcgm"
 DISABLED = "nvidia-persistenced"
+
+
+def _held(fleet: Any, host: str) -> set[str]:
+    return set(fleet.ssh(host, "apt-mark showhold").stdout.split())
 
 
 def _enabled_units(fleet: Any, host: str) -> set[str]:
@@ -54,13 +57,16 @@ def drift(converged_fleet: Any, tmp_path_factory: pytest.TempPathFactory) -> dic
     baseline = run()  # records the converged state where a run before this one did not
     enabled = _enabled_units(fleet, DRIFTED)
     disable = DISABLED if f"{DISABLED}.service" in enabled else sorted(enabled)[0].removesuffix(".service")
+    held = sorted(p for p in _held(fleet, DRIFTED) if p.startswith("nvidia-"))
+    assert held, "the driver role holds its packages"
     fleet.ssh(DRIFTED, " && ".join([
+        f"test -f {SYSCTL} && test -f {UDEV} && test ! -e {MODULES}",
         f"echo '# drift' >> {FILE}",
-        f"test ! -e {SYSCTL} || echo 'vm.swappiness = 61' >> {SYSCTL}",
-        f"test ! -e {MODULES} || echo 'drift_module' >> {MODULES}",
-        f"echo '# drift' > {UDEV}",
+        f"echo 'vm.swappiness = 61' >> {SYSCTL}",
+        f"echo 'nvidia-peermem' > {MODULES}",
+        f"echo '# drift' >> {UDEV}",
         f"dpkg --remove --force-depends {REMOVED} >/dev/null",
-        f"apt-mark hold {HELD} >/dev/null",
+        f"apt-mark unhold {held[0]} >/dev/null",
         f"systemctl stop {STOPPED}",
         f"systemctl disable {disable} 2>/dev/null",
     ]))
@@ -68,7 +74,7 @@ def drift(converged_fleet: Any, tmp_path_factory: pytest.TempPathFactory) -> dic
     repair = run()
     again = run()
     return {"fleet": fleet, "baseline": baseline, "check": check, "repair": repair, "again": again,
-            "disabled": disable}
+            "disabled": disable, "unheld": held[0]}
 
 
 def test_check_mode_reports_pending_changes_on_the_drifted_host_only(drift: dict[str, Any]) -> None:
@@ -83,10 +89,13 @@ def test_each_kind_of_drift_is_named(drift: dict[str, Any]) -> None:
     shown = out[out.index("TASK [Show what differs from the last converged run]"):]
     shown = shown[:shown.index("TASK [", 10)]
     assert f"ok: [{STEADY}]" not in shown  # nothing differs there: the task is skipped
-    for what in (f"file {FILE}:", f"package {REMOVED}:", f"package {HELD}: ", f"unit {STOPPED}.service:",
-                 f"unit {drift['disabled']}.service: enabled", f"file {UDEV}: absent ->"):
+    unheld = drift["unheld"]
+    for what in (f"file {FILE}:", f"package {REMOVED}:", f"package {unheld}: ", f"unit {STOPPED}.service:",
+                 f"unit {drift['disabled']}.service: enabled", f"file {SYSCTL}:", f"file {MODULES}: absent ->",
+                 "module nvidia-peermem: absent -> not loaded", f"file {UDEV}:"):
         assert what in shown, (what, shown[:3000])
-    assert " hi" in shown.split(f"package {HELD}: ")[1].splitlines()[0]  # now held: dpkg selection h
+    # dpkg's selection letter: h (hold) before, i (install) after the release
+    assert " hi -> " in shown.split(f"package {unheld}: ")[1].splitlines()[0]
 
 
 def test_the_next_run_repairs_the_drifted_host_and_leaves_the_other_alone(drift: dict[str, Any]) -> None:
@@ -99,7 +108,9 @@ def test_the_next_run_repairs_the_drifted_host_and_leaves_the_other_alone(drift:
     assert fleet.ssh(DRIFTED, f"systemctl is-active {STOPPED}", check=False).stdout.strip() == "active"
     assert f"{drift['disabled']}.service" in _enabled_units(fleet, DRIFTED)
     assert fleet.ssh(DRIFTED, f"! grep -qs swappiness {SYSCTL}", check=False).returncode == 0
-    assert fleet.ssh(DRIFTED, f"! grep -qs drift_module {MODULES}", check=False).returncode == 0
+    assert fleet.ssh(DRIFTED, f"test ! -e {MODULES}", check=False).returncode == 0
+    assert fleet.ssh(DRIFTED, f"! grep -q drift {UDEV}", check=False).returncode == 0
+    assert drift["unheld"] in _held(fleet, DRIFTED)
 
 
 def test_after_the_repair_both_hosts_are_converged_again(drift: dict[str, Any]) -> None:

@@ -26,3 +26,11 @@ def test_hca_firmware_and_links_are_recorded(node):
     assert names == {f"mlx5_{i}" for i in range(8)}
     assert all(h["fw_ver"] and h["link_layer"] == "InfiniBand" for h in facts["hcas"])
     assert "DMA-BUF" in facts["peermem"]  # distro stack: GPUDirect RDMA through DMA-BUF
+
+
+def test_rdma_devices_are_named_by_one_policy(node):
+    # rdma-core's own rule (NAME_FALLBACK) would rename mlx5_N to ibp*/rocep*; the rule in /etc replaces it
+    rule = node.file("/etc/udev/rules.d/60-rdma-persistent-naming.rules")
+    assert rule.mode == 0o644
+    lines = [ln for ln in rule.content_string.splitlines() if ln and not ln.startswith("#")]
+    assert lines == ['ACTION=="add", SUBSYSTEM=="infiniband", PROGRAM="rdma_rename %k NAME_KERNEL"']

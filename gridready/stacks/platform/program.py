@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pulumi
 import pulumi_kubernetes as k8s
 from pydantic import BaseModel, ConfigDict, Field
@@ -61,13 +63,9 @@ class GpuPlatform(pulumi.ComponentResource):
             for ns in (config.gpu_operator_namespace, config.kuberay_namespace, config.lws_namespace,
                        config.serving_namespace)
         }
-        self.gpu_operator = k8s.helm.v3.Release(
-            "gpu-operator",
-            name="gpu-operator",
-            chart="gpu-operator",
-            version=config.gpu_operator_version,
-            namespace=config.gpu_operator_namespace,
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=NVIDIA_HELM_REPO),
+        self.gpu_operator = self._release(
+            "gpu-operator", "gpu-operator", config.gpu_operator_version, config.gpu_operator_namespace,
+            repo=NVIDIA_HELM_REPO,
             values={
                 "driver": {"enabled": False},  # gridready_nvidia_driver role
                 "toolkit": {"enabled": False},  # gridready_container_toolkit role
@@ -77,28 +75,10 @@ class GpuPlatform(pulumi.ComponentResource):
                 "gfd": {"enabled": True},
                 "operator": {"defaultRuntime": "containerd"},
             },
-            atomic=True,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.namespaces[config.gpu_operator_namespace]]),
         )
-        self.kuberay = k8s.helm.v3.Release(
-            "kuberay-operator",
-            name="kuberay-operator",
-            chart="kuberay-operator",
-            version=config.kuberay_version,
-            namespace=config.kuberay_namespace,
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=KUBERAY_HELM_REPO),
-            atomic=True,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.namespaces[config.kuberay_namespace]]),
-        )
-        self.lws = k8s.helm.v3.Release(
-            "lws",
-            name="lws",
-            chart=LWS_CHART,
-            version=config.lws_version,
-            namespace=config.lws_namespace,
-            atomic=True,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.namespaces[config.lws_namespace]]),
-        )
+        self.kuberay = self._release("kuberay-operator", "kuberay-operator", config.kuberay_version,
+                                     config.kuberay_namespace, repo=KUBERAY_HELM_REPO)
+        self.lws = self._release("lws", LWS_CHART, config.lws_version, config.lws_namespace)
         self.node_patches = [self._mark(node, child) for node in config.nodes]
         self.register_outputs({
             "gpu_operator": self.gpu_operator.status,
@@ -107,6 +87,21 @@ class GpuPlatform(pulumi.ComponentResource):
             "certified_nodes": [n.name for n in config.nodes if n.certified],
             "quarantined_nodes": [n.name for n in config.nodes if not n.certified],
         })
+
+    def _release(self, name: str, chart: str, version: str, namespace: str, *, repo: str | None = None,
+                 values: dict[str, Any] | None = None) -> k8s.helm.v3.Release:
+        """An atomic Helm release of an operator, in its namespace, after that namespace exists."""
+        return k8s.helm.v3.Release(
+            name,
+            name=name,
+            chart=chart,
+            version=version,
+            namespace=namespace,
+            **({"repository_opts": k8s.helm.v3.RepositoryOptsArgs(repo=repo)} if repo else {}),
+            **({"values": values} if values is not None else {}),
+            atomic=True,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.namespaces[namespace]]),
+        )
 
     def _mark(self, node: NodeState, opts: pulumi.ResourceOptions) -> k8s.core.v1.NodePatch:
         # Node.spec.taints is an atomic list under server-side apply: only quarantined nodes get a spec here,

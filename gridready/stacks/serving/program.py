@@ -51,6 +51,7 @@ class RayServiceTier(BaseModel):
     gpu_product_label: str | None = None
     model_cache_path: str = Field("/var/lib/gridready/hf", description="node-local HF_HOME (hostPath)")
     ephemeral_storage: str = "50Gi"
+    termination_grace_s: int = Field(90, description="the tier's drain plus the time Ray and vLLM take to exit")
 
 
 class ServingConfig(BaseModel):
@@ -148,6 +149,9 @@ class VllmRayService(pulumi.ComponentResource):
                 "metadata": {"labels": labels},
                 "spec": {
                     "enableServiceLinks": False,
+                    # the kubelet waits this long after SIGTERM: Serve drains the replica first
+                    # (graceful_shutdown_timeout_s in the llm_config's deployment_config)
+                    "terminationGracePeriodSeconds": tier.termination_grace_s,
                     "nodeSelector": selector,
                     "tolerations": [GPU_TOLERATION],
                     "containers": [{

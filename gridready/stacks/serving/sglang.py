@@ -45,6 +45,7 @@ class SglangTierConfig(BaseModel):
     startup_timeout_s: int = 1800
     model_cache_path: str = Field("/var/lib/gridready/hf", description="node-local HF_HOME (hostPath)")
     ephemeral_storage: str = "50Gi"
+    termination_grace_s: int = Field(90, description="the tier's drain plus the time the engine takes to exit")
 
 
 class SglangTier(pulumi.ComponentResource):
@@ -117,6 +118,7 @@ class SglangTier(pulumi.ComponentResource):
         labels = {**self.labels, "role": "leader" if leader else "worker"}
         return {"metadata": {"labels": labels},
                 "spec": {"enableServiceLinks": False, "nodeSelector": selector,
+                         "terminationGracePeriodSeconds": tier.termination_grace_s,
                          "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
                          "containers": [container],
                          "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": tier.shm_size}},

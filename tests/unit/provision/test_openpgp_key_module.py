@@ -4,7 +4,6 @@ keys are made and fingerprinted by it in a throw-away home."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 import subprocess
@@ -14,17 +13,15 @@ from types import ModuleType
 
 import pytest
 
-MODULE = Path(__file__).resolve().parents[3] / "library" / "gridready_openpgp_key.py"
+from tests import library_modules
+
+MODULE = library_modules.path("gridready_openpgp_key")
 pytestmark = pytest.mark.skipif(shutil.which("gpg") is None, reason="gpg makes the test keys")
 
 
 @pytest.fixture(scope="module")
 def mod() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("gridready_openpgp_key", MODULE)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return library_modules.load("gridready_openpgp_key")
 
 
 def _gpg(home: Path, *args: str) -> bytes:

@@ -199,3 +199,13 @@ def test_gpu_pods_share_the_node_local_model_cache(make_inv):
     assert {"name": "HF_HOME", "value": "/var/lib/gridready/hf"} in c["env"]
     assert c["resources"]["requests"]["ephemeral-storage"] == "50Gi"
     assert "ephemeral-storage" not in c["resources"]["limits"]  # a limit would evict a pod compiling a large graph
+
+
+def test_serve_restarts_hung_replicas_and_drains_before_the_pod_goes(make_inv):
+    rs = _one(_serving(make_inv, vllm_tier(drain_timeout_s=120)).manifests, "RayService")
+    (app,) = yaml.safe_load(rs["spec"]["serveConfigV2"])["applications"]
+    deployment = app["args"]["llm_configs"][0]["deployment_config"]
+    assert deployment["health_check_period_s"] == 10 and deployment["health_check_timeout_s"] == 30
+    assert deployment["graceful_shutdown_timeout_s"] == 120
+    (worker,) = rs["spec"]["rayClusterConfig"]["workerGroupSpecs"]
+    assert worker["template"]["spec"]["terminationGracePeriodSeconds"] == 150  # the drain, then 30 s to exit

@@ -101,3 +101,12 @@ def test_llm_config_for_ray_serve(make_inv):
     assert len(cfg["placement_group_config"]["bundles"]) == 16
     assert cfg["placement_group_config"]["strategy"] == "PACK"
     assert cfg["deployment_config"]["autoscaling_config"]["max_replicas"] == 2
+
+
+def test_units_give_in_flight_requests_the_tier_drain_before_sigkill(make_inv):
+    from gridready.serving import sglang
+    inv, cert, plan = _plan(make_inv, 2, drain_timeout_s=200)
+    (tier,) = vllm.hosts_extravars([plan], cert, inv.spec.serving, "vllm")["gridready_serve"]["tiers"]
+    assert tier["stop_timeout_s"] == 230
+    sg = _plan(make_inv, 2, engine="sglang", drain_timeout_s=200)[2]
+    assert {u["stop_timeout_s"] for u in sglang.units([sg], cert, inv.spec.serving, "sglang")} == {230}

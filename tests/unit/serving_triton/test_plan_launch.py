@@ -139,3 +139,30 @@ def test_a_model_of_no_known_family_needs_model_family() -> None:
         plan("8b", mode="engine", tier_over=over)
     p = plan("8b", mode="engine", tier_over=over, model_family="llama")
     assert p.convert_script == "/app/examples/models/core/llama/convert_checkpoint.py"
+
+
+@pytest.mark.parametrize("settings", [{}, {"openai_frontend": False}, {"frontend": "trtllm-serve"}])
+def test_on_hosts_the_frontends_listen_on_the_leaders_service_address_only(settings: dict) -> None:
+    """Triton has no authentication: on hosts every listener binds the leader's node address (the address Ray
+    and the clients use), never 0.0.0.0; in a pod (no hosts) it binds the pod's addresses."""
+    argv = server_command(plan("8b", **settings), ["10.77.0.11"])
+    binds = [a for a in argv if a.startswith(("--http-address=", "--grpc-address=", "--metrics-address="))]
+    hosts = [argv[i + 1] for i, a in enumerate(argv) if a == "--host"]
+    assert "0.0.0.0" not in " ".join(argv)
+    if settings.get("openai_frontend") is False:
+        assert binds == ["--http-address=10.77.0.11", "--grpc-address=10.77.0.11", "--metrics-address=10.77.0.11"]
+    else:
+        assert hosts == ["10.77.0.11"]
+    pod = server_command(plan("8b", **settings))
+    assert "10.77.0.11" not in " ".join(pod) and "0.0.0.0" in " ".join(pod)
+
+
+def test_the_role_binds_and_probes_the_service_address(tmp_path: Path) -> None:
+    p = plan("8b")
+    extra = triton.hosts_extravars(p, triton.write_repository(p, tmp_path / "repo"), ["10.77.0.11", "10.77.0.12"])
+    assert extra["gridready_triton_trtllm_bind_address"] == "10.77.0.11"
+    role = Path(__file__).resolve().parents[3] / "roles" / "gridready_triton_trtllm"
+    unit = (role / "templates" / "gridready-triton.service.j2").read_text()
+    assert "--host {{ gridready_triton_trtllm_bind_address }}" in unit and "0.0.0.0" not in unit
+    assert "127.0.0.1' if gridready_triton_trtllm_bind_address in ['0.0.0.0', '']" in (
+        role / "vars" / "main.yml").read_text()
