@@ -31,6 +31,7 @@ description: See the module docstring; docs/provision.md explains the fast path.
 options:
   mode: {type: str, required: true, choices: [check, record]}
   inputs: {type: dict, description: "role -> digest of its inputs (code, variables)"}
+  roles: {type: list, elements: str, default: [], description: "every role; one missing from inputs is pending"}
   state_file: {type: path, default: /var/lib/gridready/converged.json}
   facts_dir: {type: path, default: /etc/gridready/facts.d}
   packages: {type: list, elements: str, default: ["*"], description: fnmatch patterns of package names}
@@ -186,6 +187,7 @@ def main() -> None:
         argument_spec={
             "mode": {"type": "str", "required": True, "choices": ["check", "record"]},
             "inputs": {"type": "dict", "default": {}},
+            "roles": {"type": "list", "elements": "str", "default": []},
             "state_file": {"type": "path", "default": "/var/lib/gridready/converged.json"},
             "facts_dir": {"type": "path", "default": "/etc/gridready/facts.d"},
             "packages": {"type": "list", "elements": "str", "default": ["*"]},
@@ -198,6 +200,9 @@ def main() -> None:
     )
     p = module.params
     inputs = {k: str(v) for k, v in p["inputs"].items()}
+    # A role without a digest is never taken as converged: it runs, and says why.
+    unread = [r for r in p["roles"] if r not in inputs]
+    inputs.update({r: "unread" for r in unread})
     snap = snapshot(module)
     if p["mode"] == "record":
         if not module.check_mode:
@@ -220,6 +225,8 @@ def main() -> None:
     changed_inputs = [r for r in inputs if old_inputs.get(r) != inputs[r]]
     pending = sorted(inputs) if diffs else changed_inputs
     diffs += [f"inputs of {r} changed" for r in changed_inputs]
+    diffs += [f"inputs of {r} could not be read" for r in unread]
+    pending = sorted(set(pending) | set(unread))
     module.exit_json(changed=False, pending=pending, differences=diffs, inputs=inputs,
                      reports=reports(p["facts_dir"], [r for r in inputs if r not in pending]))
 
