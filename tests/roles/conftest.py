@@ -140,7 +140,8 @@ def provisioned(make_fleet: Any, tmp_path_factory: pytest.TempPathFactory) -> It
     ev.write_text(json.dumps(extravars))
     good = ",".join(CONVERGED)
     first = Run.of(fleet.ansible_playbook(PLAYBOOK, "-e", f"@{ev}", check=False))
-    second = Run.of(fleet.ansible_playbook(PLAYBOOK, "-e", f"@{ev}", "--limit", good, check=False))
+    # -v: the versions are a fact set at the end of the play (the stage reads them from its events); -v prints it
+    second = Run.of(fleet.ansible_playbook(PLAYBOOK, "-e", f"@{ev}", "--limit", good, "-v", check=False))
     check = Run.of(fleet.ansible_playbook(PLAYBOOK, "-e", f"@{ev}", "--limit", good, "--check", "--diff",
                                           check=False))
     for label, run in (("run 1", first), ("run 2", second), ("check", check)):

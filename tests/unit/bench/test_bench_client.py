@@ -53,14 +53,14 @@ def test_ttft_itl_throughput_match_ground_truth(engine_factory, mode, tmp_path):
     if mode == "openai":
         assert s.mean_input_tokens == INPUT  # from usage
 
-    # against the profile (medians for TTFT: on a loaded machine a stalled wakeup moves a mean, not a median)
-    assert within(s.ttft.p50, TRUTH_TTFT_MS), s.ttft
-    assert within(s.itl.mean, ITL_MS), s.itl
-    assert within(s.itl.p50, ITL_MS), s.itl
-    assert within(s.tpot.mean, ITL_MS), s.tpot
-    assert within(s.e2e.p50, TRUTH_E2E_S * 1000), s.e2e
-    assert within(s.request_throughput, CONC / TRUTH_E2E_S), s.request_throughput
-    assert within(s.output_throughput, CONC * OUTPUT / TRUTH_E2E_S), s.output_throughput
+    # against the profile: a loaded machine only delays the engine (never speeds it up), so these hold one-sided;
+    # the exact match is against what the server recorded doing, below
+    assert s.ttft.p50 >= TRUTH_TTFT_MS * 0.95, s.ttft
+    assert s.itl.mean >= ITL_MS * 0.95 and s.itl.p50 >= ITL_MS * 0.95, s.itl
+    assert s.tpot.mean >= ITL_MS * 0.95, s.tpot
+    assert s.e2e.p50 >= TRUTH_E2E_S * 1000 * 0.95, s.e2e
+    assert s.request_throughput <= CONC / TRUTH_E2E_S * 1.05, s.request_throughput
+    assert s.output_throughput <= CONC * OUTPUT / TRUTH_E2E_S * 1.05, s.output_throughput
 
     # against what the server recorded doing (token write times)
     rec = server_records(e.url)
