@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import subprocess
 import sys
 import threading
 import time
@@ -11,7 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import ansible_runner
 from ansible_runner.config.runner import RunnerConfig
 from ansible_runner.runner import Runner
 from rich.live import Live
@@ -244,20 +245,29 @@ def run_playbook(
 
 def hostvars(inv: Inventory) -> dict[str, dict[str, Any]]:
     """Every host's variables as Ansible itself layers them (group_vars, hosts.yml vars, host vars): the
-    `_meta.hostvars` of `ansible-inventory --list`, run through ansible_runner.get_inventory. Values stay as
-    written (templates unrendered); vault files open with the same password file as run_playbook's."""
+    `_meta.hostvars` of `ansible-inventory --list` ("--list: Output all hosts info", docs.ansible.com,
+    ansible-inventory). Values stay as written (templates unrendered); vault files open with the same password
+    file as run_playbook's, so the output holds decrypted vault values: it is read from a pipe and never written
+    (ansible_runner.get_inventory kept it, and the whole controller environment in `command`, in a private data
+    dir under TMPDIR that nothing removed). The command runs with the playbooks' scrubbed environment."""
     vault_file = vault.password_file(inv.path)
-    path = os.environ.get("PATH", "")
-    os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{path}"  # ansible-runner looks it up here
+    argv = [str(Path(sys.executable).parent / "ansible-inventory"), "--list", "-i", str(inv.hosts_file)]
+    if vault_file:
+        argv += ["--vault-id", f"{inv.customer}@{vault_file}"]
+    env = scrubbed_env(dict(os.environ), {
+        "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "ANSIBLE_NOCOLOR": "1",
+    })
     try:
-        out, err = ansible_runner.get_inventory(
-            action="list", inventories=[str(inv.hosts_file)], response_format="json", quiet=True,
-            vault_ids=f"{inv.customer}@{vault_file}" if vault_file else None,
-            envvars={"ANSIBLE_CONFIG": str(REPO / "ansible.cfg")},
-        )
-    finally:
-        os.environ["PATH"] = path
-    data = out if isinstance(out, dict) else None
-    if data is None:
-        raise StageFailed(f"ansible-inventory could not read {inv.hosts_file}: {str(err or out).strip()[:300]}")
+        proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300, check=False)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise StageFailed(f"ansible-inventory could not read {inv.hosts_file}: {err}") from None
+    try:
+        data = json.loads(proc.stdout) if proc.returncode == 0 else None
+    except json.JSONDecodeError:
+        data = None
+    if not isinstance(data, dict):
+        raise StageFailed(f"ansible-inventory could not read {inv.hosts_file}: "
+                          f"{(proc.stderr or proc.stdout).strip()[:300]}")
     return {h: dict(v) for h, v in ((data.get("_meta") or {}).get("hostvars") or {}).items()}

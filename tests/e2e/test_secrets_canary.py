@@ -3,8 +3,8 @@ customer's vault (vLLM API key, Hugging Face token, the router's master and clie
 referenced from a plain group_vars file), in the vault password file and in the controller's environment (cloud
 keys, CI tokens, GRIDREADY_* secrets, a secret under a harmless name), then `invoke serve --render` on a
 Kubernetes variant of the same inventory; every file under artifacts/ (runner `command`, `stdout`, `job_events/`,
-`env/`, summaries, reports, rendered manifests) and the commands' output are searched for every canary, raw and
-base64-encoded (a Kubernetes Secret's `data`)."""
+summaries, reports, rendered manifests), the commands' TMPDIR, the inventory and the commands' output are
+searched for every canary, raw and base64-encoded (a Kubernetes Secret's `data`)."""
 
 from __future__ import annotations
 
@@ -118,8 +118,10 @@ def run(make_module_fleet, tmp_path_factory):
     password.chmod(0o600)
     _write_vault(fleet.inventory)
     artifacts = tmp / "artifacts"
+    scratch = tmp / "tmpdir"  # the commands' TMPDIR: searched too, nothing there may hold a secret either
+    scratch.mkdir()
     env = {**os.environ, "GRIDREADY_INVENTORY": str(fleet.inventory), "GRIDREADY_ARTIFACTS": str(artifacts),
-           "GRIDREADY_VAULT_PASSWORD_FILE": str(password), "CI": "1", **ENVIRONMENT}
+           "GRIDREADY_VAULT_PASSWORD_FILE": str(password), "CI": "1", "TMPDIR": str(scratch), **ENVIRONMENT}
     pipeline = _invoke(["provision", "certify", "serve"], env)
     k8s = _k8s_variant(fleet.inventory, tmp / "k8s-inventory")
     render = _invoke(["serve", "--render", "--json"], {**env, "GRIDREADY_INVENTORY": str(k8s)})
@@ -156,8 +158,10 @@ def test_no_canary_in_any_artifact_or_output(run):
     for proc in (pipeline, render):
         out = proc.stdout + proc.stderr
         assert [n for n, v in _canaries().items() if any(f.decode() in out for f in _forms(v))] == []
-    # nothing was written into the inventory in plain text either (the vault stays encrypted)
+    # nothing was written into the inventory in plain text either (the vault stays encrypted), nor left in the
+    # commands' temporary directory
     assert leaks(fleet.inventory, _canaries()) == []
+    assert leaks(artifacts.parent / "tmpdir", _canaries()) == []
 
 
 def test_the_search_finds_a_planted_canary(run, tmp_path):

@@ -108,3 +108,32 @@ def test_scrubbed_env_keeps_what_ansible_needs_and_drops_secret_names():
     )
     assert env == {"HOME": "/root", "LC_ALL": "C.UTF-8", "ANSIBLE_VAULT_PASSWORD_FILE": "/run/vp",
                    "PATH": "/venv/bin:/usr/bin"}
+
+
+def test_hostvars_leave_no_decrypted_vault_or_environment_on_disk(tmp_path, monkeypatch):
+    """The fabric phase reads every host's variables with the vault open; ansible_runner.get_inventory ran that in
+    a private data dir under TMPDIR that nothing removed: its stdout and job_events held the decrypted vault,
+    its `command` the whole controller environment. Nothing of either may be written anywhere."""
+    import shutil
+    import tempfile
+
+    from gridready import vault
+
+    inv_dir = tmp_path / "inventories" / "sandbox"
+    shutil.copytree(ansible.REPO / "inventories" / "sandbox", inv_dir)
+    password = tmp_path / "vault-pass"
+    password.write_text("a-test-password\n")
+    monkeypatch.setenv("GRIDREADY_VAULT_PASSWORD_FILE", str(password))
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", CANARY + "env")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setenv("TMPDIR", str(scratch))
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    inv = load(str(inv_dir))
+    vault.write(inv.customer, inv.path, {"vault_gridready_vllm_api_key": CANARY + "vault"})
+    before = {p for p in tmp_path.rglob("*")}
+    hv = ansible.hostvars(inv)
+    assert hv["node1"]["vault_gridready_vllm_api_key"] == CANARY + "vault"  # the vault was open
+    assert hv["node1"]["ansible_host"]
+    written = [p for p in tmp_path.rglob("*") if p not in before]
+    assert written == []
