@@ -97,10 +97,13 @@ def _invoke(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess
 
 
 def _k8s_variant(inv: Path, dest: Path) -> Path:
-    """The same customer and vault with serving.target kubernetes (the Triton tier pinned by digest)."""
+    """The same customer (the directory carries its name) and vault with serving.target kubernetes, a kubeconfig
+    path that --render never reads, and the Triton tier pinned by digest."""
+    cluster = yaml.safe_load((inv / "cluster.yml").read_text())
+    dest = dest / cluster["customer"]
     shutil.copytree(inv, dest)
-    cluster = yaml.safe_load((dest / "cluster.yml").read_text())
     cluster["serving"]["target"] = "kubernetes"
+    cluster["serving"]["kubeconfig"] = "kubeconfig.yml"
     for tier in cluster["serving"]["tiers"]:
         if tier["engine"] == "triton-trtllm":
             tier.setdefault("triton", {}).setdefault("versions", {})["image_digest"] = RENDER_DIGEST
