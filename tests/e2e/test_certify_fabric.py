@@ -2,6 +2,11 @@
 
 The hosts are provisioned for real (simulated NVIDIA packages from the sandbox repository); between scenarios
 only the injected faults change, and `--force` re-probes every node.
+
+`extended`: provisioning six fresh hosts is the longest fixture of the suite (about 10 min on CI's two cores). The
+default run keeps both halves on cheaper fleets: the fabric phase naming exactly the faulted hosts
+(tests/sandbox/test_fabric_isolation.py, six hosts with the simulated tools only) and `invoke certify` quarantining
+a faulted host through the stage (tests/e2e/test_pipeline.py).
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import pytest
 from tests.e2e.test_pipeline import _invoke
 from tests.sandbox.fabric_simtools import set_faults
 
-pytestmark = [pytest.mark.sandbox, pytest.mark.slow]
+pytestmark = [pytest.mark.sandbox, pytest.mark.slow, pytest.mark.extended]
 HOSTS = [f"node{i}" for i in range(1, 7)]
 HALF = [{"kind": "hca_half_rate", "hca": "mlx5_1"}]
 
