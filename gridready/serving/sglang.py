@@ -127,6 +127,9 @@ def units(plans: list[TierPlan], cert: Certification, serving: ServingSpec, engi
                     "env": node_env(plan, node, serving),
                     "version": pin(settings(plan.tier).version).version,
                     "pip_spec": pin(settings(plan.tier).version).pip_spec,
+                    # rank 0 serves HTTP; SGLang's /health is public (its API-key middleware passes /health)
+                    **({"health": {"unit": f"sglang-{plan.tier.name}",
+                                   "url": f"http://{head_ip}:{plan.tier.port}/health"}} if rank == 0 else {}),
                 })
     return out
 

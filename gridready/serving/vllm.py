@@ -165,6 +165,11 @@ def lora_config(plan: TierPlan) -> dict[str, Any]:
     return {"dynamic_lora_loading_path": parents.pop(), "max_num_adapters_per_replica": tier.max_loras}
 
 
+def health_extravars(serving: ServingSpec) -> dict[str, Any]:
+    """The gridready_engine_health role's settings, for every engine role's health-check timers."""
+    return {f"gridready_engine_health_{k}": v for k, v in serving.engine_health.model_dump().items()}
+
+
 def hosts_extravars(
     plans: list[TierPlan], cert: Certification, serving: ServingSpec, engine_mode: str
 ) -> dict[str, Any]:
@@ -208,8 +213,11 @@ def hosts_extravars(
                 "args": sim_args(plan, address) if engine_mode == "simulated" else serve_args(plan),
                 "stop_timeout_s": plan.tier.drain_timeout_s + STOP_MARGIN_S,
                 "env": env,
+                # vLLM's /health answers 200 while the engine is alive, without the API key (public route)
+                "health": {"unit": f"vllm-{plan.tier.name}", "url": f"http://{head_ip}:{plan.tier.port}/health"},
             })
     return {
+        **health_extravars(serving),
         "gridready_serve": {
             "engine_mode": engine_mode,
             "ray_version": serving.ray_version,

@@ -89,6 +89,11 @@ class Autoscaling(BaseModel):
         return self
 
 
+# engines that serve behind the customer's API key (vault_gridready_vllm_api_key): vLLM's --api-key/VLLM_API_KEY,
+# SGLang's api-key; Triton has no authentication of its own (its listeners are firewalled instead)
+API_KEY_ENGINES = frozenset({"vllm", "sglang"})
+
+
 class Tier(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -197,6 +202,21 @@ class KubernetesServing(BaseModel):
     kubernetes_version: str = Field("1.32", pattern=r"^1\.\d+$", description="schemas used to validate manifests")
 
 
+class EngineHealth(BaseModel):
+    """Target hosts: a timer per engine unit asks its health URL and restarts a hung engine (none of vLLM, SGLang
+    or Triton notifies systemd's watchdog). On Kubernetes the pods' liveness probes do the same."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    interval_s: int = Field(15, ge=5, le=3600, description="seconds between two probes of an engine")
+    timeout_s: int = Field(10, ge=1, le=600, description="a probe that takes longer counts as a failure")
+    failures: int = Field(3, ge=1, le=100, description="consecutive failed probes before the engine is restarted")
+    startup_grace_s: int = Field(
+        1800, ge=0, le=86400,
+        description="failures count only after the engine answered once since its start, or after this long")
+
+
 class ServingSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -220,6 +240,8 @@ class ServingSpec(BaseModel):
                     "it, serve fails a host where neither nftables nor ufw works (Ray has no authentication)",
     )
     kubernetes: KubernetesServing = Field(default_factory=KubernetesServing)
+    engine_health: EngineHealth = Field(
+        default_factory=EngineHealth, description="restart a hung engine on hosts (health-check timers)")
     decision: DecisionSpec = Field(
         default_factory=DecisionSpec, description="how to choose between tiers that serve the same model"
     )

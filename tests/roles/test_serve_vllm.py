@@ -59,6 +59,8 @@ def served(make_module_fleet, tmp_path_factory, monkeypatch_module):
         "model": {"hf_id": "meta-llama/Llama-3.1-8B-Instruct", "revision": "0e9e39f249a16976918f6564b8830bc894c89659"},
         "tensor_parallel": 8, "pipeline_parallel": 3,
     }]
+    # a hung engine is restarted after two failed probes, 5 s apart, of 2 s each
+    cluster["serving"]["engine_health"] = {"interval_s": 5, "timeout_s": 2, "failures": 2}
     (fleet.inventory / "cluster.yml").write_text(yaml.safe_dump(cluster, sort_keys=False))
     root = tmp_path_factory.mktemp("artifacts")
     certification(inventory.load(fleet.inventory), fleet.names, root=root, run_id="20261130T000000Z-test")
@@ -147,6 +149,36 @@ def test_second_run_changes_nothing(served) -> None:
     assert changed == {}, changed
 
 
+def _answers(fleet: Any) -> bool:
+    """The tier lists its model (with the key; without it vLLM answers 401, an HTTPError: an OSError)."""
+    url = f"http://{fleet.addresses[fleet.names[0]]}:8000/v1/models"
+    inv = inventory.load(fleet.inventory)
+    key = vault.read(inv.customer, inv.path)[vault.API_KEY_VAR]
+    try:
+        return SERVED in [m["id"] for m in _get(url, key)["data"]]
+    except OSError:
+        return False
+
+
+def test_a_hung_engine_is_restarted_by_its_health_timer(served) -> None:
+    """SIGSTOP leaves the engine's process "active" under systemd with its port open and no answer, as a hung
+    engine would be; the health timer's probes time out and it restarts the unit, which serves again."""
+    fleet = served["fleet"]
+    head = fleet.names[0]
+    timer = f"gridready-engine-health@{UNIT}.timer"
+    assert _show(fleet, head, timer, "ActiveState") == "active" and _show(fleet, head, timer, "UnitFileState") \
+        == "enabled"
+    for worker in fleet.names[1:]:  # workers serve no HTTP: no check there
+        assert _show(fleet, worker, timer, "ActiveState") == "inactive"
+    before = _show(fleet, head, UNIT, "InvocationID")
+    fleet.ssh(head, f"kill -STOP {_show(fleet, head, UNIT, 'MainPID')}")
+    assert not _answers(fleet)
+    _wait(lambda: _show(fleet, head, UNIT, "InvocationID") != before, 90, "the health timer to restart the engine")
+    _wait(lambda: _answers(fleet), 180, "the restarted engine to serve again")
+    log = fleet.ssh(head, f"journalctl -u gridready-engine-health@{UNIT} --no-pager -o cat").stdout
+    assert "unhealthy 2 times in a row: restarting it" in log, log[-2000:]
+
+
 def test_stopping_the_head_restarts_the_workers(served) -> None:
     fleet = served["fleet"]
     head, *workers = fleet.names
@@ -159,15 +191,5 @@ def test_stopping_the_head_restarts_the_workers(served) -> None:
     for w in workers:
         _wait(lambda w=w: _show(fleet, w, "ray-worker", "ActiveState") == "active"
               and _show(fleet, w, "ray-worker", "InvocationID") != before[w], 60, f"{w} ray-worker to rejoin")
-    url = f"http://{fleet.addresses[head]}:8000/v1/models"
-    inv = inventory.load(fleet.inventory)
-    key = vault.read(inv.customer, inv.path)[vault.API_KEY_VAR]
-
-    def answers() -> bool:  # without the key vLLM answers 401, an HTTPError (an OSError): never "up"
-        try:
-            return SERVED in [m["id"] for m in _get(url, key)["data"]]
-        except OSError:
-            return False
-
-    _wait(answers, 180, "the vLLM unit to come back after the head restart")
+    _wait(lambda: _answers(fleet), 180, "the vLLM unit to come back after the head restart")
     assert _show(fleet, head, UNIT, "ActiveState") == "active"
