@@ -18,11 +18,12 @@ from gridready.spec.decision import DecisionSpec, Objective
 from gridready.spec.fabric import FabricSettings
 from gridready.spec.names import ANSIBLE_NAME, IMAGE_REF, SLUG
 from gridready.spec.router import Route, RouterKey, RouterSpec, RouteTarget
-from gridready.spec.serving import ServingSpec, Slo, Tier
+from gridready.spec.serving import API_KEY_ENGINES, ServingSpec, Slo, Tier
 from gridready.spec.triton import TritonSettings
 
 __all__ = [
-    "ANSIBLE_NAME", "IMAGE_REF", "SLUG", "CertificationSpec", "ClusterSpec", "DecisionSpec", "FabricSettings",
+    "ANSIBLE_NAME", "API_KEY_ENGINES", "IMAGE_REF", "SLUG", "CertificationSpec", "ClusterSpec", "DecisionSpec",
+    "FabricSettings",
     "FailurePolicy", "Floors", "NcclSettings", "Nic", "NodeGroup", "Objective", "Profile", "Route", "RouteTarget",
     "RouterKey", "RouterSpec", "ServingSpec", "Slo", "SoftwarePins", "Tier", "TritonSettings",
 ]

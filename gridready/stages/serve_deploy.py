@@ -21,6 +21,7 @@ from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory
 from gridready.serving import topology, weights
 from gridready.serving.topology import Certification, TierPlan
+from gridready.spec import API_KEY_ENGINES
 from gridready.stages import serve_config, serve_router
 from gridready.stages.common import outcome_from_playbook
 from gridready.stages.serve_config import STAGE
@@ -30,7 +31,7 @@ def hosts(inv: Inventory, ctx: RunContext, cert: Certification, plans: list[Tier
           outcomes: dict[str, HostOutcome], data: dict[str, Any], messages: list[str]) -> tuple[str, ExitCode]:
     """Run serve.yml (once, plus once per further Triton replica); stops at the first run that fails."""
     stage_dir = ctx.stage_dir(STAGE)
-    if any(p.tier.engine == "vllm" for p in plans):
+    if any(p.tier.engine in API_KEY_ENGINES for p in plans):
         vault.ensure_api_key(inv.customer, inv.path)  # Ansible reads it from the vault itself, never from here
     if serve_config.engine_mode(inv) == "simulated" and weights.downloads_by_host(plans):
         vault.ensure_sandbox_hf_token(inv.customer, inv.path)

@@ -21,6 +21,7 @@ from gridready.errors import InvalidInput
 from gridready.inventory import Inventory
 from gridready.serving import router, router_hosts, router_k8s, topology
 from gridready.serving.topology import Certification, TierPlan
+from gridready.spec import API_KEY_ENGINES
 from gridready.spec.router import Route
 
 KEY_ENV = "GRIDREADY_ROUTER_KEY"
@@ -51,9 +52,9 @@ def extravars(inv: Inventory, root: Path, cert: Certification, plans: list[TierP
         return {}
     ensure_secrets(inv)
     chosen = chosen if chosen is not None else routes(inv, root, plans, canary)
-    vllm_tiers = {p.tier.name for p in plans if p.tier.engine == "vllm"}
+    keyed_tiers = {p.tier.name for p in plans if p.tier.engine in API_KEY_ENGINES}
     try:
-        return router_hosts.router_extravars(spec, plans, cert.certified, vllm_tiers, chosen)
+        return router_hosts.router_extravars(spec, plans, cert.certified, keyed_tiers, chosen)
     except ValueError as err:
         raise InvalidInput(f"{topology.cluster_file(inv)}: serving.router.routes: {err}") from err
 
@@ -130,7 +131,7 @@ def measure_overhead(inv: Inventory, cert: Certification, plans: list[TierPlan],
         messages.append("router: no route is named by a tier's served name: its added latency was not measured")
         return None
     direct = f"http://{cert.certified[first.replicas[0].head].ip}:{first.tier.port}"
-    direct_key = api_key if first.tier.engine == "vllm" else None
+    direct_key = api_key if first.tier.engine in API_KEY_ENGINES else None
     try:
         report = asyncio.run(measure(direct, routed["url"], first.tier.served_name, key, direct_key, n=requests))
     except (HttpError, OSError) as err:

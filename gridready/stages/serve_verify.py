@@ -18,6 +18,7 @@ from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory
 from gridready.monitoring.write import write_monitoring
 from gridready.serving.topology import Certification, TierPlan
+from gridready.spec import API_KEY_ENGINES
 from gridready.stages import serve_router
 from gridready.stages.fabric import SshRunner
 
@@ -53,7 +54,8 @@ def verify_tiers(inv: Inventory, ctx: RunContext, cert: Certification, plans: li
         messages.append(f"benchmark skipped ({SKIP_ENV})")
         return "success", ExitCode.OK
     stage_dir = ctx.stage_dir(stage)
-    api_key = vault.ensure_api_key(inv.customer, inv.path) if any(p.tier.engine == "vllm" for p in plans) else None
+    api_key = vault.ensure_api_key(inv.customer, inv.path) if any(p.tier.engine in API_KEY_ENGINES for p in plans) \
+        else None
     reports = []
     reuse = inv.spec.serving.decision.prefix_reuse
     workload = (bench.Workload(shared_prefix_len=reuse.system_prompt_tokens, shared_prefix_share=reuse.share)

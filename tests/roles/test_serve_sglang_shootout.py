@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import json
 import time
+import urllib.error
 import urllib.request
 from typing import Any
 
 import pytest
 import yaml
 
-from gridready import inventory
+from gridready import inventory, vault
 from gridready.artifacts import RunContext
 from gridready.stages import serve
 from tests.summaries import certification
@@ -89,8 +90,17 @@ def test_sglang_units_span_two_nodes_without_ray(served) -> None:
     assert fleet.host(rank0).socket("tcp://0.0.0.0:30000").is_listening
     assert not fleet.host(rank1).socket("tcp://0.0.0.0:30000").is_listening  # rank >= 1 serves no HTTP
     url = f"http://{fleet.addresses[rank0]}:30000"
-    with urllib.request.urlopen(f"{url}/v1/models", timeout=5) as resp:
+    # SGLang's API-key middleware: /v1 only with the customer's key (the --config file's api-key), /metrics public
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(f"{url}/v1/models", timeout=5)
+    assert refused.value.code == 401
+    key = vault.read(served["inv"].customer, served["inv"].path)[vault.API_KEY_VAR]
+    models = urllib.request.Request(f"{url}/v1/models", headers={"Authorization": f"Bearer {key}"})
+    with urllib.request.urlopen(models, timeout=5) as resp:
         assert [m["id"] for m in json.loads(resp.read())["data"]] == ["llama-sgl"]
+    config = fleet.host(rank0).file("/etc/gridready/sglang-llama-sgl.yaml")
+    assert (config.user, config.group, config.mode) == ("root", "sglang", 0o640)
+    assert key not in fleet.host(rank0).file("/etc/systemd/system/sglang-llama-sgl.service").content_string
     with urllib.request.urlopen(f"{url}/metrics", timeout=5) as resp:
         assert "sglang:cache_hit_rate" in resp.read().decode()
 

@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 from . import openai_api, sglang_api, triton_api
-from .auth import ApiKeys
+from .auth import ApiKeys, SglangApiKey
 from .core import Engine
 from .httpserver import Handler, Request, Responder, serve_connection
 
@@ -123,8 +123,8 @@ async def start(engine: Engine, host: str, port: int, metrics_port: int | None =
     if engine.mode == "openai":
         await listen("http", openai_handler(engine, keys=ApiKeys(api_keys or [])), port)
     elif engine.mode == "sglang":
-        await listen("http", sglang_api.handler(engine, enable_metrics, _gridready_only(engine), openai_routes),
-                     port)
+        await listen("http", sglang_api.handler(engine, enable_metrics, _gridready_only(engine), openai_routes,
+                                                 SglangApiKey((api_keys or [""])[0])), port)
     else:
         await listen("http", triton_handler(engine), port)
         if openai_port is None:  # tritonserver: metrics on --metrics-port (default 8002)

@@ -12,7 +12,7 @@ import sys
 from dataclasses import fields
 from pathlib import Path
 
-from . import app, hardware, hub, rendezvous
+from . import app, auth, hardware, hub, rendezvous
 from .core import Engine
 from .prefix_cache import PrefixCache
 from .profile import Profile
@@ -60,7 +60,9 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--metrics-port", type=int, default=None, help="triton mode: metrics port (default 8002)")
     ap.add_argument("--openai-port", type=int, default=None, help="triton mode: also serve /v1 on this port")
     ap.add_argument("--api-key", nargs="+", default=None,
-                    help="openai mode: keys clients must send as Bearer tokens (default: $VLLM_API_KEY, as vLLM)")
+                    help="openai mode: keys clients must send as Bearer tokens (default: $VLLM_API_KEY, as vLLM); "
+                         "sglang mode: the one key (overrides --config's api-key)")
+    ap.add_argument("--config", help="sglang mode: SGLang's --config YAML file of server arguments (its api-key)")
     ap.add_argument("--port-file", type=Path, help="write the bound ports as one JSON line here")
     ap.add_argument("--profile", type=Path, help="JSON file of timing keys (flags below override it)")
     defaults = Profile()
@@ -127,8 +129,10 @@ async def run(args: argparse.Namespace, ignored: list[str]) -> int:
         await rdv.listen(args.host, int(port))
         engine.peers_missing = lambda: rdv.missing
         engine.info["dist_init_addr"] = args.dist_init_addr
-    # vLLM: the --api-key keys take precedence over VLLM_API_KEY (api_server.py build_app)
-    keys = args.api_key or [os.environ.get("VLLM_API_KEY", "")]
+    if args.mode == "sglang":  # SGLang: one key, from --api-key or the --config file (CLI flags override it)
+        keys = args.api_key[:1] if args.api_key else [auth.sglang_config_key(args.config) if args.config else ""]
+    else:  # vLLM: the --api-key keys take precedence over VLLM_API_KEY (api_server.py build_app)
+        keys = args.api_key or [os.environ.get("VLLM_API_KEY", "")]
     started = await app.start(engine, args.host, args.port, args.metrics_port, args.openai_port,
                               enable_metrics=args.enable_metrics or args.mode != "sglang", api_keys=keys)
     line = app.ports_json(started["ports"])

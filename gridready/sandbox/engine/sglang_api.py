@@ -9,19 +9,25 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
+from .auth import SglangApiKey
 from .core import Engine
 from .httpserver import Handler, Request, Responder
 
 OpenAIRoutes = Callable[[Engine, str, Request, Responder], Awaitable[bool]]
 
 
-def handler(engine: Engine, enable_metrics: bool, routes: Handler, openai: OpenAIRoutes) -> Handler:
-    """`routes` answers the simulator-only /gridready/* paths; `openai` the shared OpenAI routes (app.py)."""
+def handler(engine: Engine, enable_metrics: bool, routes: Handler, openai: OpenAIRoutes,
+            key: SglangApiKey | None = None) -> Handler:
+    """`routes` answers the simulator-only /gridready/* paths; `openai` the shared OpenAI routes (app.py); `key`
+    is SGLang's API-key middleware (auth.py), which runs before any route."""
+    key = key or SglangApiKey(None)
 
     async def handle(req: Request, resp: Responder) -> None:
         p = req.path.rstrip("/") or "/"
         if p.startswith("/gridready/"):
             await routes(req, resp)
+        elif not key.allows(req.method, req.path, req.headers):
+            await resp.send_json(401, {"error": "Unauthorized"})
         elif p in ("/health", "/health_generate"):
             await resp.send(200 if engine.ready else 503, b"")
         elif not engine.ready and (p.startswith("/v1/") or p == "/get_model_info"):

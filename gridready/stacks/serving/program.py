@@ -231,7 +231,17 @@ class ServingTiers(pulumi.ComponentResource):
             string_data={API_KEY_ENV: api_key},
             opts=pulumi.ResourceOptions(parent=self),
         )
-        after = pulumi.ResourceOptions(parent=self, depends_on=[self.hf_secret, self.api_key_secret])
+        secrets = [self.hf_secret, self.api_key_secret]
+        if config.sglang_tiers:  # SGLang reads its key from the `api-key` of its --config file, never argv
+            self.sglang_config_secret = k8s.core.v1.Secret(
+                "sglang-config",
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=sglang.CONFIG_SECRET, namespace=config.namespace),
+                type="Opaque",
+                string_data={sglang.CONFIG_KEY: pulumi.Output.from_input(api_key).apply(sglang.config_yaml)},
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            secrets.append(self.sglang_config_secret)
+        after = pulumi.ResourceOptions(parent=self, depends_on=secrets)
         self.vllm = [VllmRayService(t.name, t, config.namespace, config.hf_token_secret, config.api_key_secret,
                                     after) for t in config.vllm_tiers]
         self.triton = [build_triton(t, config.namespace, config.hf_token_secret, self) for t in config.triton_tiers]

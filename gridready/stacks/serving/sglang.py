@@ -11,6 +11,7 @@ tiers.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pulumi
@@ -20,8 +21,18 @@ from pydantic import BaseModel, ConfigDict, Field
 from gridready.stacks.serving import model_cache
 
 TIER_LABEL = "gridready.io/tier"
+# SGLang's `--config` YAML (server_arguments.md, "Common launch commands": CLI flags override it) carries the API
+# key as `api-key`, from a Secret mounted read-only: the key is never in the pod's argv or env
+CONFIG_SECRET = "sglang-config"
+CONFIG_KEY = "config.yaml"
+CONFIG_DIR = "/etc/gridready/sglang"
 CERTIFIED_LABEL = "gridready.io/certified"
 LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"  # set by LWS on every pod of the set
+
+
+def config_yaml(api_key: str) -> str:
+    """The --config file: the key as a YAML double-quoted scalar (JSON's escaping is valid YAML)."""
+    return f"api-key: {json.dumps(api_key)}\n"
 
 
 class SglangTierConfig(BaseModel):
@@ -101,13 +112,17 @@ class SglangTier(pulumi.ComponentResource):
         container: dict[str, Any] = {
             "name": "sglang-leader" if leader else "sglang-worker",
             "image": tier.image,
-            "command": list(tier.args),
+            "command": [*tier.args, "--config", f"{CONFIG_DIR}/{CONFIG_KEY}"] if leader else list(tier.args),
             "env": env,
             "resources": {"requests": {**res, "ephemeral-storage": tier.ephemeral_storage}, "limits": dict(res)},
             "securityContext": {"capabilities": {"add": ["IPC_LOCK"]}},
             "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}, model_cache.mount(tier.model_cache_path)],
         }
+        volumes = [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": tier.shm_size}},
+                   model_cache.volume(tier.model_cache_path)]
         if leader:  # only rank 0 serves HTTP (SGLang engine.py _launch_subprocesses)
+            container["volumeMounts"].append({"name": "sglang-config", "mountPath": CONFIG_DIR, "readOnly": True})
+            volumes.append({"name": "sglang-config", "secret": {"secretName": CONFIG_SECRET, "defaultMode": 0o400}})
             health = {"httpGet": {"path": "/health", "port": "http"}}
             container["ports"] = [{"name": "http", "containerPort": tier.port},
                                   {"name": "dist-init", "containerPort": tier.dist_init_port}]
@@ -121,8 +136,7 @@ class SglangTier(pulumi.ComponentResource):
                          "terminationGracePeriodSeconds": tier.termination_grace_s,
                          "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
                          "containers": [container],
-                         "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": tier.shm_size}},
-                                     model_cache.volume(tier.model_cache_path)]}}
+                         "volumes": volumes}}
 
 
 def build_tier(config: dict[str, Any], *, namespace: str, hf_secret: str,

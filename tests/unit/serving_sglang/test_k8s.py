@@ -95,3 +95,34 @@ def test_sglang_pods_share_the_node_local_model_cache(make_inv):
         break
     else:
         raise AssertionError("no LeaderWorkerSet rendered")
+
+
+@pytest.mark.parametrize("pp", [1, 2])
+def test_the_leader_reads_the_api_key_from_a_mounted_config_secret(make_inv, pp):
+    """SGLang serves /v1 to anyone without a key: the leader (rank 0, the one HTTP server) gets `--config` on a
+    read-only Secret volume holding `api-key` (server_arguments.md: `--config`), never the key in argv or env."""
+    docs = _render(make_inv, pp)
+    assert manifests.validate(docs) == []
+    (secret,) = [d for d in _kind(docs, "Secret") if d["metadata"]["name"] == "sglang-config"]
+    assert set(secret["stringData"]) == {"config.yaml"}
+    pods = ([d["spec"]["template"] for d in _kind(docs, "Deployment")] if pp == 1 else
+            [d["spec"]["leaderWorkerTemplate"]["leaderTemplate"] for d in _kind(docs, "LeaderWorkerSet")])
+    (pod,) = pods
+    (c,) = pod["spec"]["containers"]
+    assert _opt(c["command"], "--config") == "/etc/gridready/sglang/config.yaml"
+    assert {"name": "sglang-config", "mountPath": "/etc/gridready/sglang", "readOnly": True} in c["volumeMounts"]
+    assert {"name": "sglang-config", "secret": {"secretName": "sglang-config", "defaultMode": 0o400}} \
+        in pod["spec"]["volumes"]
+    assert "--api-key" not in c["command"] and not any("KEY" in e["name"] for e in c["env"])
+    if pp == 2:
+        (worker,) = [d["spec"]["leaderWorkerTemplate"]["workerTemplate"] for d in _kind(docs, "LeaderWorkerSet")]
+        assert "--config" not in worker["spec"]["containers"][0]["command"]  # ranks >= 1 serve no HTTP
+
+
+def test_the_config_file_is_yaml_with_the_key_quoted():
+    import yaml
+
+    from gridready.stacks.serving import sglang as stack
+
+    key = 'ab"c\\d: #e' + "x" * 32
+    assert yaml.safe_load(stack.config_yaml(key)) == {"api-key": key}

@@ -7,6 +7,8 @@ import json
 import os
 import socket
 import time
+import urllib.error
+import urllib.request
 
 import pytest
 
@@ -127,3 +129,49 @@ def test_refuses_inconsistent_multi_node_flags(engine_factory, args, msg):
     e = engine_factory("--mode", "sglang", "--model-path", "m", *args, wait=False)
     assert e.proc.wait(20) == 2
     assert msg in e.log()
+
+
+def _status(url: str, path: str, auth: str | None = None, method: str = "GET") -> int:
+    headers = {"Authorization": auth} if auth else {}
+    req = urllib.request.Request(url + path, headers=headers, method=method)
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status
+    except urllib.error.HTTPError as err:
+        return err.code
+
+
+@pytest.mark.parametrize("how", ["config", "flag"])
+def test_the_api_key_guards_every_route_but_health_and_metrics(engine_factory, tmp_path, how):
+    """SGLang's add_api_key_middleware (python/sglang/srt/utils.py): OPTIONS, /health* and /metrics* pass; every
+    other request needs exactly `Bearer <key>`, else 401 {"error": "Unauthorized"}. The key comes from the
+    `api-key` of the --config file, as gridready writes it, or from --api-key."""
+    key = "k" * 40
+    config = tmp_path / "sglang.yaml"
+    config.write_text(f"# written by the role\napi-key: {json.dumps(key)}\n")
+    source = ("--config", str(config)) if how == "config" else ("--api-key", key)
+    e = engine_factory("--mode", "sglang", "--model-path", "m", "--served-model-name", "llama", "--enable-metrics",
+                       *source, *FAST)
+    for path in ("/health", "/health_generate", "/metrics"):
+        assert _status(e.url, path) == 200, path
+    for path in ("/v1/models", "/get_model_info"):
+        assert _status(e.url, path) == 401, path
+        assert _status(e.url, path, f"Bearer {key}x") == 401, path
+        assert _status(e.url, path, f"bearer {key}") == 401, path  # an exact match, scheme included
+        assert _status(e.url, path, f"Bearer {key}") == 200, path
+    _, _, raw = call(e.url, "/v1/models")
+    assert json.loads(raw) == {"error": "Unauthorized"}
+
+
+def test_without_a_key_sglang_serves_anyone(engine_factory):
+    e = engine_factory("--mode", "sglang", "--model-path", "m", "--served-model-name", "llama", *FAST)
+    assert _status(e.url, "/v1/models") == 200
+
+
+def test_a_config_file_that_is_not_flat_yaml_is_refused(tmp_path):
+    from gridready.sandbox.engine.auth import sglang_config_key
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("- a list item\n")
+    with pytest.raises(SystemExit, match="bad.yaml:1"):
+        sglang_config_key(str(bad))
