@@ -187,9 +187,11 @@ def test_the_search_finds_a_planted_canary(run, tmp_path):
 
 def test_the_engine_refuses_requests_without_the_key(run):
     _, artifacts, _, _ = run
-    summary = json.loads(next(artifacts.glob("*/*/serve/summary.json")).read_text())
-    vllm = [e for e in summary["endpoints"] if e["engine"] == "vllm"]
-    assert vllm
+    # the pipeline's serve summary, not the --render run's (which deploys nothing and has no endpoint)
+    summaries = [json.loads(p.read_text()) for p in artifacts.glob("*/*/serve/summary.json")]
+    assert len(summaries) == 2
+    vllm = [e for s in summaries for e in s["endpoints"] if e["engine"] == "vllm"]
+    assert len(vllm) == 1
     url = vllm[0]["url"] + "/v1/models"
     with pytest.raises(urllib.error.HTTPError) as err:
         urllib.request.urlopen(url, timeout=10)
