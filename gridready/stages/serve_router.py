@@ -25,6 +25,8 @@ from gridready.spec import API_KEY_ENGINES
 from gridready.spec.router import Route
 
 KEY_ENV = "GRIDREADY_ROUTER_KEY"
+# invoke bench measures a router that serve already brought up: it waits this long, not serve's start-up timeout
+LIVE_TIMEOUT_AFTER_SERVE_S = 60.0
 
 
 MASTER_KEY_VAR = "vault_gridready_router_master_key"
@@ -105,10 +107,11 @@ def wait_live(url: str, timeout_s: float, interval_s: float = 3.0) -> bool:
 
 
 def measure_overhead(inv: Inventory, cert: Certification, plans: list[TierPlan], data: dict[str, Any],
-                     messages: list[str], api_key: str | None = None, requests: int = 100) -> str | None:
+                     messages: list[str], api_key: str | None = None, requests: int = 100,
+                     live_timeout_s: float | None = None) -> str | None:
     """data["router"]: the router's URL and its added latency (p50/p99) beside direct access to the first tier
     (with the tiers' API key, `api_key`) on the route named by that tier's served name. Returns why the router
-    failed (not live), None otherwise."""
+    failed (not live within `live_timeout_s`, default serving.wait_timeout_s), None otherwise."""
     router_spec = inv.spec.serving.router
     if not router_spec.enabled or not plans:
         return None
@@ -116,11 +119,12 @@ def measure_overhead(inv: Inventory, cert: Certification, plans: list[TierPlan],
     names = list(dict.fromkeys(d["model_name"] for d in routed["config"]["model_list"]))
     data["router"] = {"url": routed["url"], "routes": names}
     started = time.monotonic()
-    live = wait_live(routed["url"], float(inv.spec.serving.wait_timeout_s))
+    timeout = float(inv.spec.serving.wait_timeout_s) if live_timeout_s is None else live_timeout_s
+    live = wait_live(routed["url"], timeout)
     data["router"]["live_after_s"] = round(time.monotonic() - started, 1) if live else None
     if not live:
-        return (f"router: {routed['url']}/health/liveliness did not answer 200 within "
-                f"{inv.spec.serving.wait_timeout_s} s (journalctl -u gridready-router on {routed['host']})")
+        return (f"router: {routed['url']}/health/liveliness did not answer 200 within {timeout:g} s "
+                f"(journalctl -u gridready-router on {routed['host']})")
     key = client_key(inv)
     if not key:
         messages.append(f"router: no client key ({KEY_ENV} or serving.router.keys): its added latency was not "

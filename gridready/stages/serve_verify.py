@@ -81,7 +81,10 @@ def verify_tiers(inv: Inventory, ctx: RunContext, cert: Certification, plans: li
             bench.write_decision(stage_dir / "decision" / model.replace("/", "--"), decision, group)
     data["bench"] = {r.tier: {"passed": r.gate.passed, "message": r.gate.message, "simulated": r.simulated}
                      for r in reports}
-    router_error = serve_router.measure_overhead(inv, cert, plans, data, messages, api_key)
+    # serve waits for the router it just started; bench finds it up or says so within a minute
+    live_timeout = None if stage == "serve" else serve_router.LIVE_TIMEOUT_AFTER_SERVE_S
+    router_error = serve_router.measure_overhead(inv, cert, plans, data, messages, api_key,
+                                                 live_timeout_s=live_timeout)
     failed = [r.gate.message for r in reports if not r.gate.passed] + ([router_error] if router_error else [])
     messages += failed
     return ("failed", ExitCode.STAGE_FAILED) if failed else ("success", ExitCode.OK)

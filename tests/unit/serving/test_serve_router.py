@@ -14,6 +14,7 @@ from gridready.artifacts import RunContext
 from gridready.errors import InvalidInput
 from gridready.serving import topology
 from gridready.stages import serve, serve_deploy, serve_router
+from tests.summaries import certification
 from tests.unit.serving.conftest import vllm_tier
 from tests.unit.serving.test_serve_stage import _fake_playbook
 
@@ -56,3 +57,21 @@ def test_split_from_decision_needs_a_record(make_inv, write_certify, tmp_path: P
     plans = topology.plan_tiers(inv, cert)
     with pytest.raises(InvalidInput, match=r"serving.router.routes\[0\].split_from_decision: no serve run"):
         serve_router.extravars(inv, root, cert, plans)
+
+
+@pytest.mark.parametrize(("stage_timeout", "waited"), [(None, 900.0), (serve_router.LIVE_TIMEOUT_AFTER_SERVE_S, 60.0)])
+def test_bench_waits_a_minute_for_a_router_serve_started_not_serves_start_up_timeout(
+        make_inv, monkeypatch, stage_timeout, waited):
+    """serve waits serving.wait_timeout_s (900 s) for the LiteLLM it just started; invoke bench, which finds it
+    already up, waits a minute and then says the router is not live (a serve that failed before the router play
+    left none), instead of hanging for 15 minutes."""
+    inv = with_router(make_inv(4, TIERS))
+    cert = topology.read_certification(inv, certification(inv, ["gpu01", "gpu02", "gpu03", "gpu04"]))
+    asked: list[float] = []
+    monkeypatch.setattr(serve_router, "wait_live", lambda url, timeout_s: asked.append(timeout_s) or False)
+    data: dict[str, Any] = {}
+    error = serve_router.measure_overhead(inv, cert, topology.plan_tiers(inv, cert), data, [],
+                                          live_timeout_s=stage_timeout)
+    assert asked == [waited]
+    assert error is not None and f"did not answer 200 within {waited:g} s" in error
+    assert data["router"]["live_after_s"] is None
