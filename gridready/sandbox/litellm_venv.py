@@ -31,7 +31,8 @@ def lock_version(lock: Path = LOCK) -> str:
 
 
 def wheelhouse(lock: Path = LOCK) -> Path:
-    """The controller's wheelhouse of the lock (the role's gridready_router_wheelhouse default)."""
+    """The controller's wheelhouse of the lock, under the role's gridready_router_wheelhouse default (the role keys
+    its own copy by the lock's digest as well)."""
     py = PYTHON.replace(".", "")
     home = Path(os.environ.get("HOME", "/root"))
     return home / ".cache/gridready/wheelhouse" / f"litellm-{lock_version(lock)}-cp{py}"
