@@ -4,6 +4,7 @@
         [--fleet FLEET.json]  # an already converged fleet (Fleet fields as JSON) instead of new ones
         [--one-fleet]  # one fleet of the largest size, converged once; each size is a run --limit'ed to its first hosts
         [--extra '{"var": value}']  # extra vars for every run, before and after alike
+        [--before no-record]  # "before" = the current playbook with the hosts' converged record removed first
 
 Per size: a fleet is generated and converged once with the current playbook (with --one-fleet: one fleet of the
 largest size, and each size runs on its first N hosts through --limit, which costs one convergence); then the
@@ -12,6 +13,10 @@ git revision REV ("before") and the current ones ("after") run alternately `--ro
 both see the same machine load. Each no-op run reports wall time, changed (must be 0), task results per host,
 the controller's CPU time (user+sys of ansible-playbook and its workers) and, through
 benchmarks/callback_plugins/gridready_timing.py, where the time went per role and per module.
+`--before no-record` makes "before" the current playbook and ansible.cfg run after removing each host's converged
+record (/var/lib/gridready/converged.json): every role runs, as every no-op run did while ansible-core 2.19's tuple
+`ansible_run_tags` kept the record from ever being written. That run records again, so the "after" run that follows
+it takes the fast path.
 Results go into docs/benchmarks.md by hand, with the machine's load.
 """
 
@@ -40,8 +45,15 @@ from tests.roles.conftest import Run, _simulated_sysfs, sandbox_vars  # noqa: E4
 CALLBACKS = Path(__file__).resolve().parent / "callback_plugins"
 
 
+NO_RECORD = "no-record"
+RECORD = "/var/lib/gridready/converged.json"  # library/gridready_fingerprint.py state_file
+
+
 def variant_files(rev: str, tmp: Path) -> tuple[Path, Path]:
-    """The provision playbook and ansible.cfg of `rev`, written beside the current ones (imports are relative)."""
+    """The provision playbook and ansible.cfg of `rev`, written beside the current ones (imports are relative);
+    with rev `no-record`, the current ones."""
+    if rev == NO_RECORD:
+        return AFTER
     play = REPO / "playbooks" / f".bench-{rev[:12]}-provision.yml"
     play.write_text(subprocess.run(["git", "show", f"{rev}:playbooks/provision.yml"], cwd=REPO, check=True,
                                    capture_output=True, text=True).stdout)
@@ -100,6 +112,9 @@ def measure(fleet: Fleet, ev: Path, converged: dict[str, Any], n: int, before: t
     limit = ("--limit", ",".join(fleet.names[:n])) if n < len(fleet.names) else ()
     out: dict[str, Any] = {"hosts": min(n, len(fleet.names)), "converge": converged, "before": [], "after": []}
     for _ in range(rounds):
+        if before == AFTER:  # --before no-record: every role runs, as before the record condition was fixed
+            for host in fleet.names[:n]:
+                fleet.ssh(host, f"rm -f {RECORD}")
         out["before"].append(run(fleet, *before, ev, tmp, *limit))
         out["after"].append(run(fleet, *AFTER, ev, tmp, *limit))
     out["after_check"] = run(fleet, *AFTER, ev, tmp, "--check", "--diff", *limit)
@@ -154,7 +169,8 @@ def main() -> int:
             sizes = args.sizes if args.sizes != ap.get_default("sizes") or not given else [len(given.names)]
             rows = measure_sizes(sizes, before, args.rounds, tmp, one_fleet=args.one_fleet, given=given)
         finally:
-            before[0].unlink()
+            if before != AFTER:
+                before[0].unlink()
     if args.json:
         args.json.write_text(json.dumps({"load": os.getloadavg(), "rows": rows}, indent=1))
     print(f"loadavg after: {os.getloadavg()[0]:.2f}; before = {args.before}; best of {args.rounds} no-op runs")

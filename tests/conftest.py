@@ -30,10 +30,14 @@ def vault_password(vault_password_file):
 
 
 # Tests that boot or reach sandbox hosts, use a GPU or run the real router live under these directories. Under
-# pytest-xdist (`-n 2`, the default addopts) they form one work unit, run on one worker in file order: fleets are
-# shared within a worker and such tests must not race each other. The pure tests (unit, simulator, lint) are spread
-# one by one over the workers meanwhile.
-SERIAL_DIRS = ("tests/e2e/", "tests/gpu/", "tests/roles/", "tests/router/", "tests/sandbox/")
+# pytest-xdist (`-n 2`, the default addopts) they form two work units, each run on one worker in file order: the
+# end-to-end and fleet tests, and the role suites (their session fleet is the roles' own) with the router and GPU
+# tests. A fleet is shared only within a worker, so the tests of one unit never race each other; the two units run
+# side by side on fleets of their own (the sandbox allocates addresses per fleet, docs/sandbox.md). The pure tests
+# (unit, simulator, lint) go one by one to whichever worker is free.
+SERIAL_GROUPS = {"tests/e2e/": "fleet-e2e", "tests/sandbox/": "fleet-e2e",
+                 "tests/gpu/": "fleet-roles", "tests/roles/": "fleet-roles", "tests/router/": "fleet-roles"}
+SERIAL_DIRS = tuple(SERIAL_GROUPS)
 _FLEET_FIXTURES = {"fleet", "make_fleet", "make_module_fleet"}
 
 
@@ -50,7 +54,7 @@ if importlib.util.find_spec("xdist"):  # a GPU machine runs its tests without it
 
         class SerialFleetScheduling(LoadScopeScheduling):
             def _split_scope(self, nodeid: str) -> str:
-                return "serial" if _serial(nodeid) else nodeid
+                return next((group for prefix, group in SERIAL_GROUPS.items() if nodeid.startswith(prefix)), nodeid)
 
         return SerialFleetScheduling(config, log)
 

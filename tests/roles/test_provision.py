@@ -37,6 +37,17 @@ def test_check_mode_after_converge_reports_no_changes(provisioned: Provisioned):
         assert provisioned.check.recap[host]["changed"] == 0, provisioned.check.changed_tasks(host)
 
 
+def test_a_converged_host_takes_the_fast_path(provisioned: Provisioned):
+    """After a run that ran every role and changed nothing, the next no-op run runs three tasks per host (the
+    fingerprint check, the skipped include, the versions) and no role task (docs/provision.md, "Re-runs")."""
+    fast = provisioned.fast
+    assert fast is not None and fast.rc == 0, fast.stdout[-4000:] if fast else ""
+    for host in GOOD:
+        stats = fast.recap[host]
+        assert (stats["changed"], stats["ok"], stats["skipped"]) == (0, 2, 1), (host, stats)
+    assert "TASK [gridready_" not in fast.stdout and "Show what differs" not in fast.stdout
+
+
 def test_every_role_recorded_its_facts(provisioned: Provisioned):
     for host in GOOD:
         facts = provisioned.facts[host]
