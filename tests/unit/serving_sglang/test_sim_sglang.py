@@ -173,5 +173,5 @@ def test_a_config_file_that_is_not_flat_yaml_is_refused(tmp_path):
 
     bad = tmp_path / "bad.yaml"
     bad.write_text("- a list item\n")
-    with pytest.raises(SystemExit, match="bad.yaml:1"):
+    with pytest.raises(SystemExit, match=r"bad\.yaml:1"):
         sglang_config_key(str(bad))
