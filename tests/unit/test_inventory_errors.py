@@ -100,6 +100,11 @@ CASES = [
      "inventories/acme/cluster.yml: node_groups[0].sku: unknown SKU 'B300'"),
     ("missing-required", _drop("node_groups"), None, None,
      "inventories/acme/cluster.yml: node_groups: Field required"),
+    ("health-interval-too-short", _set("serving.engine_health", {"interval_s": 1}), None, None,
+     "inventories/acme/cluster.yml: serving.engine_health.interval_s: Input should be greater than or equal to 5"),
+    ("health-failures-not-int", _set("serving.engine_health", {"failures": "x"}), None, None,
+     "inventories/acme/cluster.yml: serving.engine_health.failures: Input should be a valid integer, unable to "
+     "parse string as an integer"),
     ("unknown-engine", _set("serving.tiers.0.engine", "lmdeploy"), None, None,
      "inventories/acme/cluster.yml: serving.tiers[0].engine: Input should be 'vllm', 'triton-trtllm' or 'sglang'"),
     ("refused-engine-tgi", _set("serving.tiers.0.engine", "tgi"), None, None,
