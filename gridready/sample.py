@@ -23,11 +23,14 @@ from gridready.spec import ClusterSpec
 EXAMPLES: dict[str, Any] = {
     "customer": "example", "name": "gpu_nodes", "sku": "H200-SXM-141GB", "node_groups": None,
     "rate_gbps": 400, "engine": "vllm", "served_name": "llama-3.1-8b",
+    "max_queue_delay_microseconds": [0, 100, 500, 2000],
 }
 ITEM_EXAMPLES: dict[str, dict[str, Any]] = {
     "nics": {"name": "mlx5_0"},
     "tiers": {"name": "llama8b", "hf_id": "meta-llama/Llama-3.1-8B-Instruct",
               "revision": "0e9e39f249a16976918f6564b8830bc894c89659"},
+    "inputs": {"name": "input_ids", "data_type": "TYPE_INT64", "dims": [-1]},
+    "outputs": {"name": "last_hidden_state", "data_type": "TYPE_FP32", "dims": [-1, 384]},
 }
 
 

@@ -25,7 +25,9 @@ def parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="verify one endpoint: readiness, smoke, benchmark, SLO gate")
     r.add_argument("--url", required=True, help="base URL, e.g. http://10.77.0.11:8000")
     r.add_argument("--model", required=True, help="served model name")
-    r.add_argument("--api", choices=[a.value for a in Api], default=Api.OPENAI_CHAT.value)
+    r.add_argument("--api", choices=[a.value for a in Api if a is not Api.KSERVE_INFER],
+                   default=Api.OPENAI_CHAT.value,
+                   help="LLM protocols; a fixed-cost tier's tensors come from its cluster.yml (invoke bench)")
     r.add_argument("--tier", default="adhoc", help="a name for the report")
     r.add_argument("--gpus", type=int, default=1)
     load = r.add_mutually_exclusive_group()

@@ -26,7 +26,8 @@ class Endpoint(BaseModel):
 
     @property
     def triton(self) -> bool:
-        return self.api is Api.TRITON_GENERATE
+        """Triton's KServe v2 routes (/v2/health/ready, /v2/models/<m>/ready) answer here."""
+        return self.api in (Api.TRITON_GENERATE, Api.KSERVE_INFER)
 
     @classmethod
     def for_tier(cls, tier: Tier, host: str, api_key: str | None = None) -> Endpoint:
@@ -36,6 +37,10 @@ class Endpoint(BaseModel):
         frontend trtllm-serve -> OpenAI chat on tier.port; otherwise Triton's generate endpoint on http_port
         (8000; KServe HTTP, beside the OpenAI frontend on tier.port), metrics on tier.port with the OpenAI frontend,
         else on metrics_port (8002)."""
+        if tier.engine == "triton-embedding":  # Triton's HTTP on the tier's port, metrics on its own
+            metrics_port = int(_setting(getattr(tier, "embedding", None), "metrics_port", 8002))
+            return cls(url=f"http://{host}:{tier.port}", api=Api.KSERVE_INFER, model=tier.served_name,
+                       metrics_url=f"http://{host}:{metrics_port}/metrics")
         if tier.engine != "triton-trtllm":
             return cls(url=f"http://{host}:{tier.port}", api=Api.OPENAI_CHAT, model=tier.served_name,
                        metrics_url=f"http://{host}:{tier.port}/metrics",

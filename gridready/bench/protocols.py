@@ -1,5 +1,6 @@
 """The wire protocols the client speaks: OpenAI chat/completions (vLLM, trtllm-serve, Triton's OpenAI
-frontend) and Triton's generate extension. One request in, one RequestResult with token arrival times out."""
+frontend), Triton's generate extension, and KServe v2 inference (a fixed-cost model's tensors in, tensors out).
+One request in, one RequestResult with token arrival times out."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ class Api(StrEnum):
     OPENAI_CHAT = "openai-chat"
     OPENAI_COMPLETIONS = "openai-completions"
     TRITON_GENERATE = "triton-generate"
+    KSERVE_INFER = "kserve-infer"  # POST /v2/models/<m>/infer (KServe v2 protocol, Triton's HTTP API)
 
 
 @dataclass(frozen=True)
@@ -24,6 +26,8 @@ class Prompt:
     text: str
     input_tokens: int  # as the workload intended (the server's usage, when given, wins)
     output_tokens: int
+    # KServe v2 request tensors [{name, shape, datatype, data}] (Api.KSERVE_INFER only)
+    inputs: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass
@@ -52,6 +56,8 @@ class RequestResult:
 
 def build(api: Api, model: str, prompt: Prompt, stream: bool, ignore_eos: bool = True) -> tuple[str, dict[str, Any]]:
     """(path, JSON body) of one request."""
+    if api is Api.KSERVE_INFER:
+        return f"/v2/models/{model}/infer", {"inputs": list(prompt.inputs)}
     if api is Api.TRITON_GENERATE:
         body: dict[str, Any] = {"text_input": prompt.text, "max_tokens": prompt.output_tokens, "stream": stream}
         return f"/v2/models/{model}/generate" + ("_stream" if stream else ""), body
@@ -93,6 +99,7 @@ def answer_of(api: Api, body: dict[str, Any]) -> str:
 async def execute(conn: Connection, api: Api, model: str, prompt: Prompt, request_id: str, t0: float,
                   stream: bool = True, ignore_eos: bool = True) -> tuple[RequestResult, dict[str, Any]]:
     """Run one request on conn. Returns the result and the last JSON body/event seen (for smoke checks)."""
+    stream = stream and api is not Api.KSERVE_INFER  # KServe v2 inference answers once
     path, body = build(api, model, prompt, stream, ignore_eos)
     res = RequestResult(request_id, prompt_tokens=prompt.input_tokens)
     last: dict[str, Any] = {}
@@ -107,6 +114,10 @@ async def execute(conn: Connection, api: Api, model: str, prompt: Prompt, reques
         if not stream:
             last = json.loads(await conn.read(resp))
             res.e2e = time.perf_counter() - resp.sent
+            if api is Api.KSERVE_INFER:
+                res.ok = isinstance(last.get("outputs"), list) and bool(last["outputs"])
+                res.error = None if res.ok else "response without outputs"
+                return res, last
             usage = last.get("usage") or {}
             res.prompt_tokens = usage.get("prompt_tokens", res.prompt_tokens)
             res.output_tokens = usage.get("completion_tokens") or len(answer_of(api, last).split())

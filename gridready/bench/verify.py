@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gridready.bench.client import run_level
 from gridready.bench.endpoint import Endpoint
+from gridready.bench.fixed_cost import BatchingReading, batching, smoke_infer
 from gridready.bench.gate import GateOutcome, failed_gate, slo_gate
 from gridready.bench.prefix_reading import PrefixCacheReading, reading, scrape
 from gridready.bench.protocols import Api
@@ -42,6 +43,8 @@ class TierReport(BaseModel):
     gate: GateOutcome
     prefix_cache: PrefixCacheReading | None = Field(
         None, description="the engine's prefix-cache hit rate over the benchmark, from its own metrics")
+    batching: BatchingReading | None = Field(
+        None, description="fixed-cost tiers: the batches Triton's dynamic batcher formed over the benchmark")
     started: str
     finished: str
     simulated: bool = Field(description="the engine said it is gridready's simulator")
@@ -77,7 +80,8 @@ async def averify_tier(endpoint: Endpoint, tier: Tier, workload: Workload, *, gp
     if not ready.ready:
         return TierReport(**common, gate=failed_gate(tier.name, "readiness", ready.reason), finished=_now())
     say(f"{tier.name}: ready after {ready.waited_s:.1f} s; smoke")
-    sm = await smoke(endpoint)
+    fixed = getattr(tier, "embedding", None) if endpoint.api is Api.KSERVE_INFER else None
+    sm = await (smoke_infer(endpoint, fixed) if fixed is not None else smoke(endpoint))
     if not sm.ok:
         return TierReport(**common, smoke=sm, gate=failed_gate(tier.name, "smoke", sm.reason), finished=_now())
     api = wl.api or Api.OPENAI_CHAT
@@ -87,12 +91,13 @@ async def averify_tier(endpoint: Endpoint, tier: Tier, workload: Workload, *, gp
         say(f"{tier.name}: benchmark {level.label} ({wl.duration_s:g} s or {wl.num_prompts} requests)")
         run = await run_level(endpoint.base, api, endpoint.model, level, wl, tag=f"{tier.name}-")
         levels.append(summarize(run, tier.slo))
-    prefix = reading(tier.engine, before, await scrape(endpoint.metrics_url))
+    after = await scrape(endpoint.metrics_url)
     gate_level = wl.gate()
     summary = next((s for s in levels if s.level == gate_level), None)
     gate = slo_gate(tier.name, summary, tier.slo)
     say(gate.message)
-    return TierReport(**common, smoke=sm, levels=levels, gate=gate, prefix_cache=prefix, finished=_now())
+    return TierReport(**common, smoke=sm, levels=levels, gate=gate, prefix_cache=reading(tier.engine, before, after),
+                      batching=batching(before, after) if fixed is not None else None, finished=_now())
 
 
 def verify_tier(endpoint: Endpoint, tier: Tier, workload: Workload, **kwargs: object) -> TierReport:

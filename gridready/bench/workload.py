@@ -37,6 +37,34 @@ class Level(BaseModel):
         return f"c={int(self.value)}" if self.kind == "concurrency" else f"rate={self.value:g}/s"
 
 
+class InferInput(BaseModel):
+    """One input tensor of a KServe v2 request (Api.KSERVE_INFER): shape without the batch dimension."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    datatype: str = Field(description="KServe v2 datatype, e.g. INT64, FP32")
+    shape: list[PositiveInt]
+    fill: Literal["token_ids", "ones", "zeros", "random"]
+
+    def tensor(self, rng: random.Random) -> dict[str, object]:
+        """The tensor of one request (batch 1), as KServe v2 JSON."""
+        size = 1
+        for d in self.shape:
+            size *= d
+        if self.fill == "token_ids":
+            data: list[object] = [rng.randrange(1000, 30000) for _ in range(size)]
+        elif self.fill == "random":
+            data = [round(rng.uniform(-1.0, 1.0), 4) for _ in range(size)]
+        else:
+            data = [1 if self.fill == "ones" else 0] * size
+        if self.datatype == "BOOL":
+            data = [bool(v) for v in data]
+        elif self.datatype.startswith(("FP", "BF")):
+            data = [float(v) for v in data]  # type: ignore[arg-type]
+        return {"name": self.name, "shape": [1, *self.shape], "datatype": self.datatype, "data": data}
+
+
 class Workload(BaseModel):
     """The same workload is run on every tier of a decision. Limits are per level: whichever comes first."""
 
@@ -61,6 +89,8 @@ class Workload(BaseModel):
     request_timeout_s: PositiveFloat = 120.0
     ignore_eos: bool = Field(True, description="ask OpenAI servers for exactly output_len tokens (vLLM ignore_eos)")
     gate_level: float | None = Field(None, description="the level the SLO gate judges (default: the highest)")
+    infer_inputs: list[InferInput] | None = Field(
+        None, description="kserve-infer: the model's input tensors (a fixed-cost model's requests)")
 
     @model_validator(mode="after")
     def _gate_level_exists(self) -> Workload:
@@ -81,6 +111,10 @@ class Workload(BaseModel):
 
     def prompts(self, n: int | None = None) -> list[Prompt]:
         n = n or self.num_prompts
+        if self.infer_inputs:
+            rng = random.Random(self.seed)
+            size = self.infer_inputs[0].shape[0]
+            return [Prompt("", size, 0, tuple(t.tensor(rng) for t in self.infer_inputs)) for _ in range(n)]
         if self.dataset is not None:
             return load_dataset(self.dataset, n, self.output_len)
         rng = random.Random(self.seed)

@@ -30,7 +30,10 @@ def _triton_setting(tier: Tier, key: str, default: Any) -> Any:
 def triton_metrics_port(tier: Tier, default: int = 8002) -> int:
     """Where a Triton tier serves /metrics: tritonserver on --metrics-port; Triton's OpenAI frontend and
     trtllm-serve on the tier's OpenAI port, where no metrics port listens (server:python/openai/openai_frontend/
-    frontend/fastapi/routers/observability.py; TensorRT-LLM docs, trtllm-serve: /metrics)."""
+    frontend/fastapi/routers/observability.py; TensorRT-LLM docs, trtllm-serve: /metrics). A fixed-cost tier's
+    tritonserver has no OpenAI frontend: its embedding.metrics_port."""
+    if tier.engine == "triton-embedding" and tier.embedding is not None:
+        return tier.embedding.metrics_port
     if _triton_setting(tier, "frontend", "triton") == "trtllm-serve" or _triton_setting(tier, "openai_frontend", True):
         return tier.port
     return int(_triton_setting(tier, "metrics_port", default))

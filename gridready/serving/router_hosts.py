@@ -18,8 +18,10 @@ class _Node(Protocol):
 
 
 def openai_compatible(tier: Any) -> bool:
-    if tier.engine == "vllm":
+    if tier.engine in ("vllm", "sglang"):
         return True
+    if tier.engine != "triton-trtllm":  # a fixed-cost model speaks KServe v2 inference only
+        return False
     settings = getattr(tier, "triton", None)
     frontend = getattr(settings, "frontend", None) or "triton"
     return frontend == "trtllm-serve" or bool(getattr(settings, "openai_frontend", True))

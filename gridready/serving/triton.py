@@ -43,7 +43,7 @@ from gridready.spec.triton import TritonSettings
 __all__ = [
     "Repository", "RepositoryError", "TritonPlan", "build_script", "engine_records_from_events", "ensure_engine",
     "hosts_extravars", "launch_script", "make_plan", "plan_for", "render_repository", "settings_of",
-    "summary_entry", "write_repository",
+    "summary_entry", "write_rendered", "write_repository",
 ]
 MANIFEST = "gridready-repo.json"
 HOST_ENGINE_CACHE = "/var/lib/gridready/engines"  # on each node; mounted at /engines in the image
@@ -162,7 +162,11 @@ def render_repository(plan: TritonPlan) -> Repository:
 
 def write_repository(plan: TritonPlan, dest: Path) -> Repository:
     """Render, validate, then write atomically (temporary sibling, renamed over `dest`)."""
-    repo = render_repository(plan)
+    return write_rendered(render_repository(plan), dest)
+
+
+def write_rendered(repo: Repository, dest: Path) -> Repository:
+    """Write a rendered repository atomically (temporary sibling, renamed over `dest`)."""
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.with_name(f".{dest.name}.tmp-{os.getpid()}")

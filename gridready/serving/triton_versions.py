@@ -12,6 +12,12 @@ from pydantic import BaseModel, ConfigDict
 from gridready.spec.triton import VersionOverride
 
 
+def image_ref(image: str, digest: str | None) -> str:
+    """`image@sha256:...` when pinned, else the tag (only acceptable when simulated)."""
+    base = image.rsplit(":", 1)[0] if ":" in image.rsplit("/", 1)[-1] else image
+    return f"{base}@{digest}" if digest else image
+
+
 class ReleaseLine(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -29,9 +35,7 @@ class ReleaseLine(BaseModel):
 
     @property
     def image_ref(self) -> str:
-        """`image@sha256:...` when pinned, else the tag (only acceptable when simulated)."""
-        base = self.image.rsplit(":", 1)[0] if ":" in self.image.rsplit("/", 1)[-1] else self.image
-        return f"{base}@{self.image_digest}" if self.image_digest else self.image
+        return image_ref(self.image, self.image_digest)
 
 
 @cache
@@ -47,3 +51,25 @@ def release_line(mode: Literal["llmapi", "engine"], override: VersionOverride | 
         return line
     changes = {k: v for k, v in override.model_dump().items() if v is not None}
     return line.model_copy(update=changes)
+
+
+class FixedCostPin(BaseModel):
+    """The plain Triton image of fixed-cost tiers (triton_versions.yml `fixed_cost`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    description: str
+    triton: str
+    tensorrt: str
+    image: str
+    image_digest: str | None
+
+    @property
+    def image_ref(self) -> str:
+        return image_ref(self.image, self.image_digest)
+
+
+@cache
+def fixed_cost_pin() -> FixedCostPin:
+    text = (Path(__file__).resolve().parent.parent / "data" / "triton_versions.yml").read_text()
+    return FixedCostPin(**yaml.safe_load(text)["fixed_cost"])

@@ -117,6 +117,9 @@ def tier_ports(tier: Any) -> list[tuple[str, int]]:
     if tier.engine == "triton-trtllm" and triton is not None and getattr(triton, "frontend", None) != "trtllm-serve":
         ports += [(f"triton.{name}", getattr(triton, name)) for name in ("http_port", "grpc_port", "metrics_port")
                   if getattr(triton, name, None) is not None]
+    embedding = getattr(tier, "embedding", None)
+    if tier.engine == "triton-embedding" and embedding is not None:  # port: Triton's HTTP (KServe v2)
+        ports += [(f"embedding.{name}", getattr(embedding, name)) for name in ("grpc_port", "metrics_port")]
     return ports
 
 
@@ -139,6 +142,8 @@ def cross_tier(spec: ClusterSpec, nodes: dict[str, int]) -> Iterator[tuple[str, 
     serving = spec.serving
     api_ports: dict[int, str] = {}
     for i, tier in enumerate(serving.tiers):
+        if tier.engine == "triton-embedding" and serving.target == "kubernetes":
+            yield f"serving.tiers[{i}].engine", "triton-embedding runs on target hosts only (no Kubernetes component)"
         own: dict[int, str] = {}
         for name, port in tier_ports(tier):
             key = f"serving.tiers[{i}].{name}"

@@ -16,6 +16,7 @@ from pydantic import (
 )
 
 from gridready.spec.decision import DecisionSpec
+from gridready.spec.embedding import EmbeddingSettings
 from gridready.spec.names import IMAGE_REF, SLUG
 from gridready.spec.router import RouterSpec
 from gridready.spec.sglang import SglangSettings
@@ -26,7 +27,7 @@ from gridready.spec.triton import TritonSettings
 VLLM_VERSION = "0.33.0"
 RAY_VERSION = "2.60.0"
 KUBERAY_VERSION = "1.7.0"  # the CRDs in gridready/data/crds/ come from this tag
-ENGINES = ("vllm", "triton-trtllm", "sglang")
+ENGINES = ("vllm", "triton-trtllm", "sglang", "triton-embedding")
 # Engines gridready refuses, with the reason and its source (docs/serving-sglang.md).
 REFUSED_ENGINES = {
     "tgi": "Text Generation Inference is not supported: Hugging Face put it in maintenance mode on 2025-12-11 and "
@@ -98,7 +99,9 @@ class Tier(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(pattern=SLUG, description="unit vllm-<name>, RayService <name>; never `vllm`")
-    engine: Literal["vllm", "triton-trtllm", "sglang"]
+    engine: Literal["vllm", "triton-trtllm", "sglang", "triton-embedding"] = Field(
+        description="triton-embedding: a fixed-cost model (ONNX Runtime or TensorRT plan) behind Triton's dynamic "
+                    "batcher; the others serve LLMs")
     model: ModelSource
     served_name: str = Field(description="the OpenAI `model` name of the endpoint")
     node_group: str | None = Field(None, description="the node group this tier runs on (default: the first)")
@@ -135,6 +138,9 @@ class Tier(BaseModel):
 
     sglang: SglangSettings | None = Field(
         None, description="SGLang settings (engine sglang); default: SglangSettings()")
+    embedding: EmbeddingSettings | None = Field(
+        None, description="the fixed-cost model's tensors, dynamic batcher and instance groups (engine "
+                          "triton-embedding, required there)")
 
     @field_validator("engine", mode="before")
     @classmethod
@@ -159,7 +165,34 @@ class Tier(BaseModel):
             raise ValueError("`sglang` settings need engine sglang")
         if self.engine == "sglang" and (wrong := sglang_problems(self.quantization, self.kv_cache_dtype)):
             raise ValueError("; ".join(wrong))
+        if (self.embedding is not None) != (self.engine == "triton-embedding"):
+            raise ValueError("engine triton-embedding needs `embedding` (its inputs and outputs), and `embedding` "
+                             "needs engine triton-embedding")
+        if self.embedding is not None:
+            if wrong := embedding_problems(self):
+                raise ValueError("; ".join(wrong))
+            self.pipeline_parallel = 1  # one node per replica; derive's share of the nodes does not apply
         return self
+
+
+def embedding_problems(tier: Tier) -> list[str]:
+    """What a fixed-cost tier cannot have: LLM settings, pipeline stages, a model file it cannot find."""
+    emb = tier.embedding
+    assert emb is not None
+    out = []
+    if tier.pipeline_parallel not in ("derive", 1):
+        out.append("triton-embedding: pipeline_parallel must be 1 or derive (each replica is one node; "
+                   "tensor_parallel is the number of the node's GPUs it uses)")
+    if tier.slo.ttft_ms_p99 is not None or tier.slo.tpot_ms_p99 is not None:
+        out.append("triton-embedding: a fixed-cost model streams no tokens; set slo.e2e_ms_p99, not ttft/tpot")
+    if tier.lora_adapters or tier.quantization or tier.extra_engine_args:
+        out.append("triton-embedding: lora_adapters, quantization and extra_engine_args are LLM settings")
+    if tier.model.hf_id is not None and emb.model_file is None:
+        out.append("triton-embedding: a model.hf_id needs embedding.model_file (the file in the snapshot, e.g. "
+                   "onnx/model.onnx)")
+    if tier.model.local_path is not None and emb.model_file is not None:
+        out.append("triton-embedding: model.local_path is the model file itself; drop embedding.model_file")
+    return out
 
 
 NAMESPACE = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"  # an RFC 1123 label, as Kubernetes names namespaces

@@ -19,7 +19,7 @@ from gridready.contracts import CertifySummary, Endpoint
 from gridready.errors import GridreadyError
 from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory, project_root
-from gridready.serving import consistency, manifests, sglang, topology, triton, vllm, weights
+from gridready.serving import consistency, manifests, sglang, topology, triton, triton_embedding, vllm, weights
 from gridready.serving.topology import Certification, TierPlan
 from gridready.stacks.serving import triton as triton_stack
 from gridready.stages import serve_router
@@ -83,7 +83,12 @@ def triton_units(inv: Inventory, cert: Certification, plans: list[TierPlan], sta
 
     gridready.serving.triton renders and validates the model repository."""
     units = []
-    for plan in (p for p in plans if p.tier.engine == "triton-trtllm"):
+    for plan in plans:
+        if plan.tier.engine == "triton-embedding":
+            units += embedding_units(inv, cert, plan, stage_dir)
+            continue
+        if plan.tier.engine != "triton-trtllm":
+            continue
         tplan = triton.plan_for(plan, simulated=engine_mode(inv) == "simulated")
         repo = triton.write_repository(tplan, stage_dir / "triton" / plan.tier.name / "repo")
         for replica in plan.replicas:
@@ -91,6 +96,18 @@ def triton_units(inv: Inventory, cert: Certification, plans: list[TierPlan], sta
             units.append((list(replica.nodes), triton.hosts_extravars(tplan, repo, addresses),
                           triton.summary_entry(tplan, repo)))
     return units
+
+
+def embedding_units(inv: Inventory, cert: Certification, plan: TierPlan, stage_dir: Path,
+                    delay_us: int | None = None) -> list[tuple[list[str], dict[str, Any], dict[str, Any]]]:
+    """Per replica of a fixed-cost tier: (its node, role variables, summary entry); `delay_us` overrides
+    max_queue_delay_microseconds (the queue-delay sweep)."""
+    eplan = triton_embedding.plan_for(plan, simulated=engine_mode(inv) == "simulated")
+    repo = triton_embedding.write_repository(eplan, stage_dir / "triton" / plan.tier.name / "repo", delay_us)
+    return [(list(replica.nodes),
+             triton_embedding.hosts_extravars(eplan, repo, [cert.certified[n].ip for n in replica.nodes]),
+             triton_embedding.summary_entry(eplan, repo))
+            for replica in plan.replicas]
 
 
 # --- target kubernetes --------------------------------------------------------------------------------------

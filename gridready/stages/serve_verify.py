@@ -14,12 +14,14 @@ from typing import Any
 
 from gridready import bench, vault
 from gridready.artifacts import RunContext
+from gridready.bench import fixed_cost, queue_delay
+from gridready.errors import StageFailed
 from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory
 from gridready.monitoring.write import write_monitoring
 from gridready.serving.topology import Certification, TierPlan
 from gridready.spec import API_KEY_ENGINES
-from gridready.stages import serve_router
+from gridready.stages import serve_deploy, serve_router
 from gridready.stages.fabric import SshRunner
 
 SKIP_ENV = "GRIDREADY_SERVE_SKIP_BENCH"
@@ -47,6 +49,35 @@ def unit_probes(inv: Inventory, host: str, unit: str) -> tuple[Callable[[], str]
     return state, logs
 
 
+def _queue_delay_sweep(inv: Inventory, ctx: RunContext, cert: Certification, plans: list[TierPlan],
+                      plan: TierPlan, endpoint: bench.Endpoint, stage: str, data: dict[str, Any]) -> list[str]:
+    """Sweep max_queue_delay_microseconds on the tier's first replica, write the decision record, and put the
+    tier's own setting back. Returns failures (the tier could not be redeployed or measured)."""
+    def redeploy(delay: int | None) -> None:
+        serve_deploy.redeploy_embedding(inv, ctx, cert, plans, plan, delay, stage)
+
+    timeout = float(inv.spec.serving.wait_timeout_s)
+    try:
+        decision = queue_delay.sweep(endpoint, plan.tier, redeploy, ready_timeout_s=timeout)
+    except StageFailed as err:
+        decision = None
+        failure = [str(err)]
+    else:
+        failure = [] if decision.best_us is not None else [f"tier {plan.tier.name}: queue-delay sweep: "
+                                                           f"{decision.reason}"]
+    try:
+        redeploy(None)  # the tier serves its configured setting again
+    except StageFailed as err:
+        failure.append(str(err))
+    if decision is not None:
+        folder = ctx.stage_dir(stage) / "decision" / plan.tier.model.source.replace("/", "--")
+        queue_delay.write(folder, decision)
+        data.setdefault("queue_delay", {})[plan.tier.name] = {
+            "best_us": decision.best_us, "met_slo": decision.met_slo, "configured_us": decision.configured_us,
+            "reason": decision.reason, "record": str(folder / f"{queue_delay.RECORD}.md")}
+    return failure
+
+
 def verify_tiers(inv: Inventory, ctx: RunContext, cert: Certification, plans: list[TierPlan], data: dict[str, Any],
                  messages: list[str], stage: str) -> tuple[str, ExitCode]:
     """Readiness, smoke, benchmark and SLO gate per tier (first replica's head), decision per model."""
@@ -60,14 +91,19 @@ def verify_tiers(inv: Inventory, ctx: RunContext, cert: Certification, plans: li
     reuse = inv.spec.serving.decision.prefix_reuse
     workload = (bench.Workload(shared_prefix_len=reuse.system_prompt_tokens, shared_prefix_share=reuse.share)
                 if reuse else bench.Workload())
+    sweep_failures: list[str] = []
     for plan in plans:
         head = plan.replicas[0].head
         endpoint = bench.Endpoint.for_tier(plan.tier, cert.certified[head].ip, api_key=api_key)
         unit_state, log_lines = unit_probes(inv, head, unit_name(plan.tier))
-        reports.append(bench.verify_tier(endpoint, plan.tier, workload,
+        fixed = plan.tier.embedding
+        reports.append(bench.verify_tier(endpoint, plan.tier,
+                                         fixed_cost.workload_for(fixed) if fixed else workload,
                                          gpus=plan.gpus,
                                          ready_timeout_s=float(inv.spec.serving.wait_timeout_s),
                                          unit_state=unit_state, log_lines=log_lines))
+        if fixed is not None and fixed.sweep is not None and reports[-1].readiness.ready:
+            sweep_failures += _queue_delay_sweep(inv, ctx, cert, plans, plan, endpoint, stage, data)
     bench.write_tier_reports(stage_dir, reports, inv.customer)
     write_monitoring(stage_dir / "monitoring", inv.customer, [p.tier for p in plans], target="hosts",
                      tier_hosts={p.tier.name: [cert.certified[r.head].ip for r in p.replicas] for p in plans},
@@ -86,5 +122,6 @@ def verify_tiers(inv: Inventory, ctx: RunContext, cert: Certification, plans: li
     router_error = serve_router.measure_overhead(inv, cert, plans, data, messages, api_key,
                                                  live_timeout_s=live_timeout)
     failed = [r.gate.message for r in reports if not r.gate.passed] + ([router_error] if router_error else [])
+    failed += sweep_failures
     messages += failed
     return ("failed", ExitCode.STAGE_FAILED) if failed else ("success", ExitCode.OK)

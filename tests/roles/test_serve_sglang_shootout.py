@@ -12,18 +12,16 @@ prefix-cache hit rates, read from their own metrics, and name the winner.
 from __future__ import annotations
 
 import json
-import time
 import urllib.error
 import urllib.request
 from typing import Any
 
 import pytest
-import yaml
 
-from gridready import inventory, vault
+from gridready import vault
 from gridready.artifacts import RunContext
 from gridready.stages import serve
-from tests.summaries import certification
+from tests.roles.serve_run import fleet_env, serve_fleet
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.slow, pytest.mark.extended]
 MODEL = {"hf_id": "meta-llama/Llama-3.1-8B-Instruct", "revision": "0e9e39f249a16976918f6564b8830bc894c89659"}
@@ -32,26 +30,19 @@ SLO = {"ttft_ms_p99": 3000, "tpot_ms_p99": 200, "goodput_min": 0.9}
 
 @pytest.fixture(scope="module")
 def served(make_module_fleet, tmp_path_factory):
+    def edit(cluster: dict[str, Any]) -> None:
+        cluster["serving"]["tiers"] = [
+            {"name": "llama-vllm", "engine": "vllm", "served_name": "llama-vllm", "model": MODEL,
+             "tensor_parallel": 8, "pipeline_parallel": 1, "slo": SLO},
+            {"name": "llama-sgl", "engine": "sglang", "served_name": "llama-sgl", "model": MODEL, "port": 30000,
+             "tensor_parallel": 8, "pipeline_parallel": 2, "slo": SLO},
+        ]
+        cluster["serving"]["decision"] = {"objective": "goodput", "prefix_reuse": {"system_prompt_tokens": 120,
+                                                                                   "share": 0.9}}
+
     fleet = make_module_fleet(3, healthy=True)
-    cluster = yaml.safe_load((fleet.inventory / "cluster.yml").read_text())
-    cluster["serving"]["tiers"] = [
-        {"name": "llama-vllm", "engine": "vllm", "served_name": "llama-vllm", "model": MODEL,
-         "tensor_parallel": 8, "pipeline_parallel": 1, "slo": SLO},
-        {"name": "llama-sgl", "engine": "sglang", "served_name": "llama-sgl", "model": MODEL, "port": 30000,
-         "tensor_parallel": 8, "pipeline_parallel": 2, "slo": SLO},
-    ]
-    cluster["serving"]["decision"] = {"objective": "goodput", "prefix_reuse": {"system_prompt_tokens": 120,
-                                                                               "share": 0.9}}
-    (fleet.inventory / "cluster.yml").write_text(yaml.safe_dump(cluster, sort_keys=False))
-    root = tmp_path_factory.mktemp("artifacts")
-    inv = inventory.load(fleet.inventory)
-    certification(inv, fleet.names, root=root, run_id="20261201T000000Z-test")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("ANSIBLE_CACHE_PLUGIN_CONNECTION", fleet.ansible_env()["ANSIBLE_CACHE_PLUGIN_CONNECTION"])
-        t0 = time.monotonic()
-        result = serve.run(inv, RunContext(customer=inv.customer, run_id="20261201T010000Z-shootout", root=root))
-        seconds = time.monotonic() - t0
-        yield {"fleet": fleet, "root": root, "result": result, "seconds": seconds, "inv": inv}
+    with fleet_env(fleet):
+        yield serve_fleet(fleet, tmp_path_factory.mktemp("artifacts"), "20261201T010000Z-shootout", edit)
 
 
 def _decision(served: dict[str, Any]) -> tuple[dict[str, Any], str]:

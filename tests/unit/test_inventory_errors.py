@@ -32,6 +32,13 @@ CLUSTER = {
         "tensor_parallel": 8, "pipeline_parallel": 2,
     }]},
 }
+EMBED = {
+    "name": "embed", "engine": "triton-embedding", "served_name": "bge-small", "tensor_parallel": 1,
+    "model": {"hf_id": "BAAI/bge-small-en-v1.5", "revision": "5c38ec7c405ec4b44b94cc5a9bb96e735b38267a"},
+    "embedding": {"model_file": "onnx/model.onnx",
+                  "inputs": [{"name": "input_ids", "data_type": "TYPE_INT64", "dims": [-1]}],
+                  "outputs": [{"name": "last_hidden_state", "data_type": "TYPE_FP32", "dims": [-1, 384]}]},
+}
 HOSTS = "all:\n  children:\n    gpu_nodes:\n      hosts:\n        gpu01: {}\n        gpu02: {}\n"
 
 
@@ -100,13 +107,39 @@ CASES = [
      "inventories/acme/cluster.yml: node_groups[0].sku: unknown SKU 'B300'"),
     ("missing-required", _drop("node_groups"), None, None,
      "inventories/acme/cluster.yml: node_groups: Field required"),
+    ("embedding-without-settings", _set("serving.tiers.0", {**EMBED, "embedding": None}), None, None,
+     "inventories/acme/cluster.yml: serving.tiers[0]: engine triton-embedding needs `embedding` (its "
+     "inputs and outputs), and `embedding` needs engine triton-embedding"),
+    ("embedding-preferred-over-max", _set("serving.tiers.0", {**EMBED, "embedding": {
+        **EMBED["embedding"], "max_batch_size": 8, "dynamic_batching": {"preferred_batch_size": [4, 16]}}}),
+     None, None, "inventories/acme/cluster.yml: serving.tiers[0].embedding: "
+                 "dynamic_batching.preferred_batch_size [16] exceeds max_batch_size 8"),
+    ("embedding-hf-without-file", _set("serving.tiers.0", {**EMBED, "embedding": {
+        k: v for k, v in EMBED["embedding"].items() if k != "model_file"}}), None, None,
+     "inventories/acme/cluster.yml: serving.tiers[0]: triton-embedding: a model.hf_id needs "
+     "embedding.model_file (the file in the snapshot, e.g. onnx/model.onnx)"),
+    ("embedding-ttft-slo", _set("serving.tiers.0", {**EMBED, "slo": {"ttft_ms_p99": 50}}), None, None,
+     "inventories/acme/cluster.yml: serving.tiers[0]: triton-embedding: a fixed-cost model streams "
+     "no tokens; set slo.e2e_ms_p99, not ttft/tpot"),
+    ("embedding-sweep-one-setting", _set("serving.tiers.0", {**EMBED, "embedding": {
+        **EMBED["embedding"], "sweep": {"max_queue_delay_microseconds": [100]}}}), None, None,
+     "inventories/acme/cluster.yml: serving.tiers[0].embedding.sweep.max_queue_delay_microseconds: List should "
+     "have at least 2 items after validation, not 1"),
+    ("embedding-bad-dims", _set("serving.tiers.0", {**EMBED, "embedding": {
+        **EMBED["embedding"], "inputs": [{"name": "input_ids", "data_type": "TYPE_INT64", "dims": [0]}]}}),
+     None, None, "inventories/acme/cluster.yml: serving.tiers[0].embedding.inputs[0].dims: each "
+                 "dimension is a positive size or -1 (variable), got [0]"),
+    ("embedding-on-kubernetes", lambda d: (_set("serving.tiers.0", EMBED)(d), _set("serving.target", "kubernetes")(d)),
+     None, None, "inventories/acme/cluster.yml: serving.tiers[0].engine: triton-embedding runs on target hosts "
+                 "only (no Kubernetes component)"),
     ("health-interval-too-short", _set("serving.engine_health", {"interval_s": 1}), None, None,
      "inventories/acme/cluster.yml: serving.engine_health.interval_s: Input should be greater than or equal to 5"),
     ("health-failures-not-int", _set("serving.engine_health", {"failures": "x"}), None, None,
      "inventories/acme/cluster.yml: serving.engine_health.failures: Input should be a valid integer, unable to "
      "parse string as an integer"),
     ("unknown-engine", _set("serving.tiers.0.engine", "lmdeploy"), None, None,
-     "inventories/acme/cluster.yml: serving.tiers[0].engine: Input should be 'vllm', 'triton-trtllm' or 'sglang'"),
+     "inventories/acme/cluster.yml: serving.tiers[0].engine: Input should be 'vllm', 'triton-trtllm', 'sglang' or "
+     "'triton-embedding'"),
     ("refused-engine-tgi", _set("serving.tiers.0.engine", "tgi"), None, None,
      "inventories/acme/cluster.yml: serving.tiers[0].engine: Text Generation Inference is not supported: Hugging "
      "Face put it in maintenance mode on 2025-12-11 and archived huggingface/text-generation-inference on "

@@ -12,7 +12,8 @@ from .auth import ApiKeys, SglangApiKey
 from .core import Engine
 from .httpserver import Handler, Request, Responder, serve_connection
 
-MODEL_ROUTE = re.compile(r"^/v2/models/([^/]+)(?:/versions/[^/]+)?(?:/(ready|generate|generate_stream))?/?$")
+MODEL_ROUTE = re.compile(r"^/v2/models/([^/]+)(?:/versions/([^/]+))?"
+                         r"(?:/(ready|generate|generate_stream|infer|config))?/?$")
 
 
 async def _not_found(resp: Responder, req: Request) -> None:
@@ -22,9 +23,10 @@ async def _not_found(resp: Responder, req: Request) -> None:
 async def _gridready_routes(engine: Engine, req: Request, resp: Responder) -> bool:
     """Simulator-only routes: /gridready/info and /gridready/requests (ground truth for tests)."""
     if req.path == "/gridready/info":
-        await resp.send_json(200, {"simulated": True, "mode": engine.mode, "models": engine.models,
+        fixed = {"fixed_cost_models": {n: m.info() for n, m in engine.fixed.items()}} if engine.fixed else {}
+        await resp.send_json(200, {"simulated": True, "mode": engine.mode, "models": engine.models + list(engine.fixed),
                                    "ready": engine.ready, "profile": engine.profile.as_dict(),
-                                   "running": engine.running, "waiting": engine.waiting, **engine.info})
+                                   "running": engine.running, "waiting": engine.waiting, **engine.info, **fixed})
         return True
     if req.path == "/gridready/requests":
         since = int(req.query.get("since", ["0"])[0])
@@ -83,7 +85,7 @@ def triton_handler(engine: Engine) -> Handler:
         elif p == "/v2/repository/index" and req.method == "POST":
             await triton_api.repository_index(engine, req, resp)
         elif m := MODEL_ROUTE.match(p):
-            await triton_api.model_route(engine, req, resp, m.group(1), m.group(2) or "")
+            await triton_api.model_route(engine, req, resp, m.group(1), m.group(3) or "", m.group(2))
         else:
             await _not_found(resp, req)
 

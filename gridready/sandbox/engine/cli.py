@@ -12,7 +12,7 @@ import sys
 from dataclasses import fields
 from pathlib import Path
 
-from . import app, auth, hardware, hub, rendezvous
+from . import app, auth, fixed_model, hardware, hub, rendezvous
 from .core import Engine
 from .prefix_cache import PrefixCache
 from .profile import Profile
@@ -42,6 +42,13 @@ def parser() -> argparse.ArgumentParser:
                     help="openai/sglang mode: names clients use (default: the model)")
     ap.add_argument("--model-repository", type=Path,
                     help="triton mode (required): serve the models of this Triton model repository by their names")
+    # fixed-cost models (ONNX Runtime / TensorRT plans, fixed_model.py): one batch execution takes
+    # fixed-cost-ms + per-item-us x items; defaults measured for a bge-small-shaped encoder at seq 128 on one H200
+    # (flat ~2.5 ms up to batch 64, ~30 us per item above: docs/examples/h200x1/embedding-cost/)
+    ap.add_argument("--fixed-cost-ms", type=float, default=2.5,
+                    help="triton mode: milliseconds of one batch execution of an ONNX Runtime/TensorRT model")
+    ap.add_argument("--per-item-us", type=float, default=30.0,
+                    help="triton mode: microseconds added per batch item of an ONNX Runtime/TensorRT model")
     # prefix caching (prefix_cache.py): vLLM's --[no-]enable-prefix-caching/--block-size, SGLang's
     # --disable-radix-cache/--page-size
     ap.add_argument("--enable-prefix-caching", action=argparse.BooleanOptionalAction, default=True)
@@ -120,8 +127,22 @@ async def run(args: argparse.Namespace, ignored: list[str]) -> int:
     else:
         model = args.model_opt or "gridready-sim-model"
         names = args.served_model_name or [model]
-    profile, hw = hardware.apply(build_profile(args), hardware.resolve_path(args.hardware_profile))
-    engine = Engine(profile, names, args.mode, prefix_cache(args))
+    hw_path = hardware.resolve_path(args.hardware_profile)
+    profile, hw = hardware.apply(build_profile(args), hw_path)
+    fixed: dict[str, fixed_model.FixedCostModel] = {}
+    if args.mode == "triton":
+        timing = fixed_model.Timing(args.fixed_cost_ms, args.per_item_us, float(hw.get("throttle_factor", 1.0)))
+        fixed, errors = fixed_model.load_repository(args.model_repository, names, fixed_model.gpu_count(hw_path),
+                                                    timing)
+        if errors:  # tritonserver's default --exit-on-error=true: main.cc FAIL_IF_ERR(..., "creating server")
+            for err in errors:
+                print(err.line(), file=sys.stderr)
+            print("error: creating server: Internal - failed to load all models", file=sys.stderr, flush=True)
+            return 1
+    engine = Engine(profile, [n for n in names if n not in fixed], args.mode, prefix_cache(args))
+    engine.fixed = dict(fixed)
+    for m in fixed.values():
+        m.attach(fixed_model.engine_metrics(engine))
     engine.info = {"model": model, "ignored_args": ignored, **hw}
     if args.mode == "sglang" and args.nnodes > 1:
         rdv = rendezvous.Rendezvous(args.nnodes)

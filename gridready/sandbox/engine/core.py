@@ -66,6 +66,7 @@ class Engine:
         self._slots = asyncio.Semaphore(profile.max_num_seqs)
         self.records: deque[RequestRecord] = deque(maxlen=20000)
         self.info: dict[str, Any] = {}
+        self.fixed: dict[str, Any] = {}  # triton mode: fixed-cost models (fixed_model.FixedCostModel) by name
         self.registry = Registry()
         self._init_metrics()
 

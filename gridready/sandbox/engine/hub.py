@@ -60,6 +60,12 @@ REPOS: dict[str, dict[str, object]] = {
         "refs": {"main": "6f6073b423013f6a7d4d9f39144961bfbfbc386b"},
         "gated": True, "architecture": "LlamaForCausalLM",
     },
+    # an embedding model with its ONNX export in the repository (onnx/model.onnx), for triton-embedding tiers
+    "BAAI/bge-small-en-v1.5": {
+        "commits": ["5c38ec7c405ec4b44b94cc5a9bb96e735b38267a"],
+        "refs": {"main": "5c38ec7c405ec4b44b94cc5a9bb96e735b38267a"},
+        "gated": False, "architecture": "BertModel", "files": ["onnx/model.onnx"],
+    },
 }
 
 
@@ -117,6 +123,9 @@ def download(repo: str, revision: str, cache_dir: Path, token: str) -> Path:
         "config.json": json.dumps({"architectures": [info["architecture"]], "_gridready": SIMULATED}, indent=2),
         "README.md": f"# {repo}@{commit}\n\n{SIMULATED}.\n",
     }
+    extra = info.get("files", [])
+    assert isinstance(extra, list)
+    files.update({name: f"{SIMULATED}: {repo}@{commit} {name}\n" for name in extra})
     snapshot = storage / "snapshots" / commit
     snapshot.mkdir(parents=True, exist_ok=True)
     (storage / "blobs").mkdir(exist_ok=True)
@@ -128,8 +137,10 @@ def download(repo: str, revision: str, cache_dir: Path, token: str) -> Path:
             tmp.write_bytes(data)
             tmp.replace(blob)
         link = snapshot / name
-        if not link.is_symlink():
-            link.symlink_to(Path("..") / ".." / "blobs" / blob.name)
+        if not link.is_symlink():  # snapshot files link to their blob, as deep as the file sits
+            link.parent.mkdir(parents=True, exist_ok=True)
+            up = Path(*[".."] * (len(Path(name).parts) + 1))
+            link.symlink_to(up / "blobs" / blob.name)
     if revision != commit:
         ref = storage / "refs" / revision
         ref.parent.mkdir(parents=True, exist_ok=True)

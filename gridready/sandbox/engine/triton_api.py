@@ -7,7 +7,9 @@ import uuid
 from contextlib import aclosing
 
 from .core import Engine
+from .fixed_model import FixedCostModel
 from .httpserver import Request, Responder
+from .infer_request import InferError
 from .profile import count_tokens
 
 VERSION = "2.60.0-gridready-sim"
@@ -30,10 +32,15 @@ async def health(engine: Engine, _req: Request, resp: Responder, live: bool) -> 
 
 async def repository_index(engine: Engine, _req: Request, resp: Responder) -> None:
     state = "READY" if engine.ready else "LOADING"
-    await resp.send_json(200, [{"name": m, "version": "1", "state": state} for m in engine.models])
+    names = sorted([*engine.models, *engine.fixed])
+    await resp.send_json(200, [{"name": m, "version": "1", "state": state} for m in names])
 
 
-async def model_route(engine: Engine, req: Request, resp: Responder, model: str, action: str) -> None:
+async def model_route(engine: Engine, req: Request, resp: Responder, model: str, action: str,
+                      version: str | None = None) -> None:
+    if model in engine.fixed:
+        await _fixed_route(engine, req, resp, engine.fixed[model], action, version)
+        return
     if model not in engine.models:
         await resp.send_json(400, _err(f"Request for unknown model: '{model}' is not found"))
         return
@@ -87,3 +94,31 @@ async def _generate(engine: Engine, req: Request, resp: Responder, model: str, s
         async for _i, tok in tokens:
             out.append(tok)
     await resp.send_json(200, {**head, "text_output": "".join(out)})
+
+
+async def _fixed_route(engine: Engine, req: Request, resp: Responder, model: FixedCostModel, action: str,
+                       version: str | None) -> None:
+    """An ONNX Runtime / TensorRT model (fixed_model.py): metadata, config, ready, infer."""
+    if version not in (None, "1"):  # model_lifecycle.cc GetModel: only version 1 exists; NOT_FOUND is HTTP 404
+        if action == "ready":
+            await resp.send(400, b"")
+        else:
+            await resp.send_json(404, _err(f"Request for unknown model: '{model.name}' version {version} is not found"))
+        return
+    if action == "ready":
+        await resp.send(200 if engine.ready else 400, b"")
+    elif action == "":
+        await resp.send_json(200, model.metadata())
+    elif action == "config":  # Triton's model_configuration extension
+        await resp.send_json(200, model.config_json())
+    elif action != "infer":
+        await resp.send_json(404, _err(f"unknown model action '{action}'"))
+    elif req.method != "POST":
+        await resp.send_json(405, _err("Method Not Allowed"))  # http_server.cc HandleInfer
+    elif not engine.ready:
+        await resp.send_json(400, _err(f"Request for unknown model: '{model.name}' is not ready"))
+    else:
+        try:
+            await resp.send_json(200, await model.infer(req.body, req.received))
+        except InferError as err:
+            await resp.send_json(err.status, _err(err.message))

@@ -18,3 +18,23 @@ def test_every_triton_listener_is_an_api_port_of_the_leader(make_inv) -> None:
     t = plan.tier.triton
     assert leader["api_ports"] == sorted({plan.tier.port, t.http_port, t.grpc_port, t.metrics_port})
     assert len(leader["api_ports"]) == 4 and worker["api_ports"] == []
+
+
+def test_a_fixed_cost_tier_is_one_node_and_every_listener_an_api_port(make_inv, tmp_path) -> None:
+    from gridready.stages import serve_config
+    from tests.unit.test_inventory_errors import EMBED
+
+    settings = {**EMBED["embedding"], "metrics_port": 9102}
+    inv = make_inv(2, [{**EMBED, "port": 8100, "replicas": 2, "embedding": settings}])
+    cert = topology.read_certification(inv, certification(inv, ["gpu01", "gpu02"]))
+    (plan,) = topology.plan_tiers(inv, cert)
+    assert [r.nodes for r in plan.replicas] == [("gpu01",), ("gpu02",)]
+    hosts = vllm.hosts_extravars([plan], cert, inv.spec.serving, "simulated")["gridready_serve"]["hosts"]
+    assert hosts["gpu01"]["api_ports"] == hosts["gpu02"]["api_ports"] == [8001, 8100, 9102]
+    units = serve_config.triton_units(inv, cert, [plan], tmp_path)
+    assert [u[0] for u in units] == [["gpu01"], ["gpu02"]]
+    role_vars = units[0][1]
+    assert role_vars["gridready_triton_trtllm_mode"] == "embedding"
+    assert role_vars["gridready_triton_trtllm_bind_address"] == cert.certified["gpu01"].ip
+    repo = tmp_path / "triton" / "embed" / "repo"
+    assert (repo / "bge-small" / "config.pbtxt").is_file() and (repo / "bge-small" / "1").is_dir()

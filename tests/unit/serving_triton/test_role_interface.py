@@ -7,7 +7,7 @@ from pathlib import Path
 import yaml
 
 ROLE = Path(__file__).resolve().parents[3] / "roles" / "gridready_triton_trtllm"
-TYPES = {"str": str, "bool": bool, "int": int, "list": list}
+TYPES = {"str": str, "bool": bool, "int": int, "list": list, "dict": dict}
 
 
 def _load(rel: str):
