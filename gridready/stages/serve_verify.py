@@ -103,7 +103,11 @@ def verify_tiers(inv: Inventory, ctx: RunContext, cert: Certification, plans: li
                                          ready_timeout_s=float(inv.spec.serving.wait_timeout_s),
                                          unit_state=unit_state, log_lines=log_lines))
         if fixed is not None and fixed.sweep is not None and reports[-1].readiness.ready:
-            sweep_failures += _queue_delay_sweep(inv, ctx, cert, plans, plan, endpoint, stage, data)
+            if stage == "serve":  # it restarts the tier once per setting: at deployment, never on a live tier
+                sweep_failures += _queue_delay_sweep(inv, ctx, cert, plans, plan, endpoint, stage, data)
+            else:
+                messages.append(f"tier {plan.tier.name}: queue-delay sweep not run by {stage} (it restarts the "
+                                "tier once per setting; serve runs it)")
     bench.write_tier_reports(stage_dir, reports, inv.customer)
     write_monitoring(stage_dir / "monitoring", inv.customer, [p.tier for p in plans], target="hosts",
                      tier_hosts={p.tier.name: [cert.certified[r.head].ip for r in p.replicas] for p in plans},
