@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import random
 from pathlib import Path
 from typing import Literal
@@ -49,9 +50,7 @@ class InferInput(BaseModel):
 
     def tensor(self, rng: random.Random) -> dict[str, object]:
         """The tensor of one request (batch 1), as KServe v2 JSON."""
-        size = 1
-        for d in self.shape:
-            size *= d
+        size = math.prod(self.shape)
         if self.fill == "token_ids":
             data: list[object] = [rng.randrange(1000, 30000) for _ in range(size)]
         elif self.fill == "random":

@@ -5,10 +5,11 @@
     vars = triton_embedding.hosts_extravars(plan, repo, hosts=[...])   # role gridready_triton_trtllm, mode embedding
 
 config.pbtxt is built from the tier's `embedding:` settings and parsed back by tritonclient's model_config_pb2
-(gridready/serving/triton_pbtxt.py), then checked against the rules Triton applies when it loads a model
-(triton-inference-server/core src/model_config_utils.cc ValidateModelConfig): preferred batch sizes within
-max_batch_size, KIND_GPU instances on GPUs the node has. The model file itself (ONNX or TensorRT plan) is
-placed into <model>/1/ on each node by the role, from the node's Hugging Face cache or local path.
+(gridready/serving/triton_pbtxt.py), then checked against the one load rule of Triton the spec cannot check
+alone (triton-inference-server/core src/model_config_utils.cc ValidateInstanceGroup): KIND_GPU instances only on
+GPUs the node has. Preferred sizes above max_batch_size are refused with the spec (gridready/spec/embedding.py).
+The model file itself (ONNX or TensorRT plan) is placed into <model>/1/ on each node by the role, from the node's
+Hugging Face cache or local path.
 """
 
 from __future__ import annotations
@@ -110,14 +111,11 @@ def model_config(plan: EmbeddingPlan, delay_us: int | None = None) -> dict[str, 
 
 
 def _check_loadable(plan: EmbeddingPlan, cfg: Any, source: str) -> None:
-    """What Triton refuses at load (model_config_utils.cc ValidateModelConfig, ValidateInstanceGroup)."""
+    """What Triton refuses at load and only the plan knows (model_config_utils.cc ValidateInstanceGroup)."""
     problems = []
     if not MODEL_NAME.match(plan.model):
         problems.append(f"{source}: served_name {plan.model!r} cannot name a Triton model directory "
                         "(letters, digits, '.', '_', '-')")
-    for size in cfg.dynamic_batching.preferred_batch_size:
-        if size > cfg.max_batch_size:
-            problems.append(f"{source}: dynamic batching preferred size must be <= max batch size for {cfg.name}")
     for group in cfg.instance_group:
         bad = [g for g in group.gpus if g >= plan.gpus_per_node]
         if bad:

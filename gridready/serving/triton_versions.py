@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import cache
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict
@@ -39,10 +39,13 @@ class ReleaseLine(BaseModel):
 
 
 @cache
+def _pins() -> dict[str, Any]:
+    return yaml.safe_load((Path(__file__).resolve().parent.parent / "data" / "triton_versions.yml").read_text())
+
+
+@cache
 def _lines() -> dict[str, ReleaseLine]:
-    text = (Path(__file__).resolve().parent.parent / "data" / "triton_versions.yml").read_text()
-    raw = yaml.safe_load(text)["lines"]
-    return {mode: ReleaseLine(**vals) for mode, vals in raw.items()}
+    return {mode: ReleaseLine(**vals) for mode, vals in _pins()["lines"].items()}
 
 
 def release_line(mode: Literal["llmapi", "engine"], override: VersionOverride | None = None) -> ReleaseLine:
@@ -71,5 +74,4 @@ class FixedCostPin(BaseModel):
 
 @cache
 def fixed_cost_pin() -> FixedCostPin:
-    text = (Path(__file__).resolve().parent.parent / "data" / "triton_versions.yml").read_text()
-    return FixedCostPin(**yaml.safe_load(text)["fixed_cost"])
+    return FixedCostPin(**_pins()["fixed_cost"])
