@@ -22,11 +22,11 @@ else
 fi
 
 stamp=.venv/.gridready-setup
-want=$(sha256sum pyproject.toml | cut -c1-16)
+want=$(cat pyproject.toml sandbox/pyproject.toml | sha256sum | cut -c1-16)
 if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "setup: creating .venv" >&2
   python3 -m venv .venv
   .venv/bin/python -m pip install -q --disable-pip-version-check -U pip
-  .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[dev]'
+  .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[dev]' -e ./sandbox
   echo "$want" > "$stamp"
 fi

@@ -43,6 +43,14 @@ def validate(c: Context) -> None:
                      f"{len(inv.spec.serving.tiers)} serving tiers)")
 
 
+def _ensure_sandbox(inv: cli.Inventory) -> None:
+    """A sandbox inventory's simulated fleet comes up first; the product itself never imports the sandbox."""
+    if (inv.path / "sandbox.yml").exists():
+        from sandbox import fleet
+
+        fleet.ensure_for(inv.path)
+
+
 def _stage(c: Context, run: StageRun, **flags: object) -> None:
     """Run a stage. Each task imports its own stage, so that a machine without one stage's dependencies (Pulumi on a
     lent GPU machine: docs/device.md) still runs the others."""
@@ -50,7 +58,7 @@ def _stage(c: Context, run: StageRun, **flags: object) -> None:
     as_json = bool(flags.pop("json", False)) or bool(c.config.gridready.json)
     flags["check"] = bool(flags.get("check")) or bool(c.config.gridready.check)
     ctx = cli.context(inv, json=as_json, **flags)  # type: ignore[arg-type]
-    cli.ensure_sandbox(inv)
+    _ensure_sandbox(inv)
     cli.finish(cli.run_stage(inv, ctx, run), as_json)
 
 
@@ -109,7 +117,7 @@ def discover(c: Context, host: str, group: str | None = None, write: bool = Fals
     from gridready.stages import discover as stage
 
     inv = _inv(c)
-    cli.ensure_sandbox(inv)
+    _ensure_sandbox(inv)
     summary = stage.run(inv, cli.context(inv, json=json), host=host, group=group, write=write)
     cli.finish(summary, json or bool(c.config.gridready.json))
 
@@ -122,7 +130,7 @@ def plan(c: Context, json: bool = False) -> None:
 
     inv = _inv(c)
     ctx = cli.context(inv, check=True, render=True, json=json)
-    cli.ensure_sandbox(inv)
+    _ensure_sandbox(inv)
     with cli.stage_lock(ctx, "plan"):
         planner.run(inv, ctx, as_json=json)
 
@@ -140,7 +148,7 @@ def schema(c: Context) -> None:
 @cli.guarded
 def sandbox_up(c: Context, hosts: int = 0) -> None:
     """Start the simulated fleet of the current inventory (root; systemd-nspawn)."""
-    from gridready.sandbox import fleet
+    from sandbox import fleet
 
     inv_path = cli.inventory(c.config.gridready.inventory).path
     cli.console.info(fleet.format_status(fleet.up(inv_path, hosts or None)))
@@ -150,7 +158,7 @@ def sandbox_up(c: Context, hosts: int = 0) -> None:
 @cli.guarded
 def sandbox_down(c: Context) -> None:
     """Stop the simulated fleet and remove everything it created."""
-    from gridready.sandbox import fleet
+    from sandbox import fleet
 
     fleet.down(cli.inventory(c.config.gridready.inventory).path)
 
@@ -159,7 +167,7 @@ def sandbox_down(c: Context) -> None:
 @cli.guarded
 def sandbox_status(c: Context) -> None:
     """List the simulated hosts, their addresses and hardware profiles."""
-    from gridready.sandbox import fleet
+    from sandbox import fleet
 
     cli.console.info(fleet.format_status(fleet.status(cli.inventory(c.config.gridready.inventory).path)))
 

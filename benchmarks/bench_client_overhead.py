@@ -37,7 +37,7 @@ from gridready.bench.workload import Level, Workload  # noqa: E402
 
 def start_engine(tmp: Path) -> tuple[subprocess.Popen[bytes], str]:
     pf = tmp / "ports.json"
-    proc = subprocess.Popen([sys.executable, "-m", "gridready.sandbox.engine", "--model", "m", "--host", "127.0.0.1",
+    proc = subprocess.Popen([sys.executable, "-m", "sandbox.engine", "--model", "m", "--host", "127.0.0.1",
                              "--port", "0", "--port-file", str(pf), "--ttft-ms", "10", "--itl-ms", "5",
                              "--prefill-us-per-token", "0", "--batch-slowdown", "0", "--max-num-seqs", "4096",
                              "--hardware-profile", "none",

@@ -3,7 +3,7 @@ every report format for 100, 300 and 1,000 simulated nodes (no hosts booted).
 
     PYTHONPATH=$PWD .venv/bin/python benchmarks/certify_fleet.py [--sizes 100 300 1000] [--out DIR] [--json F]
 
-Probe documents come from the simulator's own tools run in-process (gridready.sandbox.probe_docs: nvidia-smi,
+Probe documents come from the simulator's own tools run in-process (sandbox.probe_docs: nvidia-smi,
 dmesg, dcgmi, all_reduce_perf per hardware profile), one faulted node in every 50. Each phase is timed once with
 tracemalloc off, then its peak Python memory is measured in a second run with tracemalloc on. The isolation plan
 runs `isolate()` with a pair function that fails a pair holding a node the judge quarantined (what a bad node
@@ -29,7 +29,7 @@ from gridready import inventory
 from gridready.certify.isolation import isolate
 from gridready.certify.judge import FleetVerdict, NodeVerdict, judge_fleet, judge_node
 from gridready.report.writer import write_all
-from gridready.sandbox.probe_docs import fleet_docs
+from sandbox.probe_docs import fleet_docs
 
 
 def measure(fn: Callable[[], Any]) -> tuple[Any, float, float]:

@@ -39,7 +39,7 @@ def fake(n: int, faulted: list[str], per_run: float, prefilter: bool, parallel: 
 
 def sandbox(n: int, faulted: list[str], prefilter: bool, parallel: bool) -> dict:
     from gridready.inventory import load
-    from gridready.sandbox.pytest_plugin import start_fleet
+    from sandbox.pytest_plugin import start_fleet
     from tests.sandbox.fabric_simtools import ensure_sim_tools
 
     profiles = {h: {"faults": [{"kind": "hca_half_rate", "hca": "mlx5_1"}]} for h in faulted}

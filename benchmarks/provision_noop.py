@@ -39,7 +39,7 @@ sys.path.insert(0, str(REPO))
 
 from gridready import inventory  # noqa: E402
 from gridready.provision_vars import role_vars  # noqa: E402
-from gridready.sandbox.testfleet import Fleet, start_fleet  # noqa: E402
+from sandbox.testfleet import Fleet, start_fleet  # noqa: E402
 from tests.roles.conftest import Run, _simulated_sysfs, sandbox_vars  # noqa: E402
 
 CALLBACKS = Path(__file__).resolve().parent / "callback_plugins"

@@ -2,7 +2,7 @@
 
     sudo .venv/bin/python benchmarks/sandbox_bringup.py [--sizes 3 6 12] [--json]
 
-Each size gets its own generated fleet (gridready.sandbox.testfleet); the play installs `hello` through the
+Each size gets its own generated fleet (sandbox.testfleet); the play installs `hello` through the
 apt-cacher-ng proxy and writes a file (tests/sandbox/data/fleet_play.yml). The image must be built already
 (its build time is reported separately). Results go into docs/sandbox.md by hand, with the machine's load.
 """
@@ -19,8 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gridready.sandbox import image
-from gridready.sandbox.testfleet import start_fleet
+from sandbox import image
+from sandbox.testfleet import start_fleet
 
 PLAY = Path(__file__).resolve().parents[1] / "tests" / "sandbox" / "data" / "fleet_play.yml"
 

@@ -110,14 +110,5 @@ def finish(summary: Any, as_json: bool) -> None:
         raise CommandExit(summary.exit_code)
 
 
-def ensure_sandbox(inv: Inventory) -> None:
-    """Bring the simulated fleet up when the inventory is a sandbox one and it is not running."""
-    if not (inv.path / "sandbox.yml").exists():
-        return
-    from gridready.sandbox import fleet
-
-    fleet.ensure_up(inv.path)
-
-
 def print_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj, indent=2) + "\n")

@@ -1,8 +1,8 @@
 """The customer's ansible-vault: where the vLLM API key lives, and the password file Ansible is given.
 
 `inventories/<c>/group_vars/all/vault.yml` is an ansible-vault file (vault id = customer) that Ansible loads
-with the rest of group_vars. The password comes from GRIDREADY_VAULT_PASSWORD_FILE; a sandbox inventory (one
-with sandbox.yml) that has none gets its own sandbox-only password file beside it, git-ignored.
+with the rest of group_vars. The password comes from GRIDREADY_VAULT_PASSWORD_FILE; without it, an
+inventory may instead keep its own git-ignored `.vault-pass` (the sandbox makes one for its inventory).
 Encryption and decryption use ansible-core's VaultLib, the library behind `ansible-vault`.
 """
 
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import string
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,7 @@ API_KEY_VAR = "vault_gridready_vllm_api_key"
 # The Hugging Face user access token: gated models (the Llama examples) download only with it. Ansible reads it
 # from the vault on the hosts; the Kubernetes target passes it to Pulumi as a secret config value.
 HF_TOKEN_VAR = "vault_gridready_hf_token"
-SANDBOX_PASSWORD_FILE = ".vault-pass"
+INVENTORY_PASSWORD_FILE = ".vault-pass"  # <inventory>/.vault-pass, git-ignored (inventories/*/.vault-pass)
 
 
 def vault_path(inv_dir: Path) -> Path:
@@ -33,25 +32,20 @@ def vault_path(inv_dir: Path) -> Path:
 
 
 def password_file(inv_dir: Path) -> Path | None:
-    """GRIDREADY_VAULT_PASSWORD_FILE, else a sandbox inventory's own password file (made on first use)."""
+    """GRIDREADY_VAULT_PASSWORD_FILE, else the inventory's own git-ignored `.vault-pass` when it has one."""
     configured = os.environ.get("GRIDREADY_VAULT_PASSWORD_FILE")
     if configured:
         return Path(configured)
-    if not (inv_dir / "sandbox.yml").exists():
-        return None
-    path = inv_dir / SANDBOX_PASSWORD_FILE
-    if not path.exists():
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as fh:
-            fh.write(secrets.token_urlsafe(32) + "\n")
-    return path
+    path = inv_dir / INVENTORY_PASSWORD_FILE
+    return path if path.exists() else None
 
 
 def _vault(customer: str, inv_dir: Path) -> VaultLib:
     path = password_file(inv_dir)
     if path is None:
         raise InvalidInput(
-            f"GRIDREADY_VAULT_PASSWORD_FILE: (environment): not set; the vLLM API key of {customer} lives in "
+            f"GRIDREADY_VAULT_PASSWORD_FILE: (environment): not set and no {inv_dir / INVENTORY_PASSWORD_FILE}; "
+            f"the vLLM API key of {customer} lives in "
             f"{vault_path(inv_dir)} (ansible-vault, vault id {customer})"
         )
     try:
@@ -104,20 +98,6 @@ def hf_token(customer: str, inv_dir: Path) -> str:
     if not isinstance(token, str):
         raise InvalidInput(f"{vault_path(inv_dir)}: {HF_TOKEN_VAR}: must be a string (a Hugging Face access token)")
     return token.strip()
-
-
-def ensure_sandbox_hf_token(customer: str, inv_dir: Path) -> None:
-    """A sandbox inventory gets a token for the sandbox's simulated Hub (gridready/sandbox/engine/hub.py), which
-    opens its gated repositories to any token, so the vault -> hosts path of the token runs there as it would
-    on a real fleet. Never for a customer inventory: its token is the customer's own."""
-    if not (inv_dir / "sandbox.yml").exists():
-        raise InvalidInput(f"{vault_path(inv_dir)}: {HF_TOKEN_VAR}: only a sandbox inventory gets a generated token")
-    data = read(customer, inv_dir)
-    if data.get(HF_TOKEN_VAR):
-        return
-    alphabet = string.ascii_letters + string.digits
-    data[HF_TOKEN_VAR] = "hf_" + "".join(secrets.choice(alphabet) for _ in range(34))
-    write(customer, inv_dir, data)
 
 
 def write(customer: str, inv_dir: Path, data: dict[str, Any]) -> None:

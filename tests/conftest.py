@@ -1,11 +1,11 @@
-"""Shared fixtures. The sandbox fleet (`fleet`, `make_fleet`): gridready/sandbox/pytest_plugin.py, docs/sandbox.md."""
+"""Shared fixtures. The sandbox fleet (`fleet`, `make_fleet`): sandbox/pytest_plugin.py, docs/sandbox.md."""
 
 import importlib.util
 import os
 
 import pytest
 
-from gridready.sandbox.pytest_plugin import fleet, make_fleet, make_module_fleet  # noqa: F401
+from sandbox.pytest_plugin import fleet, make_fleet, make_module_fleet  # noqa: F401
 
 
 @pytest.fixture(scope="session")

@@ -144,6 +144,6 @@ def iommu_mode(cmd: str | None, groups: int) -> str:
 
 def simulated() -> bool:
     """The sandbox's sysfs tree carries a GRIDREADY_SIMULATED marker file at its root or one level up (a real /sys
-    never does: gridready/sandbox/sim/sysfs.py)."""
+    never does: sandbox/sim/sysfs.py)."""
     here = sysfs_root()
     return any(os.path.exists(os.path.join(d, "GRIDREADY_SIMULATED")) for d in (here, os.path.dirname(here)))

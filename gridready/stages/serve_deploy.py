@@ -19,7 +19,7 @@ from gridready.contracts import HostOutcome
 from gridready.errors import InvalidInput, StageFailed
 from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory
-from gridready.serving import topology, weights
+from gridready.serving import topology
 from gridready.serving.topology import Certification, TierPlan
 from gridready.spec import API_KEY_ENGINES
 from gridready.stages import serve_config, serve_router
@@ -33,8 +33,6 @@ def hosts(inv: Inventory, ctx: RunContext, cert: Certification, plans: list[Tier
     stage_dir = ctx.stage_dir(STAGE)
     if any(p.tier.engine in API_KEY_ENGINES for p in plans):
         vault.ensure_api_key(inv.customer, inv.path)  # Ansible reads it from the vault itself, never from here
-    if serve_config.engine_mode(inv) == "simulated" and weights.downloads_by_host(plans):
-        vault.ensure_sandbox_hf_token(inv.customer, inv.path)
     extravars = (serve_config.hosts_extravars(inv, cert, plans)
                  | serve_router.extravars(inv, ctx.root, cert, plans, ctx.canary))
     serve_router.open_router_port(extravars)

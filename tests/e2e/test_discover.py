@@ -51,7 +51,7 @@ def test_discover_writes_the_node_group_that_validates_and_certifies(make_fleet,
     assert group["name"] == "gpu_nodes" and group["mgmt_interface"] == "eth0"  # a key discovery does not read
     assert (group["sku"], group["gpus_per_node"], group["platform"], group["os"]) == (
         "H100-SXM5-80GB", 4, "baremetal", "debian-12")
-    assert group["nics"] == [  # the simulator's HGX rails 0-3 (gridready/sandbox/profile.py HCA_BUSES)
+    assert group["nics"] == [  # the simulator's HGX rails 0-3 (sandbox/profile.py HCA_BUSES)
         {"name": f"mlx5_{i}", "kind": "infiniband", "rate_gbps": 400, "netdev": netdev}
         for i, netdev in enumerate(["ibp25s0", "ibp43s0", "ibp59s0", "ibp94s0"])]
     shape = catalog.lookup(group["sku"]).shape(4, "baremetal")

@@ -35,7 +35,7 @@ def _canary(name: str, prefix: str = "canary") -> str:
 VAULT = {
     "vault_gridready_vllm_api_key": _canary("vllm_api_key"),
     # the shape of a Hugging Face user access token: the simulated Hub takes any token, as a gated repo does one
-    # with access (gridready/sandbox/engine/hub.py)
+    # with access (sandbox/engine/hub.py)
     "vault_gridready_hf_token": "hf_" + _canary("hf"),
     "vault_gridready_router_master_key": _canary("router_master"),
     "vault_canary_other": _canary("other"),

@@ -21,13 +21,13 @@ import pytest
 
 from gridready import catalog, inventory
 from gridready.provision_vars import role_vars
-from gridready.sandbox import paths
-from gridready.sandbox.sim import simcore
-from gridready.sandbox.testfleet import Fleet
+from sandbox import paths
+from sandbox.sim import simcore
+from sandbox.testfleet import Fleet
 
 REPO = Path(__file__).resolve().parents[2]
 PLAYBOOK = "playbooks/provision.yml"
-SIM_DIR = REPO / "gridready" / "sandbox" / "sim"
+SIM_DIR = REPO / "sandbox" / "sim"
 GOOD = ["node1", "node2"]
 CONVERGED_RECORD = "/var/lib/gridready/converged.json"  # library/gridready_fingerprint.py state_file
 BAD = "node3"

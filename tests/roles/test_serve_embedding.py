@@ -4,7 +4,7 @@ dynamic batcher, the benchmark, and the max_queue_delay_microseconds sweep recor
 The serve stage runs for real (gridready.stages.serve -> playbooks/serve.yml -> role gridready_triton_trtllm in
 embedding mode, gridready_model_weights for the Hugging Face snapshot); only the certification is written by the
 test. The simulated Triton reads the config.pbtxt the role copied and batches as Triton's dynamic batcher does
-(gridready/sandbox/engine/fixed_model.py); each sweep setting is a redeploy through the role.
+(sandbox/engine/fixed_model.py); each sweep setting is a redeploy through the role.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 With `--distributed-executor-backend ray`, vLLM places one {"GPU": 1} bundle per rank and starts a worker actor on
 each bundle's node that imports vllm; a node without the engine package fails the whole engine. The SIMULATED
-engine does the same (gridready/sandbox/engine/ray_member.py), so a playbook that installs the engine on heads
+engine does the same (sandbox/engine/ray_member.py), so a playbook that installs the engine on heads
 only fails here.
 """
 

@@ -1,7 +1,7 @@
 """The real LiteLLM router on loopback in front of simulated engines (router tests and the latency benchmark).
 
 Everything is started as a child process with its own port and torn down by `close()`; nothing leaves loopback.
-The engines are gridready's simulated engine (gridready.sandbox.engine), the router is LiteLLM's proxy from the
+The engines are gridready's simulated engine (sandbox.engine), the router is LiteLLM's proxy from the
 lock of roles/gridready_router, configured by gridready.serving.router exactly as the role configures it.
 """
 
@@ -26,9 +26,9 @@ from typing import Any
 
 import yaml
 
-from gridready.sandbox import litellm_venv, paths
 from gridready.serving import router
 from gridready.spec.router import Route, RouterSpec
+from sandbox import litellm_venv, paths
 
 AUTH_HOOK_FILE = paths.repo_root() / "roles" / "gridready_router" / "files" / "gridready_router_auth.py"
 
@@ -101,7 +101,7 @@ class Harness:
         port = free_port()
         log = self.workdir / f"engine-{tier}.log"
         env = {**os.environ, "PYTHONPATH": str(paths.repo_root())}
-        cmd = [sys.executable, "-m", "gridready.sandbox.engine", "--model", served_name, "--host", "127.0.0.1",
+        cmd = [sys.executable, "-m", "sandbox.engine", "--model", served_name, "--host", "127.0.0.1",
                "--port", str(port), "--hardware-profile", "none", *flags]
         with open(log, "ab") as out:
             proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)

@@ -1,6 +1,6 @@
 """Put the simulator's fabric tools on sandbox hosts when the simulated NVIDIA packages are not installed yet.
 
-Copies gridready/sandbox/sim as the package `gridready_sim` to /usr/lib/gridready-sim (as the packages do), adds
+Copies sandbox/sim as the package `gridready_sim` to /usr/lib/gridready-sim (as the packages do), adds
 small launchers (mpirun, all_reduce_perf, ibstat, ib_write_bw, nvidia-smi, gridready-sim-sysfs/-fabric), writes
 the sysfs tree and starts the fabric agent. Also rewrites a host's profile (faults) for the next scenario.
 Hosts that already have `mpirun` are left alone apart from refreshing the sysfs tree.
@@ -16,9 +16,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from gridready import catalog
-from gridready.sandbox.profile import HardwareProfile
-from gridready.sandbox.pytest_plugin import Fleet
-from gridready.sandbox.sim import simcore
+from sandbox.profile import HardwareProfile
+from sandbox.pytest_plugin import Fleet
+from sandbox.sim import simcore
 
 SIM_DIR = simcore.HERE
 SYSFS_ROOT = "/var/lib/gridready-sim/sysfs"

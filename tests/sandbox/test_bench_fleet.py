@@ -35,7 +35,7 @@ print(json.dumps(info))
 def _engine_tarball() -> str:
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz") as tar:
-        tar.add(REPO / "gridready" / "sandbox" / "engine", arcname="engine",
+        tar.add(REPO / "sandbox" / "engine", arcname="engine",
                 filter=lambda ti: None if "__pycache__" in ti.name else ti)
     return base64.b64encode(buf.getvalue()).decode()
 

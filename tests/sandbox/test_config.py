@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from gridready.errors import GridreadyError
-from gridready.sandbox import alloc, config, paths
+from sandbox import alloc, config, paths
 
 REPO = Path(__file__).resolve().parents[2]
 SANDBOX = REPO / "inventories" / "sandbox"

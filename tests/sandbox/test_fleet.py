@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from gridready.sandbox import alloc, container, geninv, network, paths, proc
-from gridready.sandbox import fleet as fleet_api
-from gridready.sandbox.pytest_plugin import Fleet
+from sandbox import alloc, container, geninv, network, paths, proc
+from sandbox import fleet as fleet_api
+from sandbox.pytest_plugin import Fleet
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.slow]
 DATA = Path(__file__).parent / "data"
@@ -177,7 +177,7 @@ def test_teardown_leaves_nothing_behind_even_after_a_crash() -> None:
 
 def test_a_fleet_whose_test_process_died_is_reaped(make_fleet) -> None:
     orphan = subprocess.run(
-        [sys.executable, "-c", "import os; from gridready.sandbox.testfleet import start_fleet; "
+        [sys.executable, "-c", "import os; from sandbox.testfleet import start_fleet; "
          "f = start_fleet(1, prefix='orph'); print(f.name, flush=True); os._exit(0)"],
         capture_output=True, text=True, check=True, cwd=paths.repo_root(),
         env={**os.environ, "PYTHONPATH": str(paths.repo_root())}).stdout.split()[-1]
@@ -191,7 +191,7 @@ def test_a_fleet_whose_test_process_died_is_reaped(make_fleet) -> None:
 
 def test_not_root_is_a_clear_invalid_input(tmp_path: Path) -> None:
     res = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-m",
-                          "gridready.sandbox", "up", str(paths.repo_root() / "inventories" / "sandbox")],
+                          "sandbox", "up", str(paths.repo_root() / "inventories" / "sandbox")],
                          capture_output=True, text=True, cwd=paths.repo_root(),
                          env={**os.environ, "PYTHONPATH": str(paths.repo_root()), "HOME": str(tmp_path)})
     assert res.returncode == 2, res.stderr

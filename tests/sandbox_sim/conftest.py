@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from gridready.sandbox.profile import Fault, HardwareProfile
+from sandbox.profile import Fault, HardwareProfile
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -19,8 +19,8 @@ Run = Callable[..., tuple[int, str]]
 
 
 def call(module: str, args: list[str], prog: str | None = None, func: str = "main") -> tuple[int, str]:
-    """(exit code, stdout+stderr) of gridready.sandbox.sim.<module>.<func>(args[, prog])."""
-    fn = getattr(importlib.import_module(f"gridready.sandbox.sim.{module}"), func)
+    """(exit code, stdout+stderr) of sandbox.sim.<module>.<func>(args[, prog])."""
+    fn = getattr(importlib.import_module(f"sandbox.sim.{module}"), func)
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
         try:

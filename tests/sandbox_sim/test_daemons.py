@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from gridready.sandbox.profile import HardwareProfile
-from gridready.sandbox.sim import daemons
+from sandbox.profile import HardwareProfile
+from sandbox.sim import daemons
 
 from .conftest import call
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from gridready.sandbox.profile import Fault, HardwareProfile
-from gridready.sandbox.sim import fabric
+from sandbox.profile import Fault, HardwareProfile
+from sandbox.sim import fabric
 
 from .conftest import call
 
@@ -52,7 +52,7 @@ def peer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[callable]:
 def _launcher(tmp_path: Path) -> str:
     exe = tmp_path / "all_reduce_perf"
     exe.write_text(
-        f"#!{sys.executable}\nimport sys\nfrom gridready.sandbox.sim.nccl_tests import main\n"
+        f"#!{sys.executable}\nimport sys\nfrom sandbox.sim.nccl_tests import main\n"
         "sys.exit(main(sys.argv[1:], prog='all_reduce_perf'))\n"
     )
     exe.chmod(0o755)
@@ -64,7 +64,7 @@ def run_mpi(tmp_path: Path, hosts: list[str], *extra: str) -> tuple[int, str]:
 
     argv = ["-np", str(8 * len(hosts)), "-H", ",".join(f"{h}:8" for h in hosts), *extra,
             _launcher(tmp_path), "-b", "1G", "-e", "4G", "-f", "2", "-g", "1"]  # fmt: skip
-    code = "import sys; from gridready.sandbox.sim.fabric import mpirun_main; sys.exit(mpirun_main(sys.argv[1:]))"
+    code = "import sys; from sandbox.sim.fabric import mpirun_main; sys.exit(mpirun_main(sys.argv[1:]))"
     p = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=60, check=False)
     return p.returncode, p.stdout + p.stderr
 

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gridready.sandbox.sim import simcore, sysfs
+from sandbox.sim import simcore, sysfs
 
 from .conftest import FIXTURES, call
 
@@ -92,7 +92,7 @@ def test_ib_write_bw_loopback_pair(use_profile, monkeypatch):
     use_profile({"kind": "hca_half_rate", "hca": "mlx5_1"}, address="127.0.0.1")
     monkeypatch.setenv("GRIDREADY_SIM_PERFTEST_TIMEOUT", "10")
     port = str(_free_port())
-    code = "import sys; from gridready.sandbox.sim.ib import main; sys.exit(main(sys.argv[1:], prog='ib_write_bw'))"
+    code = "import sys; from sandbox.sim.ib import main; sys.exit(main(sys.argv[1:], prog='ib_write_bw'))"
     server = subprocess.Popen([sys.executable, "-c", code, "-d", "mlx5_0", "-p", port], stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True)  # fmt: skip
     rc, out = call("ib", ["-d", "mlx5_1", "-p", port, "--report_gbits", "127.0.0.1"], prog="ib_write_bw")

@@ -129,7 +129,7 @@ def test_dcgm_discovery(healthy):
 
 
 def test_dcgm4_core_without_the_plugins_package_cannot_run_diagnostics(healthy, tmp_path, monkeypatch):
-    from gridready.sandbox.sim import dcgmi
+    from sandbox.sim import dcgmi
 
     core, plugins = tmp_path / "doc/datacenter-gpu-manager-4-core", tmp_path / "dcgm-diag-plugins"
     core.mkdir(parents=True)

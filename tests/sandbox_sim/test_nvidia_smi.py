@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from gridready.sandbox.profile import HardwareProfile
+from sandbox.profile import HardwareProfile
 
 from .conftest import FIXTURES, call
 

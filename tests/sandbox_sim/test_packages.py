@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gridready.sandbox import packages
+from sandbox import packages
 
 pytestmark = pytest.mark.skipif(shutil.which("dpkg-deb") is None, reason="dpkg-deb not installed")
 

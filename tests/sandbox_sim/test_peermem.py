@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from gridready.sandbox.profile import HardwareProfile
-from gridready.sandbox.sim import simcore, sysfs
+from sandbox.profile import HardwareProfile
+from sandbox.sim import simcore, sysfs
 
 from .conftest import call
 

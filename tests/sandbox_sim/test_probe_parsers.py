@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from gridready.sandbox.sim import simcore, sysfs
+from sandbox.sim import simcore, sysfs
 
 from .conftest import FIXTURES, call
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from gridready.sandbox.profile import Fault, FaultKind, HardwareProfile, Hca
+from sandbox.profile import Fault, FaultKind, HardwareProfile, Hca
 
 
 def test_sample_is_the_default_hgx_h200_host():

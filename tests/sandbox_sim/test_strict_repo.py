@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gridready.sandbox import packages
+from sandbox import packages
 from tests.sandbox_sim.aptroot import AptRoot, role_vars, status_stanza
 
 pytestmark = pytest.mark.skipif(shutil.which("dpkg-deb") is None or shutil.which("apt-get") is None,

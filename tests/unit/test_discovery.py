@@ -14,10 +14,10 @@ from gridready.discovery import DiscoveryError, node_group
 from gridready.probe import hca
 from gridready.probe.collect import Probe, os_release
 from gridready.probe.offline import doc_from_outputs
-from gridready.sandbox.profile import HardwareProfile
-from gridready.sandbox.sim import simcore
-from gridready.sandbox.sim import sysfs as simsysfs
 from gridready.spec import NodeGroup
+from sandbox.profile import HardwareProfile
+from sandbox.sim import simcore
+from sandbox.sim import sysfs as simsysfs
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
 NDR = FIX / "public" / "sysfs-infiniband" / "sys-class-infiniband__8xH100-ndr__FAIL-mlx5_1-link_downed-255__gpud"
@@ -71,7 +71,7 @@ def _probe_sim_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, driver: 
     (tmp_path / "bin").mkdir()
     if driver:
         (tmp_path / "bin" / "nvidia-smi").write_text(
-            f"#!{sys.executable}\nimport sys\nfrom gridready.sandbox.sim.nvidia_smi import main\nsys.exit(main())\n")
+            f"#!{sys.executable}\nimport sys\nfrom sandbox.sim.nvidia_smi import main\nsys.exit(main())\n")
         (tmp_path / "bin" / "nvidia-smi").chmod(0o755)
     prof = HardwareProfile.sample("sim-a", **profile)
     path = prof.write(tmp_path / "profile.json")

@@ -26,7 +26,7 @@ LAYERS: dict[str, int] = {
     "artifacts": 3, "inventory": 3, "matrix": 3,
     "contracts": 4, "provision_vars": 4, "sample": 4, "vault": 4, "probe": 4,
     "certify": 5, "bench": 5, "monitoring": 5, "discovery": 5, "ansible": 5,
-    "report": 6, "serving": 6, "sandbox": 6,
+    "report": 6, "serving": 6,
     "stacks": 7,
     "pulumi": 8,
     "stages": 9,
@@ -34,7 +34,7 @@ LAYERS: dict[str, int] = {
 }
 # The spec's floor: the standard library, pydantic, yaml and these parts of gridready.
 SPEC_MAY_IMPORT = {"catalog"}
-GATES_MUST_NOT_IMPORT = {"stages", "report", "sandbox", "ansible", "pulumi", "cli", "inventory"}
+GATES_MUST_NOT_IMPORT = {"stages", "report", "ansible", "pulumi", "cli", "inventory"}
 
 
 def part_of(module: str) -> str:
@@ -99,7 +99,31 @@ def test_the_spec_imports_nothing_above_its_floor():
     assert [f"{where}: catalog imports {dst}" for src, dst, where in edges() if src == "catalog"] == []
 
 
-def test_gates_import_no_stage_report_or_sandbox():
+def sandbox_imports(path: Path) -> list[int]:
+    """Lines of a file that import the top-level `sandbox` package (absolute imports; the product has no other)."""
+    lines = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            lines += [node.lineno for a in node.names if a.name == "sandbox" or a.name.startswith("sandbox.")]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module and (
+                node.module == "sandbox" or node.module.startswith("sandbox.")):
+            lines.append(node.lineno)
+    return lines
+
+
+def test_the_product_never_imports_the_sandbox():
+    wrong = [f"{p.relative_to(PKG.parent)}:{line}" for p in sorted(PKG.rglob("*.py")) for line in sandbox_imports(p)]
+    assert wrong == []
+    assert not (PKG / "sandbox").exists(), "the simulated fleet lives in the top-level sandbox/ package"
+
+
+def test_the_sandbox_check_sees_an_import(tmp_path):
+    probe = tmp_path / "m.py"
+    probe.write_text("def f():\n    from sandbox.sim import simcore\n    import sandbox\n")
+    assert sandbox_imports(probe) == [2, 3]
+
+
+def test_gates_import_no_stage_or_report():
     assert [f"{where}: certify imports {dst}" for src, dst, where in edges()
             if src == "certify" and dst in GATES_MUST_NOT_IMPORT] == []
 

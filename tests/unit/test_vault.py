@@ -56,11 +56,32 @@ def test_wrong_password_or_none_is_exit_2_without_a_trace(inv, tmp_path, monkeyp
         vault.ensure_api_key("acme", inv)
 
 
-def test_a_sandbox_inventory_gets_its_own_password_file(tmp_path, monkeypatch):
+def test_an_inventory_password_file_is_read_and_nothing_is_made_for_a_sandbox_yml(tmp_path, monkeypatch):
+    """The product makes no password file for any inventory (a sandbox one included: sandbox.prepare_inventory
+    does that); it reads `<inventory>/.vault-pass` when GRIDREADY_VAULT_PASSWORD_FILE is unset."""
     monkeypatch.delenv("GRIDREADY_VAULT_PASSWORD_FILE", raising=False)
     inv = tmp_path / "sandbox"
     inv.mkdir()
     (inv / "sandbox.yml").write_text("hosts: 2\n")
+    with pytest.raises(InvalidInput, match="not set"):
+        vault.ensure_api_key("sandbox", inv)
+    assert not (inv / ".vault-pass").exists()
+    (inv / ".vault-pass").write_text("pw-of-this-inventory\n")
     key = vault.ensure_api_key("sandbox", inv)
-    assert (inv / ".vault-pass").stat().st_mode & 0o077 == 0
     assert vault.ensure_api_key("sandbox", inv) == key
+
+
+def test_the_sandbox_prepares_its_inventory_like_a_customer_would(tmp_path, monkeypatch):
+    from sandbox import fleet
+
+    monkeypatch.delenv("GRIDREADY_VAULT_PASSWORD_FILE", raising=False)
+    inv = tmp_path / "sandbox"
+    inv.mkdir()
+    (inv / "cluster.yml").write_text("customer: sandbox\n")
+    fleet.prepare_inventory(inv)
+    assert (inv / ".vault-pass").stat().st_mode & 0o077 == 0
+    token = vault.hf_token("sandbox", inv)
+    assert token.startswith("hf_") and len(token) == 37
+    fleet.prepare_inventory(inv)
+    assert vault.hf_token("sandbox", inv) == token
+

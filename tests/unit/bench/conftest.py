@@ -37,7 +37,7 @@ class RunningEngine:
                 self.proc.kill()
 
 
-def start_engine(tmp: Path, *args: str, python: str = sys.executable, module: str = "gridready.sandbox.engine",
+def start_engine(tmp: Path, *args: str, python: str = sys.executable, module: str = "sandbox.engine",
                  cwd: Path = REPO, env: dict[str, str] | None = None, wait: bool = True) -> RunningEngine:
     pf = tmp / f"ports-{time.monotonic_ns()}.json"
     err = pf.with_suffix(".log")

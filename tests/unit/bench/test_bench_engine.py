@@ -117,7 +117,7 @@ def test_copied_directory_runs_on_plain_python(tmp_path):
     """The engine is stdlib-only: copy the directory, run it with the system python, without the venv."""
     python = shutil.which("python3", path="/usr/bin:/bin") or sys.executable
     dest = tmp_path / "simengine"
-    shutil.copytree(REPO / "gridready" / "sandbox" / "engine", dest,
+    shutil.copytree(REPO / "sandbox" / "engine", dest,
                     ignore=shutil.ignore_patterns("__pycache__"))
     for how in (["-E", "-s", "-m", "simengine"], ["-I", str(dest)]):
         pf = tmp_path / f"p{len(how)}.json"

@@ -7,8 +7,8 @@ import math
 import pytest
 
 from gridready.bench import canary_gate
-from gridready.sandbox.engine.metrics import Registry
 from gridready.spec import Slo
+from sandbox.engine.metrics import Registry
 
 BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 

@@ -77,7 +77,7 @@ def write_sim_tools(bindir: Path) -> Path:
     bindir.mkdir(parents=True, exist_ok=True)
     for tool, (module, prog) in SIM_TOOLS.items():
         call = f"main(sys.argv[1:], prog={prog!r})" if prog else "main(sys.argv[1:])"
-        (bindir / tool).write_text(f"#!{sys.executable}\nimport sys\nfrom gridready.sandbox.sim.{module} import main\n"
+        (bindir / tool).write_text(f"#!{sys.executable}\nimport sys\nfrom sandbox.sim.{module} import main\n"
                                    f"sys.exit({call})\n")
         (bindir / tool).chmod(0o755)
     return bindir

@@ -13,8 +13,8 @@ from pydantic import ValidationError
 from gridready.certify.judge import judge_node
 from gridready.certify.result import GateStatus
 from gridready.probe import dcgm
-from gridready.sandbox.profile import HardwareProfile
 from gridready.spec import CertificationSpec
+from sandbox.profile import HardwareProfile
 from tests.unit.certify.fixtures_io import group, spec
 
 
@@ -31,7 +31,7 @@ def test_the_spec_refuses_precisions_dcgm_does_not_have(bad: str) -> None:
 
 
 def test_the_report_says_which_precision_ran(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    (tmp_path / "dcgmi").write_text(f"#!{sys.executable}\nimport sys\nfrom gridready.sandbox.sim.dcgmi import main\n"
+    (tmp_path / "dcgmi").write_text(f"#!{sys.executable}\nimport sys\nfrom sandbox.sim.dcgmi import main\n"
                                     "sys.exit(main(sys.argv[1:]))\n")
     (tmp_path / "dcgmi").chmod(0o755)
     prof = HardwareProfile.sample("sim-a", gpus=8)

@@ -19,10 +19,10 @@ from gridready.certify.result import GateStatus
 from gridready.probe.collect import Probe
 from gridready.probe.offline import doc_from_outputs
 from gridready.probe.profiles import GiB
-from gridready.sandbox.profile import HardwareProfile
-from gridready.sandbox.sim import simcore
-from gridready.sandbox.sim import sysfs as simsysfs
 from gridready.spec import NodeGroup
+from sandbox.profile import HardwareProfile
+from sandbox.sim import simcore
+from sandbox.sim import sysfs as simsysfs
 from tests.unit.certify.fixtures_io import FIX, group, spec, write_sim_tools
 
 H200X1 = FIX / "h200x1"

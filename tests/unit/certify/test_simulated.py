@@ -1,4 +1,4 @@
-"""The whole probe against the sandbox's SIMULATED tools (gridready/sandbox/sim, docs/simulator.md) and its fake
+"""The whole probe against the sandbox's SIMULATED tools (sandbox/sim, docs/simulator.md) and its fake
 sysfs/procfs tree, then the gates: the healthy profile certifies; every injectable fault fails its gate, naming the
 GPU. No fleet and no root: the simulated tools run as scripts on PATH with GRIDREADY_SIM_PROFILE."""
 
@@ -13,9 +13,9 @@ from gridready.certify.judge import NodeVerdict, judge_node
 from gridready.certify.result import GateStatus
 from gridready.probe.collect import Probe
 from gridready.probe.profiles import GiB
-from gridready.sandbox.profile import Fault, HardwareProfile
-from gridready.sandbox.sim import simcore
-from gridready.sandbox.sim import sysfs as simsysfs
+from sandbox.profile import Fault, HardwareProfile
+from sandbox.sim import simcore
+from sandbox.sim import sysfs as simsysfs
 from tests.unit.certify.fixtures_io import group, spec, write_sim_tools
 
 pytestmark = pytest.mark.slow  # ~9 s per probe run: each simulated tool call is a Python process

@@ -1,7 +1,7 @@
 """Reports as a person reads them: SIMULATED said in every format when any evidence was simulated, measured and
 expected written out ("Gen4 x8", ">= 330 GB/s"), the summary (counts per gate and status, nodes not certified with
 their reasons) before the node x gate matrix, and the busbw floor inside the plot's axis. The fleet comes from the
-simulator's own tools (gridready.sandbox.probe_docs), one node with a PCIe link trained at Gen4 x8."""
+simulator's own tools (sandbox.probe_docs), one node with a PCIe link trained at Gen4 x8."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from gridready import inventory
 from gridready.certify.judge import FleetVerdict, judge_fleet, judge_node
 from gridready.report import write_all
 from gridready.report.plots import busbw_plot
-from gridready.sandbox.probe_docs import fleet_docs
+from sandbox.probe_docs import fleet_docs
 
 
 def judged(n: int, faulted_every: int) -> FleetVerdict:

@@ -87,7 +87,7 @@ class Triton:
 
 
 def command(repo: Path, port_file: Path, *args: str) -> list[str]:
-    return [PYTHON, "-m", "gridready.sandbox.engine", "--mode", "triton", "--model-repository", str(repo),
+    return [PYTHON, "-m", "sandbox.engine", "--mode", "triton", "--model-repository", str(repo),
             "--host", "127.0.0.1", "--port", "0", "--metrics-port", "0", "--port-file", str(port_file), *args]
 
 

@@ -10,8 +10,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from gridready.sandbox.engine.dynamic_batcher import plan_batch
-from gridready.sandbox.engine.fixed_model import Batching
+from sandbox.engine.dynamic_batcher import plan_batch
+from sandbox.engine.fixed_model import Batching
 
 from .conftest import bge, tokens, write_model
 

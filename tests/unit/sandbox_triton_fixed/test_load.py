@@ -8,8 +8,8 @@ import subprocess
 
 import pytest
 
-from gridready.sandbox.engine import fixed_model
-from gridready.sandbox.engine.fixed_model import FixedCostModel, LoadError
+from sandbox.engine import fixed_model
+from sandbox.engine.fixed_model import FixedCostModel, LoadError
 
 from .conftest import BGE, REPO, bge, call, command, write_model
 

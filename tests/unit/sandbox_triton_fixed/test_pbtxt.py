@@ -10,7 +10,7 @@ from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 from tritonclient.grpc import model_config_pb2 as mc
 
-from gridready.sandbox.engine import pbtxt
+from sandbox.engine import pbtxt
 
 
 def as_lists(msg: Message) -> dict[str, list[Any]]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gridready.sandbox.engine import cli as sim_cli
 from gridready.serving import topology, vllm
+from sandbox.engine import cli as sim_cli
 from tests.summaries import HCAS, certification
 from tests.unit.serving.conftest import vllm_tier
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from gridready.sandbox.engine import hub
 from gridready.serving import sglang, topology, vllm, weights
 from gridready.spec.serving import ModelSource
+from sandbox.engine import hub
 from tests.summaries import certification
 from tests.unit.bench.conftest import REPO, engine_factory
 from tests.unit.serving.conftest import vllm_tier
@@ -84,7 +84,7 @@ def test_simulated_hub_cli_reads_the_token_file_never_argv(tmp_path):
     token = tmp_path / "hf-token"
     token.write_text("hf_fromthevault\n")
     base = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
-    cmd = [sys.executable, str(REPO / "gridready/sandbox/engine/hub.py"), "download", LLAMA, "--revision", COMMIT,
+    cmd = [sys.executable, str(REPO / "sandbox/engine/hub.py"), "download", LLAMA, "--revision", COMMIT,
            "--cache-dir", str(tmp_path / "hub")]
     refused = subprocess.run(cmd, env={**base, "HF_TOKEN_PATH": str(tmp_path / "absent")}, capture_output=True,
                              text=True)
@@ -96,7 +96,7 @@ def test_simulated_hub_cli_reads_the_token_file_never_argv(tmp_path):
 
 def _engine(tmp_path: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
-    return subprocess.run([sys.executable, "-m", "gridready.sandbox.engine", "serve", LLAMA, "--revision", COMMIT,
+    return subprocess.run([sys.executable, "-m", "sandbox.engine", "serve", LLAMA, "--revision", COMMIT,
                            "--host", "127.0.0.1", "--port", "0", "--hardware-profile", "none", *args],
                           cwd=REPO, env={**base, **env}, capture_output=True, text=True, timeout=60)
 
@@ -110,7 +110,7 @@ def test_simulated_engine_fails_on_a_model_missing_from_the_cache(tmp_path):
     assert online.returncode == 1 and "Please check your internet connection" in online.stderr
     # the wrong revision is missing too, even with another revision of the same model cached
     hub.download(LLAMA, COMMIT, tmp_path / "hf" / "hub", token="hf_test")
-    other = subprocess.run([sys.executable, "-m", "gridready.sandbox.engine", "serve", LLAMA, "--revision", "v9",
+    other = subprocess.run([sys.executable, "-m", "sandbox.engine", "serve", LLAMA, "--revision", "v9",
                             "--host", "127.0.0.1", "--port", "0"], cwd=REPO, capture_output=True, text=True,
                            env={**os.environ, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1"}, timeout=60)
     assert other.returncode == 1 and "LocalEntryNotFoundError" in other.stderr

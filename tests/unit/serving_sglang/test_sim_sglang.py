@@ -12,8 +12,8 @@ import urllib.request
 
 import pytest
 
-from gridready.sandbox.engine import hub
-from gridready.sandbox.engine.prefix_cache import PrefixCache
+from sandbox.engine import hub
+from sandbox.engine.prefix_cache import PrefixCache
 from tests.unit.bench.test_bench_engine import call
 
 FAST = ("--ttft-ms", "5", "--itl-ms", "2", "--prefill-us-per-token", "0")
@@ -169,7 +169,7 @@ def test_without_a_key_sglang_serves_anyone(engine_factory):
 
 
 def test_a_config_file_that_is_not_flat_yaml_is_refused(tmp_path):
-    from gridready.sandbox.engine.auth import sglang_config_key
+    from sandbox.engine.auth import sglang_config_key
 
     bad = tmp_path / "bad.yaml"
     bad.write_text("- a list item\n")

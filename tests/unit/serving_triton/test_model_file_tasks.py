@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from gridready.sandbox.engine import hub
+from sandbox.engine import hub
 
 REPO = Path(__file__).resolve().parents[3]
 TASKS = REPO / "roles" / "gridready_triton_trtllm" / "tasks" / "model_file.yml"

@@ -1,4 +1,4 @@
-"""Entry point: `python3 -m gridready.sandbox.engine`, `python3 -m engine` or `python3 path/to/engine`."""
+"""Entry point: `python3 -m sandbox.engine`, `python3 -m engine` or `python3 path/to/engine`."""
 
 import importlib
 import sys

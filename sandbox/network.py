@@ -7,8 +7,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from gridready.sandbox import paths
-from gridready.sandbox.proc import run
+from sandbox import paths
+from sandbox.proc import run
 
 
 def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:

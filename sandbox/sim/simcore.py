@@ -2,7 +2,7 @@
 
 Stdlib only (Debian bookworm's python3 runs this on the sandbox hosts, where it is installed as the package
 `gridready_sim` under /usr/lib/gridready-sim). The profile is the JSON written from
-`gridready.sandbox.profile.HardwareProfile`; SKU facts come from skus.json (baked from gridready.catalog when the
+`sandbox.profile.HardwareProfile`; SKU facts come from skus.json (baked from gridready.catalog when the
 packages are built) or, in the repository, from gridready.catalog itself.
 """
 
@@ -23,7 +23,7 @@ SYSFS_ROOT = "/var/lib/gridready-sim/sysfs"
 FABRIC_PORT = 18515
 HOSTENGINE_PORT = 5555
 
-# Same tables as gridready/sandbox/profile.py: GPU i and its rail HCA i share a PCIe switch.
+# Same tables as sandbox/profile.py: GPU i and its rail HCA i share a PCIe switch.
 GPU_BUSES = (0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xAB, 0xBA, 0xDB)
 HCA_BUSES = (0x19, 0x2B, 0x3B, 0x5E, 0x9B, 0xAC, 0xBB, 0xDC)
 SWITCH_BUSES = (0x17, 0x29, 0x39, 0x5C, 0x99, 0xAA, 0xB9, 0xDA)  # downstream switch port above each GPU

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from gridready.errors import GridreadyError
 from gridready.exitcodes import ExitCode
-from gridready.sandbox import image
+from sandbox import image
 
 
 def is_root() -> bool:

@@ -19,7 +19,7 @@ from typing import Any
 
 from gridready.errors import GridreadyError
 from gridready.exitcodes import ExitCode
-from gridready.sandbox import paths, proc
+from sandbox import paths, proc
 
 FIRST, LAST = 2, 254  # usable host part of 10.77.0.0/24 (.1 is the bridge)
 DYNAMIC_FIRST = 32  # generated fleets start here; .2-.31 stay for committed inventories (sandbox: .11-.13)

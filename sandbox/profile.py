@@ -1,7 +1,7 @@
 """Hardware profile of one simulated sandbox host: SKU, GPU count, HCAs and injected faults.
 
 The fleet writes one profile per host as JSON to `/etc/gridready-sim/profile.json` (PROFILE_PATH); the
-simulated tools in `gridready/sandbox/sim/` read it (stdlib only: they read the JSON, not these models).
+simulated tools in `sandbox/sim/` read it (stdlib only: they read the JSON, not these models).
 `docs/simulator.md` says what each fault changes in which output.
 """
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from gridready.errors import GridreadyError
 from gridready.exitcodes import ExitCode
-from gridready.sandbox import paths
+from sandbox import paths
 
 IMAGE_VERSION = 3  # bump when the build steps change
 SUITE = "bookworm"
@@ -96,7 +96,7 @@ def ensure_image(log: Path | None = None) -> Path:
         with open(log, "a") as out:
             res = subprocess.run(
                 ["unshare", "--mount", "--propagation", "private", sys.executable, "-m",
-                 "gridready.sandbox.image", "--build", str(tmp)],
+                 "sandbox.image", "--build", str(tmp)],
                 stdout=out, stderr=subprocess.STDOUT, env=env, check=False,
             )
         if res.returncode != 0:

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gridready.sandbox import fleet as fleet_api
-from gridready.sandbox import geninv, paths
+from sandbox import fleet as fleet_api
+from sandbox import geninv, paths
 
 VENV_BIN = Path(sys.executable).parent
 

@@ -29,7 +29,7 @@ PROFILE_FLAGS = {  # flag -> Profile field
 
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
-        prog="python3 -m gridready.sandbox.engine", allow_abbrev=False,
+        prog="python3 -m sandbox.engine", allow_abbrev=False,
         description="gridready's SIMULATED LLM engine: OpenAI (vLLM) or Triton HTTP endpoints with "
                     "profile-driven token timing. Unknown flags (vLLM's) are accepted and ignored.")
     ap.add_argument("--model", "--model-path", dest="model_opt",

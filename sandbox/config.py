@@ -1,6 +1,6 @@
 """Read a sandbox inventory: host names and 10.77.0.x addresses from hosts.yml, hardware profiles from sandbox.yml.
 
-sandbox.yml (SIMULATED hardware; schema of a profile: gridready/sandbox/profile.py HardwareProfile):
+sandbox.yml (SIMULATED hardware; schema of a profile: sandbox/profile.py HardwareProfile):
 
     defaults: {sku: H200-SXM-141GB, gpus: 8, hcas: 8}       # hcas: a count (sample HCAs) or a list
     hosts:
@@ -19,8 +19,8 @@ import yaml
 
 from gridready.errors import GridreadyError
 from gridready.exitcodes import ExitCode
-from gridready.sandbox import alloc
-from gridready.sandbox.profile import HardwareProfile, sample_hca  # the simulator's schema
+from sandbox import alloc
+from sandbox.profile import HardwareProfile, sample_hca  # the simulator's schema
 
 DEFAULT_PROFILE: dict[str, Any] = {"sku": "H200-SXM-141GB", "gpus": 8, "hcas": 8}
 
@@ -95,7 +95,7 @@ def load(inv: Path, hosts: int | None = None) -> FleetConfig:
         if not 1 <= hosts <= len(names):
             raise GridreadyError(
                 f"{inv / 'hosts.yml'}: defines {len(names)} hosts, {hosts} asked; add hosts to hosts.yml "
-                "(and sandbox.yml) or use a generated fleet (gridready.sandbox.geninv)", ExitCode.INVALID)
+                "(and sandbox.yml) or use a generated fleet (sandbox.geninv)", ExitCode.INVALID)
         names = names[:hosts]
     out = []
     for name in names:
@@ -142,8 +142,17 @@ def write_sim_hardware(upper: Path, profile_json: str) -> None:
     into the host's upper dir at bring-up, so preflight sees the GPUs and HCAs before the driver packages
     (whose gridready-sim-sysfs unit rewrites the same tree at boot). A broken simulator only warns."""
     try:
-        from gridready.sandbox.sim import simcore, sysfs
+        from sandbox.sim import simcore, sysfs
 
         sysfs.write_tree(simcore.from_dict(json.loads(profile_json)), upper / SIM_SYSFS)
     except Exception as err:  # the fleet still comes up; the package postinst writes the tree later
         print(f"warning: sandbox: simulated sysfs not written at bring-up: {err!r}", file=sys.stderr)
+
+
+def customer_of(inv: Path) -> str:
+    """The `customer` of a sandbox inventory's cluster.yml (its vault id)."""
+    spec = _yaml(inv / "cluster.yml") or {}
+    customer = spec.get("customer") if isinstance(spec, dict) else None
+    if not isinstance(customer, str) or not customer:
+        raise GridreadyError(f"{inv / 'cluster.yml'}: customer: missing", ExitCode.INVALID)
+    return customer

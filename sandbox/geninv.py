@@ -18,8 +18,8 @@ import yaml
 
 from gridready.errors import GridreadyError
 from gridready.exitcodes import ExitCode
-from gridready.sandbox import alloc, config, fleet, paths
 from gridready.spec import names as spec_names
+from sandbox import alloc, config, fleet, paths
 
 BASE = paths.repo_root() / "inventories" / "sandbox"
 SLUG = re.compile(spec_names.SLUG)

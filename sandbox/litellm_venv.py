@@ -16,7 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gridready.sandbox import paths
+from sandbox import paths
 
 LOCK = paths.repo_root() / "roles" / "gridready_router" / "files" / "litellm-requirements.txt"
 PYTHON = "3.11"  # the lock's CPython (Debian 12's python3; the role's gridready_router_python_version)

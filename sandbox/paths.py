@@ -42,4 +42,4 @@ def control_dir(name: str) -> Path:
 
 def repo_root() -> Path:
     """The source tree this package runs from (for subprocesses that import gridready)."""
-    return Path(__file__).resolve().parents[2]
+    return Path(__file__).resolve().parents[1]

@@ -10,7 +10,7 @@
 
 Both skip with the reason when the machine cannot run the fleet (not root, no netns/overlayfs/nspawn).
 Fleets are torn down at the end of the session (and reaped by the next bring-up if the session dies);
-GRIDREADY_SANDBOX_KEEP=1 keeps them for debugging (`python -m gridready.sandbox down <inventory>` later).
+GRIDREADY_SANDBOX_KEEP=1 keeps them for debugging (`python -m sandbox down <inventory>` later).
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 
-from gridready.sandbox import alloc, preflight
-from gridready.sandbox.testfleet import Fleet, start_fleet
+from sandbox import alloc, preflight
+from sandbox.testfleet import Fleet, start_fleet
 
 __all__ = ["Fleet", "fleet", "make_fleet", "make_module_fleet", "start_fleet"]
 
@@ -48,7 +48,7 @@ def make_fleet() -> Iterator[Callable[..., Fleet]]:
                 with alloc.locked() as table:  # no owner any more: not reaped when this session ends
                     table["fleets"].get(f.name, {})["owner_pid"] = None
                 print(f"\nsandbox fleet kept: {f.inventory} (ssh -F {f.ssh_config} node1; "
-                      f"python -m gridready.sandbox down {f.inventory})")
+                      f"python -m sandbox down {f.inventory})")
             made.clear()
             return
         while made:

@@ -23,7 +23,7 @@ EXIT_NO_HOSTENGINE = 255  # dcgmi's exit when it cannot connect to nv-hostengine
 # packages (-cuda<N> and its Recommends, -proprietary-cuda<N>), so a host with -core alone cannot run `dcgmi diag`.
 # DCGM User Guide, "Installation" (datacenter-gpu-manager-4-cuda<N> installed with --install-recommends),
 # https://docs.nvidia.com/datacenter/dcgm/latest/user-guide/getting-started.html. The marker files are written by
-# the simulated packages (gridready/sandbox/packages.py); the message is the simulator's own.
+# the simulated packages (sandbox/packages.py); the message is the simulator's own.
 DCGM4_CORE = Path("/usr/share/doc/datacenter-gpu-manager-4-core")
 DIAG_PLUGINS = Path("/usr/share/gridready-sim/dcgm-diag-plugins")
 

@@ -11,7 +11,10 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import os
+import secrets
 import shutil
+import string
 import subprocess
 import time
 from collections.abc import Iterator
@@ -20,10 +23,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from gridready import vault
 from gridready.errors import GridreadyError
 from gridready.exitcodes import ExitCode
-from gridready.sandbox import aptserve, config, container, image, network, paths, preflight, proc
-from gridready.sandbox.alloc import claim, dead_owned, locked, release, short_id
+from sandbox import aptserve, config, container, image, network, paths, preflight, proc
+from sandbox.alloc import claim, dead_owned, locked, release, short_id
 
 HostState = Literal["running", "booting", "stopped"]
 FleetState = Literal["running", "degraded", "stopped"]
@@ -45,7 +49,7 @@ class FleetStatus(BaseModel):
     identity_file: str
     repo_url: str = paths.REPO_URL
     apt_proxy: str = f"http://{paths.BRIDGE_ADDR}:{paths.ACNG_PORT}"
-    simulated: str = "GPU/HCA hardware is simulated (gridready.sandbox); OS, systemd, sshd, apt, Ray are real"
+    simulated: str = "GPU/HCA hardware is simulated (sandbox); OS, systemd, sshd, apt, Ray are real"
 
 
 # ---- naming and files --------------------------------------------------------------------------------------
@@ -145,8 +149,27 @@ def up(inventory_dir: Path, hosts: int | None = None, *, owner_pid: int | None =
     """
     preflight.check()
     cfg = config.load(Path(inventory_dir), hosts)
+    prepare_inventory(cfg.inventory)
     with _fleet_lock(cfg.name):
         return _up(cfg, hosts, owner_pid)
+
+
+def prepare_inventory(inventory_dir: Path) -> None:
+    """What a customer does by hand before the first run, done for a sandbox inventory: a vault password file
+    (`.vault-pass`, git-ignored, which gridready.vault reads like any inventory's) and a Hugging Face token in the
+    vault for the simulated Hub (sandbox/engine/hub.py opens its gated repositories to any token, so the vault ->
+    hosts path of the token runs as on a real fleet)."""
+    pw = inventory_dir / vault.INVENTORY_PASSWORD_FILE
+    if not pw.exists():
+        fd = os.open(pw, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(secrets.token_urlsafe(32) + "\n")
+    customer = config.customer_of(inventory_dir)
+    data = vault.read(customer, inventory_dir)
+    if not data.get(vault.HF_TOKEN_VAR):
+        alphabet = string.ascii_letters + string.digits
+        data[vault.HF_TOKEN_VAR] = "hf_" + "".join(secrets.choice(alphabet) for _ in range(34))
+        vault.write(customer, inventory_dir, data)
 
 
 def _up(cfg: config.FleetConfig, hosts: int | None, owner_pid: int | None) -> FleetStatus:
@@ -327,6 +350,13 @@ def status(inventory_dir: Path, hosts: int | None = None) -> FleetStatus:
 def ensure_up(inventory_dir: Path) -> FleetStatus:
     """The running fleet, brought up first when it is not (what `invoke provision` does on a sandbox)."""
     return up(inventory_dir)
+
+
+def ensure_for(inventory_dir: Path) -> None:
+    """tasks.py's hook before a stage: a sandbox inventory (it has sandbox.yml) gets its fleet up; any other
+    inventory is left alone."""
+    if (inventory_dir / "sandbox.yml").exists():
+        ensure_up(inventory_dir)
 
 
 def format_status(st: FleetStatus) -> str:

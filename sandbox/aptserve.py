@@ -3,7 +3,7 @@
 - apt-cacher-ng on 10.77.0.1:3142 for Debian packages (the hosts' apt proxy; a warm cache makes reruns offline):
   unpacked from its .deb (`apt-get download` + `dpkg-deb -x`) into the cache dir, never installed.
 - a static HTTP server on 10.77.0.1:8088 serving `nvidia/`, the flat repository of simulated NVIDIA packages that
-  `gridready.sandbox.packages.build_repo(out_dir)` builds (an empty repository until that module exists), signed
+  `sandbox.packages.build_repo(out_dir)` builds (an empty repository until that module exists), signed
   with a sandbox-only gpg key made once per cache dir and served at `keys/gridready-sandbox-archive-keyring.gpg`.
 The first fleet starts them, the last one down stops them (saved PIDs, under the allocator lock).
 """
@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from gridready.errors import GridreadyError
-from gridready.sandbox import packages, paths, proc
-from gridready.sandbox.proc import run
+from sandbox import packages, paths, proc
+from sandbox.proc import run
 
 ACNG_DEBS = ("apt-cacher-ng", "libevent-pthreads-2.1-7", "libc-ares2", "libwrap0")
 KEY_UID = "gridready sandbox repository (SIMULATED packages) <sandbox@gridready.invalid>"

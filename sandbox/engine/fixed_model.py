@@ -345,7 +345,7 @@ class FixedCostModel:
 
 
 def gpu_count(profile: Path | None) -> int:
-    """GPUs of the simulated host: the hardware profile's `gpus` (gridready/sandbox/profile.py HardwareProfile,
+    """GPUs of the simulated host: the hardware profile's `gpus` (sandbox/profile.py HardwareProfile,
     default 8), 8 without a profile."""
     if profile is None:
         return 8

@@ -1,4 +1,4 @@
-"""`python -m gridready.sandbox up|down|status [INVENTORY_DIR] [--hosts N] [--json]` (invoke wraps the same API)."""
+"""`python -m sandbox up|down|status [INVENTORY_DIR] [--hosts N] [--json]` (invoke wraps the same API)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import sys
 from pathlib import Path
 
 from gridready.errors import GridreadyError
-from gridready.sandbox import fleet
+from sandbox import fleet
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m gridready.sandbox")
+    ap = argparse.ArgumentParser(prog="python -m sandbox")
     ap.add_argument("action", choices=["up", "down", "status"])
     ap.add_argument("inventory", nargs="?", default="inventories/sandbox", type=Path)
     ap.add_argument("--hosts", type=int, default=None)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gridready.errors import GridreadyError
-from gridready.sandbox import proc
+from sandbox import proc
 
 CGROUP_BASE = "gridready-sandbox"
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gridready import catalog
-from gridready.sandbox.sim import simcore
+from sandbox.sim import simcore
 
 SIM_DIR = Path(__file__).resolve().parent / "sim"
 LIB = "/usr/lib/gridready-sim"  # the stdlib-only simulator, importable as `gridready_sim`
@@ -373,7 +373,7 @@ def _all_files(p: Pkg) -> dict[str, bytes]:
     for name, text in p.units.items():
         files[f"/lib/systemd/system/{name}"] = text.encode()
     doc = f"/usr/share/doc/{p.name}/README.gridready-sim"
-    files[doc] = f"{p.name} {p.version}: SIMULATED by gridready's sandbox (gridready/sandbox/packages.py).\n".encode()
+    files[doc] = f"{p.name} {p.version}: SIMULATED by gridready's sandbox (sandbox/packages.py).\n".encode()
     return files
 
 

@@ -1,4 +1,4 @@
-"""Probe documents of simulated nodes without booting any host: the simulated tools (gridready.sandbox.sim) run
+"""Probe documents of simulated nodes without booting any host: the simulated tools (sandbox.sim) run
 in-process for one hardware profile each, and their outputs go through the probe's own parsers
 (gridready.probe.offline), so a fleet of any size can be judged and reported on the controller alone.
 Used by benchmarks/certify_fleet.py and the report tests. Every document carries the simulator's markers."""
@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from gridready.probe import nvsmi, offline
-from gridready.sandbox.profile import Fault, HardwareProfile
-from gridready.sandbox.sim import dcgmi, dmesg, nccl_tests, nvidia_smi, simcore
+from sandbox.profile import Fault, HardwareProfile
+from sandbox.sim import dcgmi, dmesg, nccl_tests, nvidia_smi, simcore
 
 NCCL_ARGS = ["-b", str(1 << 20), "-e", str(8 << 30), "-f", "2", "-n", "20", "-w", "5", "-c", "1"]
-# faults a fleet benchmark spreads over a few nodes (gridready/sandbox/profile.py FaultKind)
+# faults a fleet benchmark spreads over a few nodes (sandbox/profile.py FaultKind)
 FAULTS: tuple[dict[str, Any], ...] = (
     {"kind": "pcie_downtrained", "gpu": 3}, {"kind": "nvlink_inactive", "gpu": 1},
     {"kind": "xid", "gpu": 0, "code": 79}, {"kind": "ecc_uncorrectable", "gpu": 2},
