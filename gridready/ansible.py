@@ -189,10 +189,10 @@ def run_playbook(
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
         "ANSIBLE_FORCE_COLOR": "0",
         "ANSIBLE_NOCOLOR": "1",
-        # facts are cached per inventory: every sandbox fleet has a node1
+        # facts are cached per inventory: host names repeat across inventories
         "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(REPO / ".cache" / "ansible-facts" / inv.name),
         # ansible-runner sets ANSIBLE_HOST_KEY_CHECKING=False when the variable is absent (config/_base.py,
-        # prepare_env), overriding ansible.cfg; keep Ansible's default. Sandbox inventories opt out per host.
+        # prepare_env), overriding ansible.cfg; keep Ansible's default; an inventory may opt out per host.
         "ANSIBLE_HOST_KEY_CHECKING": "True",
     }
     kept: list[dict[str, Any]] = []

@@ -2,8 +2,8 @@
 
 `gridready.stages.provision` passes `{group name: role_vars(spec, group)}` as the extra var `gridready_group_vars`;
 playbooks/provision.yml applies a host's entry (set_fact) before the roles run, so these values win over the
-inventory's group_vars for the keys listed here. Everything else (repository URLs, reboot policy, sysfs roots of
-the sandbox) stays inventory configuration. docs/provision.md lists every role variable.
+inventory's group_vars for the keys listed here. Everything else (repository URLs, reboot policy, sysfs
+roots) stays inventory configuration. docs/provision.md lists every role variable.
 """
 
 from __future__ import annotations

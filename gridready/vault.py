@@ -2,7 +2,7 @@
 
 `inventories/<c>/group_vars/all/vault.yml` is an ansible-vault file (vault id = customer) that Ansible loads
 with the rest of group_vars. The password comes from GRIDREADY_VAULT_PASSWORD_FILE; without it, an
-inventory may instead keep its own git-ignored `.vault-pass` (the sandbox makes one for its inventory).
+inventory may instead keep its own git-ignored `.vault-pass` (inventories/*/.vault-pass).
 Encryption and decryption use ansible-core's VaultLib, the library behind `ansible-vault`.
 """
 

@@ -4,7 +4,8 @@
   unpacked from its .deb (`apt-get download` + `dpkg-deb -x`) into the cache dir, never installed.
 - a static HTTP server on 10.77.0.1:8088 serving `nvidia/`, the flat repository of simulated NVIDIA packages that
   `sandbox.packages.build_repo(out_dir)` builds (an empty repository until that module exists), signed
-  with a sandbox-only gpg key made once per cache dir and served at `keys/gridready-sandbox-archive-keyring.gpg`.
+  with a sandbox-only gpg key made once per cache dir and served at `keys/gridready-sandbox-archive-keyring.gpg`,
+  and `pypi/simple/`, the hosts' Python package index (sandbox/pypi.py).
 The first fleet starts them, the last one down stops them (saved PIDs, under the allocator lock).
 """
 
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from gridready.errors import GridreadyError
-from sandbox import packages, paths, proc
+from sandbox import packages, paths, proc, pypi
 from sandbox.proc import run
 
 ACNG_DEBS = ("apt-cacher-ng", "libevent-pthreads-2.1-7", "libc-ares2", "libwrap0")
@@ -80,7 +81,7 @@ def start(services: dict[str, Any]) -> None:
     """Start whichever service is not running (the bridge must be up). Caller holds the allocator lock.
 
     Call refresh_repo() first, outside that lock (a repository build can take seconds)."""
-    if not (_www() / "nvidia").exists():
+    if not (_www() / "nvidia").exists() or not (_www() / "pypi").exists():
         refresh_repo()
     if not proc.alive(services.get("acng", {}).get("pid"), services.get("acng", {}).get("start")):
         services["acng"] = _start_acng()
@@ -167,7 +168,13 @@ def refresh_repo() -> Path:
     lockfile.parent.mkdir(parents=True, exist_ok=True)
     with open(lockfile, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        return _refresh_repo()
+        repo = _refresh_repo()
+        try:
+            pypi.refresh(_www())
+        except (OSError, subprocess.CalledProcessError) as err:
+            raise GridreadyError(f"sandbox: building the hosts' Python package index failed ({err}); the "
+                                 "controller's pip must reach PyPI once to mirror Ray") from err
+        return repo
 
 
 def _refresh_repo() -> Path:

@@ -23,7 +23,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from gridready import vault
 from gridready.errors import GridreadyError
 from gridready.exitcodes import ExitCode
 from sandbox import aptserve, config, container, image, network, paths, preflight, proc
@@ -159,6 +158,8 @@ def prepare_inventory(inventory_dir: Path) -> None:
     (`.vault-pass`, git-ignored, which gridready.vault reads like any inventory's) and a Hugging Face token in the
     vault for the simulated Hub (sandbox/engine/hub.py opens its gated repositories to any token, so the vault ->
     hosts path of the token runs as on a real fleet)."""
+    from gridready import vault  # ansible-core's vault: imported here, after preflight (it writes under $HOME)
+
     pw = inventory_dir / vault.INVENTORY_PASSWORD_FILE
     if not pw.exists():
         fd = os.open(pw, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

@@ -57,7 +57,8 @@ def make(name: str, n: int = 3, profiles: dict[str, dict[str, Any]] | None = Non
     cluster = re.sub(r"(?m)^customer:.*$", f"customer: {name}", (base / "cluster.yml").read_text())
     (inv / "cluster.yml").write_text(cluster)
     if (base / "group_vars").is_dir():
-        shutil.copytree(base / "group_vars", inv / "group_vars")
+        # not the base's vault: it is encrypted with the base's password; this inventory gets its own
+        shutil.copytree(base / "group_vars", inv / "group_vars", ignore=shutil.ignore_patterns("vault.yml"))
     (inv / "invoke.yaml").write_text(f"gridready:\n  inventory: {inv}\n")
     sandbox = {"defaults": base_sb.get("defaults") or {}, "hosts": {h: per_host[h] for h in hosts}}
     (inv / "sandbox.yml").write_text(f"# generated for sandbox fleet {name} (SIMULATED hardware)\n"

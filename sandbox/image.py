@@ -1,8 +1,9 @@
 """The sandbox hosts' root image: Debian bookworm by debootstrap, built once and cached by a hash of its recipe.
 
 `ensure_image()` returns `<cache>/images/<key>/rootfs`, the read-only overlay lower dir every host shares. The
-build runs in a private mount namespace (`unshare --mount`), so its bind mounts vanish with it; pip in the chroot
-gets the controller's CA bundle (pitfall 1 of docs/shared reference/test-fleet.md).
+build runs in a private mount namespace (`unshare --mount`), so its bind mounts vanish with it. The image is a
+fresh Debian 12 server: Python packages, engines and tools come from the roles, through the sandbox's package
+sources (sandbox/aptserve.py, sandbox/pypi.py).
 """
 
 from __future__ import annotations
@@ -21,17 +22,19 @@ from gridready.errors import GridreadyError
 from gridready.exitcodes import ExitCode
 from sandbox import paths
 
-IMAGE_VERSION = 3  # bump when the build steps change
+IMAGE_VERSION = 4  # bump when the build steps change
 SUITE = "bookworm"
 MIRROR = "http://deb.debian.org/debian"
-PACKAGES = (
-    "openssh-server", "python3", "python3-venv", "python3-apt", "iproute2", "procps", "sudo", "systemd",
-    "systemd-sysv", "dbus", "libpam-systemd", "ca-certificates", "curl", "gnupg", "iputils-ping", "kmod",
-    "pciutils", "netbase", "less", "rsync", "xz-utils", "lsb-release", "tini",
+# A fresh Debian 12 server and nothing more: debootstrap's minbase (priority required), the priority important
+# and standard packages a server install has (`apt-cache show <p>`: Priority), and what a Debian server or cloud
+# image adds for remote management: openssh-server, python3 (Ansible's interpreter) and sudo. What a stage
+# needs beyond this, a role installs (tests/sandbox/test_bare_host.py holds it).
+SERVER_PACKAGES = (
+    "openssh-server", "python3", "sudo",  # the SSH server task, Ansible's interpreter, sudo
+    "iproute2", "procps", "systemd", "systemd-sysv", "iputils-ping", "kmod", "netbase", "less",  # important
+    "dbus", "libpam-systemd", "ca-certificates", "pciutils", "xz-utils",  # standard
 )
-RAY_VERSION = "2.60.0"
-RAY_REQUIREMENT = f"ray[client]=={RAY_VERSION}"
-RAY_VENV = "/opt/ray/venv"
+PACKAGES = SERVER_PACKAGES
 MASKED_UNITS = ("apt-daily.timer", "apt-daily-upgrade.timer", "man-db.timer", "e2scrub_all.timer",
                 "fstrim.timer", "getty@tty1.service")
 OK_MARKER = ".gridready-image.json"
@@ -56,7 +59,7 @@ UseDNS no
 
 def image_key() -> str:
     recipe = {"v": IMAGE_VERSION, "suite": SUITE, "mirror": MIRROR, "packages": sorted(PACKAGES),
-              "ray": RAY_REQUIREMENT, "masked": sorted(MASKED_UNITS), "proxy": APT_PROXY, "sshd": SSHD_CONF}
+              "masked": sorted(MASKED_UNITS), "proxy": APT_PROXY, "sshd": SSHD_CONF}
     return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -101,7 +104,7 @@ def ensure_image(log: Path | None = None) -> Path:
             )
         if res.returncode != 0:
             raise GridreadyError(f"sandbox: image build failed (exit {res.returncode}); see {log}")
-        meta = {"key": final.name, "seconds": round(time.monotonic() - started, 1), "ray": RAY_REQUIREMENT,
+        meta = {"key": final.name, "seconds": round(time.monotonic() - started, 1),
                 "packages": list(PACKAGES), "built": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
         (tmp / OK_MARKER).write_text(json.dumps(meta, indent=2) + "\n")
         shutil.rmtree(final, ignore_errors=True)
@@ -144,14 +147,6 @@ def _build(tmp: Path) -> None:
     _chroot(root, "apt-get", "update", "-q")
     _chroot(root, "apt-get", "install", "-y", "-q", "--no-install-recommends", *PACKAGES)
     _chroot(root, "apt-get", "dist-upgrade", "-y", "-q", "--no-install-recommends")
-    # Ray venv; pip must trust the controller's CA bundle (the registry's TLS may be re-signed)
-    shutil.copy("/etc/ssl/certs/ca-certificates.crt", root / "tmp/host-ca.crt")
-    ca = "/tmp/host-ca.crt"
-    pip_env = {"REQUESTS_CA_BUNDLE": ca, "CURL_CA_BUNDLE": ca, "PIP_CERT": ca, "SSL_CERT_FILE": ca,
-               "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_DEFAULT_TIMEOUT": "180"}
-    _chroot(root, "python3", "-m", "venv", RAY_VENV)
-    _chroot(root, f"{RAY_VENV}/bin/pip", "install", "-q", "--no-cache-dir", RAY_REQUIREMENT, extra_env=pip_env)
-    (root / "tmp/host-ca.crt").unlink()
     _configure(root)
     _chroot(root, "systemctl", "mask", *MASKED_UNITS)
     _chroot(root, "apt-get", "clean")
@@ -173,7 +168,7 @@ def _configure(root: Path) -> None:
     (root / "etc/gridready-sim").mkdir(exist_ok=True)
     (root / "root/.ssh").mkdir(mode=0o700, exist_ok=True)
     _write(root, "/etc/gridready-sandbox-image",
-           f"gridready sandbox image {image_key()} (debootstrap {SUITE}, {RAY_REQUIREMENT}); SIMULATED fleet host\n")
+           f"gridready sandbox image {image_key()} (debootstrap {SUITE}, a fresh server); SIMULATED fleet host\n")
 
 
 if __name__ == "__main__":

@@ -187,7 +187,7 @@ def judge_node(spec: CertificationSpec, target: Any, probe_doc: dict[str, Any] |
     return v
 
 
-SIM_MARKER = "gridready-sim"  # every simulated tool prints it (sandbox/sim/*.py, "Markers" in each header)
+SIM_MARKER = "gridready-sim"  # every simulated tool prints it in its output (docs/simulator.md, "Markers")
 
 
 def simulated_outputs(probe_doc: Mapping[str, Any]) -> list[str]:

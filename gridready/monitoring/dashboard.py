@@ -140,7 +140,7 @@ def build() -> dict[str, Any]:
         "title": "gridready: certification and serving",
         "uid": "gridready-main",
         "description": "Certification verdicts, serving SLO gate results and live engine metrics "
-                       "(simulated engines in the sandbox report gridready_sim_info).",
+                       "(simulated engines report gridready_sim_info).",
         "tags": ["gridready", "gpu", "llm-serving"],
         "timezone": "utc",
         "schemaVersion": 39,

@@ -4,7 +4,7 @@ Standard library only: the file is also piped to a node as `python3 - snapshot|c
 Collectors only measure; verdicts live in `gridready/certify/hca.py`. Every collector returns plain JSON data and
 records a failure to run as data (`rc`, `error`), never as an exception.
 Sysfs is read under env GRIDREADY_SYSFS_ROOT (default `/`): `<root>/sys/class/infiniband` or, when the root itself
-holds `class/infiniband` (the sandbox's `/var/lib/gridready-sim/sysfs`), `<root>/class/infiniband`.
+holds `class/infiniband` (a tree mounted elsewhere), `<root>/class/infiniband`.
 """
 
 from __future__ import annotations

@@ -143,7 +143,7 @@ def iommu_mode(cmd: str | None, groups: int) -> str:
 
 
 def simulated() -> bool:
-    """The sandbox's sysfs tree carries a GRIDREADY_SIMULATED marker file at its root or one level up (a real /sys
-    never does: sandbox/sim/sysfs.py)."""
+    """A simulated sysfs tree says so: a GRIDREADY_SIMULATED marker file at its root or one level up (a real /sys
+    never has one); the report labels such evidence SIMULATED."""
     here = sysfs_root()
     return any(os.path.exists(os.path.join(d, "GRIDREADY_SIMULATED")) for d in (here, os.path.dirname(here)))

@@ -10,7 +10,7 @@ from typing import Any
 
 
 def sysfs_root() -> str:
-    """`/sys`, or the fake tree of the sandbox simulator: GRIDREADY_SYSFS_ROOT is either a root holding `sys/`
+    """`/sys`, or another tree: GRIDREADY_SYSFS_ROOT is either a root holding `sys/`
     or the sysfs tree itself (holding `bus/`, `class/`)."""
     root = os.environ.get("GRIDREADY_SYSFS_ROOT")
     if not root:

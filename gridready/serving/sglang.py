@@ -17,8 +17,6 @@ from gridready.serving.vllm import STOP_MARGIN_S
 from gridready.spec import ServingSpec, Tier
 from gridready.spec.sglang import SglangSettings
 
-SIM_MODE = ["--mode", "sglang"]
-
 
 def settings(tier: Tier) -> SglangSettings:
     return tier.sglang or SglangSettings()
@@ -100,8 +98,7 @@ def node_env(plan: TierPlan, node: CertifiedNode, serving: ServingSpec) -> dict[
     return env
 
 
-def units(plans: list[TierPlan], cert: Certification, serving: ServingSpec, engine_mode: str
-          ) -> list[dict[str, Any]]:
+def units(plans: list[TierPlan], cert: Certification, serving: ServingSpec) -> list[dict[str, Any]]:
     """One `sglang-<tier>` unit per node of every replica of every sglang tier."""
     out: list[dict[str, Any]] = []
     for plan in plans:
@@ -123,7 +120,7 @@ def units(plans: list[TierPlan], cert: Certification, serving: ServingSpec, engi
                     "dist_init_port": settings(plan.tier).dist_init_port,
                     "served_name": plan.tier.served_name,
                     "stop_timeout_s": plan.tier.drain_timeout_s + STOP_MARGIN_S,
-                    "args": [*args, *SIM_MODE] if engine_mode == "simulated" else args,
+                    "args": args,
                     "env": node_env(plan, node, serving),
                     "version": pin(settings(plan.tier).version).version,
                     "pip_spec": pin(settings(plan.tier).version).pip_spec,

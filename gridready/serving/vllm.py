@@ -14,8 +14,6 @@ from gridready.serving.topology import Certification, CertifiedNode, TierPlan, c
 from gridready.spec.rules import tier_ports
 from gridready.spec.serving import ServingSpec
 
-SIM_ENGINE_DIR = "/opt/gridready/sim/engine"  # the simulated engine directory on sandbox hosts
-RAY_PYTHON = "/opt/ray/venv/bin/python3"
 HEALTH_CHECK_PERIOD_S = 10
 HEALTH_CHECK_TIMEOUT_S = 30
 # A pod, or a unit on hosts, gets this much beyond the drain for Ray and the engine to exit after the drain.
@@ -75,16 +73,6 @@ def serve_args(plan: TierPlan, host: str = "0.0.0.0") -> list[str]:
     if tier.lora_adapters:
         args += ["--lora-modules", *(f"{a.name}={a.path}" for a in tier.lora_adapters)]
     return args
-
-
-def sim_args(plan: TierPlan, ray_address: str) -> list[str]:
-    """The simulated engine takes the same arguments, ignores what it does not model, and joins Ray."""
-    return [
-        *serve_args(plan),
-        "--ray-address", ray_address,
-        "--ray-python", RAY_PYTHON,
-        "--ray-required",
-    ]
 
 
 def socket_ifname(plan: TierPlan, serving: ServingSpec) -> str | None:
@@ -171,7 +159,7 @@ def health_extravars(serving: ServingSpec) -> dict[str, Any]:
 
 
 def hosts_extravars(
-    plans: list[TierPlan], cert: Certification, serving: ServingSpec, engine_mode: str
+    plans: list[TierPlan], cert: Certification, serving: ServingSpec
 ) -> dict[str, Any]:
     """`gridready_serve` for playbooks/serve.yml: per host its Ray role, head and env; per tier its command."""
     hosts: dict[str, Any] = {}
@@ -210,7 +198,7 @@ def hosts_extravars(
                 "served_name": plan.tier.served_name,
                 "expected_gpus": plan.gpus_per_node * plan.nodes_per_replica,
                 "expected_nodes": plan.nodes_per_replica,
-                "args": sim_args(plan, address) if engine_mode == "simulated" else serve_args(plan),
+                "args": serve_args(plan),
                 "stop_timeout_s": plan.tier.drain_timeout_s + STOP_MARGIN_S,
                 "env": env,
                 # vLLM's /health answers 200 while the engine is alive, without the API key (public route)
@@ -219,7 +207,6 @@ def hosts_extravars(
     return {
         **health_extravars(serving),
         "gridready_serve": {
-            "engine_mode": engine_mode,
             "ray_version": serving.ray_version,
             "vllm_version": serving.vllm_version,
             "ray_port": serving.ray_port,

@@ -94,6 +94,12 @@ class SoftwarePins(BaseModel):
         None, pattern=r"^(?:[0-9A-Fa-f]{4} ?){10}$|^[0-9A-Fa-f]{64}$",
         description="OpenPGP fingerprint of the mirror's signing key (40 hex digits, V4; 64 for V6); required for a "
                     "plain-http mirror, checked on every node against the downloaded key")
+    python_index: str | None = Field(
+        None, description="PEP 503 simple index (a PyPI mirror) that the nodes' pip installs Ray, vLLM, SGLang and "
+                          "huggingface_hub from, for air-gapped sites (https; http only with python_index_plain_http)")
+    python_index_plain_http: bool = Field(
+        False, description="accept an http:// python_index (pip's --trusted-host for its host): the packages then "
+                           "come unauthenticated, so only on an isolated network you control")
 
 
 class ClusterSpec(BaseModel):

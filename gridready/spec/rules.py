@@ -75,6 +75,7 @@ def field_patterns(spec: ClusterSpec) -> Iterator[tuple[str, str]]:
         except ValueError:
             yield f"serving.firewall_clients[{i}]", "must be a CIDR network such as 192.0.2.0/24 (no host bits set)"
     yield from mirror_trust(spec)
+    yield from python_index_trust(spec)
     if spec.certification.validity_hours > MAX_VALIDITY_HOURS:
         yield "certification.validity_hours", f"must be at most {MAX_VALIDITY_HOURS} (a year)"
     for i, tier in enumerate(serving.tiers):
@@ -107,6 +108,23 @@ def mirror_trust(spec: ClusterSpec) -> Iterator[tuple[str, str]]:
     elif url.lower().startswith("http://") and not pins.package_mirror_key_fingerprint:
         yield ("software.package_mirror", "a plain-http mirror needs software.package_mirror_key_fingerprint "
                "(its signing key would come over the same unauthenticated connection)")
+
+
+PYTHON_INDEX_URL = re.compile(r"https?://[A-Za-z0-9.-]+(?::\d{1,5})?(?:/[A-Za-z0-9._~/%+-]*)?")
+
+
+def python_index_trust(spec: ClusterSpec) -> Iterator[tuple[str, str]]:
+    """pip ignores a plain-http index unless its host is trusted (pip's `--trusted-host`), and then nothing
+    authenticates the packages: the opt-in is named. No credentials in the URL: they would reach the nodes' argv
+    and the job events (a mirror that needs them takes them from the nodes' netrc, outside gridready)."""
+    url = spec.software.python_index
+    if url is None:
+        return
+    if not PYTHON_INDEX_URL.fullmatch(url):
+        yield "software.python_index", "must be an http(s) URL without credentials, query or whitespace"
+    elif url.lower().startswith("http://") and not spec.software.python_index_plain_http:
+        yield ("software.python_index", "a plain-http index needs software.python_index_plain_http: true "
+               "(pip would otherwise ignore it, and nothing authenticates its packages)")
 
 
 def tier_ports(tier: Any) -> list[tuple[str, int]]:

@@ -23,7 +23,7 @@ from gridready.spec.sglang import SglangSettings
 from gridready.spec.sglang import problems as sglang_problems
 from gridready.spec.triton import TritonSettings
 
-# Pins: PyPI's newest releases (vllm 0.33.0 and ray 2.60.0, both 2026-11); the sandbox image ships ray 2.60.0.
+# Pins: PyPI's newest releases (vllm 0.33.0 and ray 2.60.0, both 2026-11).
 VLLM_VERSION = "0.33.0"
 RAY_VERSION = "2.60.0"
 KUBERAY_VERSION = "1.7.0"  # the CRDs in gridready/data/crds/ come from this tag
@@ -250,6 +250,18 @@ class EngineHealth(BaseModel):
         description="failures count only after the engine answered once since its start, or after this long")
 
 
+class RayNodeSizing(BaseModel):
+    """What `ray start` offers on each serving node (target hosts); unset: Ray's own detection."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    num_cpus: PositiveInt | None = Field(None, description="--num-cpus (unset: every vCPU of the node)")
+    memory_bytes: PositiveInt | None = Field(None, description="--memory in bytes (unset: Ray's default)")
+    object_store_bytes: int | None = Field(None, ge=78_643_200, description="--object-store-memory in bytes "
+                                           "(unset: Ray's default; Ray refuses less than 75 MiB)")
+    include_dashboard: bool = Field(True, description="run Ray's dashboard on the heads (job submission, metrics)")
+
+
 class ServingSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -263,6 +275,7 @@ class ServingSpec(BaseModel):
         None, description="NCCL/Gloo socket interface on hosts; default: the node group's mgmt_interface"
     )
     wait_timeout_s: PositiveInt = Field(900, description="how long vllm-<tier> waits for every GPU to join")
+    ray_node: RayNodeSizing = Field(default_factory=RayNodeSizing, description="resources `ray start` offers")
     firewall_clients: list[str] = Field(
         default_factory=list,
         description="CIDRs besides the cluster members and the controller allowed to the API and metrics ports",

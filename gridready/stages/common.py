@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 from gridready.ansible import PlaybookResult
 from gridready.contracts import HostOutcome
@@ -23,8 +24,21 @@ class Timer:
 
 
 def base_extravars(inv: Inventory) -> dict[str, Any]:
-    """Every stage playbook gets the customer and the GPU node groups (its preflight play asserts them)."""
-    return {"gridready_customer": inv.customer, "gridready_node_groups": [g.name for g in inv.spec.node_groups]}
+    """Every stage playbook gets the customer and the GPU node groups (its preflight play asserts them), and the
+    pip arguments of the nodes' Python package index (software.python_index; PyPI when unset)."""
+    return {"gridready_customer": inv.customer, "gridready_node_groups": [g.name for g in inv.spec.node_groups],
+            "gridready_pip_index_args": pip_index_args(inv)}
+
+
+def pip_index_args(inv: Inventory) -> list[str]:
+    """`--index-url <mirror>` (and `--trusted-host <host>` for an accepted plain-http one), else nothing."""
+    sw = inv.spec.software
+    if not sw.python_index:
+        return []
+    args = ["--index-url", sw.python_index]
+    if sw.python_index.lower().startswith("http://") and sw.python_index_plain_http:
+        args += ["--trusted-host", urlsplit(sw.python_index).hostname or ""]
+    return args
 
 
 def outcome_from_playbook(result: PlaybookResult) -> tuple[str, ExitCode, dict[str, HostOutcome]]:

@@ -68,7 +68,7 @@ class SshRunner:
     (gridready.ansible.hostvars), and host keys checked against known_hosts unless the inventory sets
     `ansible_host_key_checking: false`, which the plugin turns into `-o StrictHostKeyChecking=no`
     (docs.ansible.com, ansible.builtin.ssh connection, option host_key_checking). `--` ends ssh's options before
-    the destination. With `ssh_config` (the sandbox tests): `ssh -F <ssh_config> -- <host>`."""
+    the destination. With `ssh_config`: `ssh -F <ssh_config> -- <host>`."""
 
     BASE = ("-o", "BatchMode=yes", "-o", "LogLevel=ERROR", "-o", "ConnectTimeout=10")
 

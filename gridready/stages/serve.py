@@ -85,7 +85,6 @@ def render(inv: Inventory, ctx: RunContext) -> dict[str, Any]:
         out["manifests"] = serve_config.render_manifests(inv, cert, plans, ctx.stage_dir(STAGE) / "render")
     else:
         serve_vars = serve_config.hosts_extravars(inv, cert, plans)["gridready_serve"]
-        out["engine_mode"] = serve_vars["engine_mode"]
         out["hosts"] = {h: {k: v[k] for k in ("role", "cluster", "node_ip", "head_address", "env")}
                         for h, v in serve_vars["hosts"].items()}
         out["tiers"] = [{k: t[k] for k in ("name", "head", "expected_gpus", "expected_nodes", "args")}

@@ -1,7 +1,7 @@
 """What `serve` hands each target, built from the certification and the tier plans, and nothing run.
 
-target hosts: the extra variables of playbooks/serve.yml (Ray topology, vLLM and SGLang units, the sandbox's Ray
-sizing) and, per Triton replica, the role variables of gridready_triton_trtllm with its rendered model repository.
+target hosts: the extra variables of playbooks/serve.yml (Ray topology and sizing, vLLM and SGLang
+units) and, per Triton replica, the role variables of gridready_triton_trtllm with its rendered model repository.
 target kubernetes: the config of the Pulumi stacks `platform` and `serving`, and the manifests rendered from them
 under mocks and validated offline. `serve`, `bench` and `invoke plan` read the certification and the plan here.
 """
@@ -26,16 +26,9 @@ from gridready.stages import serve_router
 from gridready.stages.common import base_extravars
 
 STAGE = "serve"
-# SIMULATED sandbox hosts (2 vCPUs, a small /dev/shm): Ray gets explicit, small resources there
-SANDBOX_RAY = {"num_cpus": 1, "memory_bytes": 2_000_000_000, "object_store_bytes": 100_000_000,
-               "include_dashboard": False}
-# the sandbox image ships ray[client]; the dashboard extras would need the network the hosts do not have
-SANDBOX_RAY_PIP = "ray=={version}"
-
-
 def engine_mode(inv: Inventory) -> str:
-    """simulated on sandbox inventories (they have sandbox.yml), real vLLM elsewhere."""
-    return "simulated" if (inv.path / "sandbox.yml").exists() else "vllm"
+    """Triton tiers only, until the sandbox serves their container image: simulated on sandbox inventories."""
+    return "simulated" if (inv.path / "sandbox.yml").exists() else "triton"
 
 
 def current_certification(inv: Inventory, ctx: RunContext) -> Certification:
@@ -67,13 +60,13 @@ def plan_summary(plans: list[TierPlan], cert: Certification) -> list[dict[str, A
 # --- target hosts -------------------------------------------------------------------------------------------
 
 def hosts_extravars(inv: Inventory, cert: Certification, plans: list[TierPlan]) -> dict[str, Any]:
-    mode = engine_mode(inv)
-    out = base_extravars(inv) | vllm.hosts_extravars(plans, cert, inv.spec.serving, mode)
-    out["gridready_serve"]["sglang_units"] = sglang.units(plans, cert, inv.spec.serving, mode)
+    out = base_extravars(inv) | vllm.hosts_extravars(plans, cert, inv.spec.serving)
+    out["gridready_serve"]["sglang_units"] = sglang.units(plans, cert, inv.spec.serving)
     out["gridready_serve"]["model_downloads"] = weights.downloads_by_host(plans)
-    if mode == "simulated":
-        out["gridready_serve"]["ray_sizing"] = dict(SANDBOX_RAY)
-        out["gridready_serve"]["ray_pip_spec"] = SANDBOX_RAY_PIP.format(version=inv.spec.serving.ray_version)
+    sizing = inv.spec.serving.ray_node
+    out["gridready_serve"]["ray_sizing"] = {
+        "num_cpus": sizing.num_cpus or 0, "memory_bytes": sizing.memory_bytes or 0,
+        "object_store_bytes": sizing.object_store_bytes or 0, "include_dashboard": sizing.include_dashboard}
     return out
 
 

@@ -36,7 +36,6 @@ def hosts(inv: Inventory, ctx: RunContext, cert: Certification, plans: list[Tier
     extravars = (serve_config.hosts_extravars(inv, cert, plans)
                  | serve_router.extravars(inv, ctx.root, cert, plans, ctx.canary))
     serve_router.open_router_port(extravars)
-    data["engine_mode"] = extravars["gridready_serve"]["engine_mode"]
     units = serve_config.triton_units(inv, cert, plans, stage_dir)
     data["triton"] = [entry for _, _, entry in units]
     # the first Triton replica rides along with Ray and vLLM; each further one is its own `--tags triton` run

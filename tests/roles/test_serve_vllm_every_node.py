@@ -18,7 +18,7 @@ import yaml
 
 from gridready import inventory
 from gridready.artifacts import RunContext
-from gridready.serving.vllm import SIM_ENGINE_DIR
+from gridready.spec.serving import VLLM_VERSION
 from gridready.stages import serve
 from tests.summaries import certification
 
@@ -26,6 +26,7 @@ pytestmark = [pytest.mark.sandbox, pytest.mark.slow, pytest.mark.extended]
 TIER = "llama70b-pp"
 UNIT = f"vllm-{TIER}"
 SERVED = "llama-3.1-70b"
+RAY_VENV = "/opt/ray/venv"  # gridready_vllm_venv: vLLM goes into Ray's venv
 
 
 def _get(url: str) -> Any:
@@ -64,7 +65,9 @@ def test_the_tier_serves_with_a_rank_worker_on_each_node(served) -> None:
         logs += fleet.ssh(worker, "journalctl -u ray-worker --no-pager -o cat | grep -v '^ ' | tail -5").stdout
         pytest.fail(f"{result.messages}\n{logs}")
     head, worker = fleet.names
-    assert fleet.host(worker).file(f"{SIM_ENGINE_DIR}/__init__.py").is_file
+    # the role installed the pinned vllm from the nodes' package index into Ray's venv, workers included
+    found = fleet.ssh(worker, f"{RAY_VENV}/bin/python3 -c 'import vllm; print(vllm.__version__)'").stdout.strip()
+    assert found == VLLM_VERSION
     info = _get(f"http://{fleet.addresses[head]}:8000/gridready/info")["ray"]
     assert info["ray"] == "joined", info
     assert sorted(info["rank_nodes"]) == sorted(fleet.addresses[n] for n in fleet.names), info
@@ -73,7 +76,7 @@ def test_the_tier_serves_with_a_rank_worker_on_each_node(served) -> None:
 def test_a_worker_without_the_engine_package_fails_the_tier(served) -> None:
     fleet = served["fleet"]
     head, worker = fleet.names
-    fleet.ssh(worker, f"mv {SIM_ENGINE_DIR} {SIM_ENGINE_DIR}.away")
+    fleet.ssh(worker, f"{RAY_VENV}/bin/python3 -m pip uninstall -y -q vllm")
     fleet.ssh(head, f"systemctl restart {UNIT}")
     deadline = time.monotonic() + 150
     log = ""

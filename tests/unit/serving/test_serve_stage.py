@@ -119,25 +119,31 @@ def test_hosts_target_runs_serve_yml_on_certified_nodes_only(make_inv, write_cer
     assert captured["playbook"] == "serve.yml"
     plan = captured["extravars"]["gridready_serve"]
     assert sorted(plan["hosts"]) == ["gpu01", "gpu03"]
-    assert plan["engine_mode"] == "vllm"
+    assert plan["tiers"][0]["args"][0] == "serve"
     assert plan["tiers"][0]["expected_gpus"] == 16
     assert result.hosts["gpu02"].status == "skipped"
     assert result.hosts["gpu01"].detail["firewall"] == {"tool": "none"}
 
 
-def test_sandbox_inventories_use_the_simulated_engine(make_inv, write_certify, monkeypatch):
+def test_a_sandbox_inventory_gets_the_same_engine_command_and_its_own_ray_sizing(make_inv, write_certify,
+                                                                               monkeypatch):
+    """No simulation switch: an inventory with sandbox.yml renders the real `vllm serve` line; the small Ray
+    resources of the sandbox come from serving.ray_node like any customer's."""
     captured: dict[str, Any] = {}
     monkeypatch.setattr(serve_deploy.ansible, "run_playbook", _fake_playbook(captured))
     monkeypatch.setenv("GRIDREADY_SERVE_SKIP_BENCH", "1")
     inv = make_inv(1)
-    (inv.path / "sandbox.yml").write_text("defaults: {}\n")
     root = write_certify(inv, ["gpu01"])
     serve.run(inv, _ctx(root))
+    plain = captured["extravars"]["gridready_serve"]
+    (inv.path / "sandbox.yml").write_text("defaults: {}\n")
+    inv.spec.serving.ray_node.num_cpus = 1
+    serve.run(inv, RunContext(customer="acme", run_id="20261130T050000Z-dddd", root=root))
     plan = captured["extravars"]["gridready_serve"]
-    assert plan["engine_mode"] == "simulated"
-    assert "--ray-address" in plan["tiers"][0]["args"]
-    assert plan["ray_sizing"]["num_cpus"] == 1
-
+    assert "engine_mode" not in plan
+    assert plan["tiers"][0]["args"] == plain["tiers"][0]["args"]
+    assert "--ray-address" not in plan["tiers"][0]["args"]
+    assert (plain["ray_sizing"]["num_cpus"], plan["ray_sizing"]["num_cpus"]) == (0, 1)
 
 def test_check_mode_with_changes_is_exit_6(make_inv, write_certify, monkeypatch):
     captured: dict[str, Any] = {}

@@ -13,7 +13,7 @@ def test_every_triton_listener_is_an_api_port_of_the_leader(make_inv) -> None:
     inv = make_inv(2, [triton_tier()])
     cert = topology.read_certification(inv, certification(inv, ["gpu01", "gpu02"]))
     (plan,) = topology.plan_tiers(inv, cert)
-    hosts = vllm.hosts_extravars([plan], cert, inv.spec.serving, "simulated")["gridready_serve"]["hosts"]
+    hosts = vllm.hosts_extravars([plan], cert, inv.spec.serving)["gridready_serve"]["hosts"]
     leader, worker = hosts[plan.replicas[0].head], hosts[plan.replicas[0].nodes[-1]]
     t = plan.tier.triton
     assert leader["api_ports"] == sorted({plan.tier.port, t.http_port, t.grpc_port, t.metrics_port})
@@ -29,7 +29,7 @@ def test_a_fixed_cost_tier_is_one_node_and_every_listener_an_api_port(make_inv, 
     cert = topology.read_certification(inv, certification(inv, ["gpu01", "gpu02"]))
     (plan,) = topology.plan_tiers(inv, cert)
     assert [r.nodes for r in plan.replicas] == [("gpu01",), ("gpu02",)]
-    hosts = vllm.hosts_extravars([plan], cert, inv.spec.serving, "simulated")["gridready_serve"]["hosts"]
+    hosts = vllm.hosts_extravars([plan], cert, inv.spec.serving)["gridready_serve"]["hosts"]
     assert hosts["gpu01"]["api_ports"] == hosts["gpu02"]["api_ports"] == [8001, 8100, 9102]
     units = serve_config.triton_units(inv, cert, [plan], tmp_path)
     assert [u[0] for u in units] == [["gpu01"], ["gpu02"]]

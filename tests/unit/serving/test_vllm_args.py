@@ -6,6 +6,7 @@ import pytest
 
 from gridready.serving import topology, vllm
 from sandbox.engine import cli as sim_cli
+from sandbox.engine import entry as sim_entry
 from tests.summaries import HCAS, certification
 from tests.unit.serving.conftest import vllm_tier
 
@@ -68,7 +69,7 @@ def test_ray_start_env_comes_from_certification(make_inv):
 
 def test_hosts_extravars_for_a_two_node_cluster(make_inv):
     inv, cert, plan = _plan(make_inv, 2)
-    serve = vllm.hosts_extravars([plan], cert, inv.spec.serving, "vllm")["gridready_serve"]
+    serve = vllm.hosts_extravars([plan], cert, inv.spec.serving)["gridready_serve"]
     assert serve["members"] == ["10.77.0.11", "10.77.0.12"]
     head, worker = serve["hosts"]["gpu01"], serve["hosts"]["gpu02"]
     assert (head["role"], worker["role"]) == ("head", "worker")
@@ -80,13 +81,16 @@ def test_hosts_extravars_for_a_two_node_cluster(make_inv):
     assert tier["args"] == vllm.serve_args(plan)
 
 
-def test_simulated_engine_accepts_the_same_arguments_and_joins_ray(make_inv):
+def test_the_simulated_vllm_command_takes_the_real_serve_line_and_joins_ray_as_vllm_does(make_inv):
     _, _, plan = _plan(make_inv, 2)
-    args = vllm.sim_args(plan, "10.77.0.11:6379")
-    assert args[: len(vllm.serve_args(plan))] == vllm.serve_args(plan)
-    argv = args[2:]  # what the engine's main() leaves after `serve <model>`
-    parsed, _ignored = sim_cli.parser().parse_known_args(["--model", args[1], *argv])
-    assert parsed.ray_address == "10.77.0.11:6379" and parsed.ray_required
+    args = vllm.serve_args(plan)
+    argv = sim_entry.vllm_argv(args, {"RAY_ADDRESS": "10.77.0.11:6379"})
+    assert argv is not None and argv[: len(args) - 1] == args[1:]
+    parsed, _ignored = sim_cli.parser().parse_known_args(["--model", argv[0], *argv[1:]])
+    assert parsed.ray_address == "10.77.0.11:6379" and parsed.ray_required and parsed.mode == "openai"
+    auto = sim_entry.vllm_argv(args, {})
+    assert auto is not None and auto[auto.index("--ray-address") + 1] == "auto"
+    assert sim_entry.vllm_argv(["server", *args[1:]], {}) is None
     assert parsed.served_model_name == ["llama-3.3-70b"] and parsed.port == 8000
 
 
@@ -106,7 +110,7 @@ def test_llm_config_for_ray_serve(make_inv):
 def test_units_give_in_flight_requests_the_tier_drain_before_sigkill(make_inv):
     from gridready.serving import sglang
     inv, cert, plan = _plan(make_inv, 2, drain_timeout_s=200)
-    (tier,) = vllm.hosts_extravars([plan], cert, inv.spec.serving, "vllm")["gridready_serve"]["tiers"]
+    (tier,) = vllm.hosts_extravars([plan], cert, inv.spec.serving)["gridready_serve"]["tiers"]
     assert tier["stop_timeout_s"] == 230
     sg = _plan(make_inv, 2, engine="sglang", drain_timeout_s=200)[2]
-    assert {u["stop_timeout_s"] for u in sglang.units([sg], cert, inv.spec.serving, "sglang")} == {230}
+    assert {u["stop_timeout_s"] for u in sglang.units([sg], cert, inv.spec.serving)} == {230}

@@ -52,7 +52,7 @@ def test_single_node_command_uses_documented_flags(make_inv):
 @pytest.mark.parametrize("nodes", [2, 4])
 def test_multi_node_ranks_share_one_init_address(make_inv, nodes):
     _, cert, plan = _plan(make_inv, nodes)
-    units = sglang.units([plan], cert, make_inv_serving(plan), "sglang")
+    units = sglang.units([plan], cert, make_inv_serving(plan))
     assert [u["host"] for u in units] == [f"gpu{i:02d}" for i in range(1, nodes + 1)]
     for rank, unit in enumerate(units):
         args = unit["args"]
@@ -92,13 +92,10 @@ def test_lora_adapters(make_inv):
     assert args[args.index("--lora-paths") + 1] == "sql=/models/sql"  # <NAME>=<PATH> form
 
 
-def test_simulated_units_add_only_the_mode(make_inv):
+def test_the_units_carry_sglangs_own_arguments_only(make_inv):
     _, cert, plan = _plan(make_inv, 2)
-    real = sglang.units([plan], cert, make_inv_serving(plan), "sglang")
-    sim = sglang.units([plan], cert, make_inv_serving(plan), "simulated")
-    for r, s in zip(real, sim, strict=True):
-        assert s["args"] == [*r["args"], "--mode", "sglang"]
-
+    for unit in sglang.units([plan], cert, make_inv_serving(plan)):
+        assert "--mode" not in unit["args"] and unit["args"][0] == "--model-path"
 
 def test_version_pin_has_its_source():
     text = (Path(__file__).resolve().parents[3] / "gridready/data/sglang_versions.yml").read_text()
