@@ -1,5 +1,6 @@
 """PCIe endpoint links: every GPU at the catalog's generation and width, every ConnectX/BlueField NIC at its own
-capability (management NICs are not judged).
+capability (management NICs are not judged). A kernel "limited by"
+line counts only when the NIC driver printed it; other devices' enumeration lines are not NIC faults.
 
 Only endpoints are judged, never switch or root ports: a switch port feeding a Gen4 NIC reads "downgraded" and is
 fine (ANCH 3.5). Generation drops at idle for power saving, so the current generation is judged from the reading
@@ -92,6 +93,9 @@ def _gen_ok(exp: Expectations, label: str, m: dict[str, Any], want_gen: int, wan
                       f"(capable of Gen{m['gen_max']}); run with torch to confirm Gen{want_gen}", **kw)
 
 
+NIC_DRIVERS = ("mlx5_core",)  # ConnectX/BlueField (mlx5); the driver name leads its kernel lines
+
+
 def _fabric_nic(e: dict[str, Any]) -> bool:
     """NVIDIA/Mellanox ConnectX and BlueField: the NICs GPU traffic rides on."""
     desc = str(e.get("desc") or "")
@@ -121,7 +125,10 @@ def _nic_results(doc: dict[str, Any], exp: Expectations) -> list[GateResult]:
             out.append(exp.result("pcie_link", P, f"NIC {e['bdf']}: Gen{e['gen_current']} x{e['width_current']}",
                                   **kw))
     for bdf, x in limited.items():
-        if bdf not in {e["bdf"] for e in eps}:
+        # the NIC driver's own line (mlx5_core calls pcie_print_link_status); the kernel's enumeration lines ("pci
+        # ADDR: ...") also name BMC VGA chips, NVMe drives and GPUs idling at Gen1, which are no NIC (imbue's
+        # health_checks.py matches mlx5_core lines only); an endpoint with link readings is judged on them above
+        if x.get("driver") in NIC_DRIVERS and bdf not in {e["bdf"] for e in eps}:
             out.append(exp.result("pcie_link", F, f"NIC {bdf}: kernel reports bandwidth limited by {x['limited_by']} "
                                   f"at {x['at']}", hca=bdf, measured=x["limited_by"], evidence="raw.kernel_log"))
     return out

@@ -1,5 +1,9 @@
 """Xid (GPU) and SXid (NVSwitch) events in the kernel log since boot: any event fails the node except the
-spec's allow-list of application faults (default 13, 31, 43, 45; ANCH 3.7)."""
+spec's allow-list of application faults (default 13, 31, 43, 45; ANCH 3.7).
+
+No evidence is never a pass: an unreadable or empty kernel log (`journalctl -k` may print nothing and exit 0) and a
+log that does not reach back to boot (`from_boot` false: the ring buffer wrapped, Xids before its first line are
+lost) are errors unless the lines there already fail the node. MIG lines (`PCI:... GPU-I:05`) name the GPU too."""
 
 from __future__ import annotations
 
@@ -15,6 +19,9 @@ def xid(doc: dict[str, Any], exp: Expectations) -> list[GateResult]:
     log = doc.get("kernel_log") or {}
     if not log.get("source") and "xid" not in log:
         return [exp.result("xid", GateStatus.ERROR, "kernel log not readable: Xid events unknown",
+                           evidence="kernel_log")]
+    if log.get("lines") == 0:
+        return [exp.result("xid", GateStatus.ERROR, f"kernel log empty ({log.get('source')}): Xid events unknown",
                            evidence="kernel_log")]
     allow, sallow = set(exp.spec.xid_allow), set(exp.spec.sxid_allow)
     index_of = {g["bus_id"][:10] if g["bus_id"] else "": g["index"] for g in gpus(doc)}
@@ -36,6 +43,10 @@ def xid(doc: dict[str, Any], exp: Expectations) -> list[GateResult]:
         out.append(exp.result("xid", GateStatus.FAIL, f"NVSwitch {pci}: SXid " + ", ".join(map(str, sorted(counts)))
                               + f" — {events[0]['message']}", measured=dict(counts), expected=expected,
                               evidence="raw.kernel_log"))
+    if not out and log.get("from_boot") is False:
+        out.append(exp.result("xid", GateStatus.ERROR, f"kernel log ({log.get('source')}) does not reach back to boot "
+                              "(ring buffer wrapped, no persistent journal): Xids before its first line unknown",
+                              expected=expected, evidence="kernel_log"))
     if not out:
         out.append(exp.result("xid", GateStatus.PASS, "no Xid/SXid since boot"
                               + (f" ({allowed} allow-listed application Xids)" if allowed else ""),

@@ -137,19 +137,28 @@ class Probe:
             self.doc["system"]["lspci"] = lspci.parse(out) if out else None
 
     def kernel(self) -> None:
-        src, text = None, None
+        """The kernel log since boot: dmesg first; where it is empty (some hosts print nothing and exit 0) or its
+        ring buffer wrapped (no boot lines), journalctl -k -b, which keeps the whole boot where journald stores it.
+        `from_boot` false: Xids before its first line are unknown (the xid gate cannot pass)."""
+        found: list[tuple[str, str, dict[str, Any]]] = []
         for argv in (["dmesg", "--time-format", "iso"], ["dmesg"], ["journalctl", "-k", "-b", "--no-pager", "-q"]):
+            if found and argv[0] == "dmesg":
+                continue  # the second dmesg form only where the first failed
             res = run(argv, timeout_s=60)
-            if not res["absent"] and res["rc"] == 0:
-                src, text = " ".join(argv), res["stdout"]
+            if res["absent"] or res["rc"] != 0 or not res["stdout"].strip():
+                continue
+            parsed = kernel_log.parse(res["stdout"])
+            found.append((" ".join(argv), res["stdout"], parsed))
+            if parsed["from_boot"]:
                 break
-        if text is None:
+        if not found:
             self.doc["kernel_log"] = {"source": None}
-            self.err("kernel_log", "no readable kernel log (dmesg / journalctl -k)")
+            self.err("kernel_log", "no readable kernel log (dmesg / journalctl -k empty or failing)")
             return
+        src, text, parsed = next((f for f in found if f[2]["from_boot"]), found[0])
         self.doc["raw"]["kernel_log"] = "\n".join(ln for ln in text.splitlines()
                                                   if "Xid" in ln or "NVRM" in ln or "limited by" in ln)[-200_000:]
-        self.doc["kernel_log"] = {"source": src, **kernel_log.parse(text)}
+        self.doc["kernel_log"] = {"source": src, **parsed}
 
     def services(self) -> None:
         out: dict[str, Any] = {}

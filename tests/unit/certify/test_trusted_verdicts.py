@@ -3,13 +3,18 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+import pytest
+
 from gridready import catalog
-from gridready.certify import nccl
+from gridready.certify import nccl, pcie, xid
 from gridready.certify.expectations import Expectations
 from gridready.certify.result import GateStatus as S
+from gridready.probe.collect import Probe
 from gridready.probe.offline import doc_from_outputs
+from gridready.probe.profiles import GiB
 from gridready.spec.certification import CertificationSpec
 from tests.unit.certify.fixtures_io import pub
 
@@ -40,3 +45,67 @@ def test_nonzero_exit_or_timeout_is_an_error_even_with_clean_rows() -> None:
         assert r.status is S.ERROR and ("exited 134" in r.reason or "timed out" in r.reason)
     (ok,) = nccl.nccl_allreduce(doc_from_outputs({"all_reduce_perf": healthy}), exp(nccl={"algo": "nvls"}))
     assert ok.status is S.PASS
+
+
+# ---- 9: Xids that are never read; missing evidence is an error ------------------------------------------------
+
+MIG = pub("dmesg", "MIG-GPU-I-Xid94")
+
+
+def test_mig_xid_line_fails_the_gpu() -> None:
+    """The driver prints `(PCI:0000:01:00 GPU-I:05)` on a MIG GPU; the old parser read no Xid and passed."""
+    mig_only = MIG.splitlines()[0]
+    (r,) = xid.xid(doc_from_outputs({"kernel_log": mig_only}), exp())
+    assert r.status is S.FAIL and "PCI 0000:01:00" in r.reason and "Xid 94" in r.reason
+
+
+def test_empty_kernel_log_is_an_error_not_a_pass() -> None:
+    (r,) = xid.xid(doc_from_outputs({"kernel_log": ""}), exp())
+    assert r.status is S.ERROR and "empty" in r.reason
+
+
+def _fake(bindir: Path, tool: str, text: str) -> None:
+    (bindir / f"{tool}.txt").write_text(text)
+    (bindir / tool).write_text(f"#!/bin/sh\ncat '{bindir / tool}.txt'\n")
+    (bindir / tool).chmod(0o755)
+
+
+BOOT = "[    0.000000] Linux version 6.8.0-49-generic (buildd@lcy02-amd64-103) #49-Ubuntu SMP\n"  # the kernel's first
+
+
+@pytest.mark.parametrize(("dmesg", "journal", "status", "source"), [
+    ("", "", S.ERROR, None),  # both print nothing and exit 0: no evidence
+    (pub("dmesg", "peermem"), "", S.ERROR, "dmesg"),  # ring buffer wrapped, no journal: Xids before it unknown
+    (pub("dmesg", "peermem"), BOOT + MIG, S.FAIL, "journalctl"),  # the journal keeps the whole boot
+    (BOOT + pub("dmesg", "peermem"), "", S.PASS, "dmesg"),
+])
+def test_probe_reads_the_log_since_boot_or_says_it_cannot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          dmesg: str, journal: str, status: S,
+                                                          source: str | None) -> None:
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    _fake(bindir, "dmesg", dmesg)
+    _fake(bindir, "journalctl", journal)
+    monkeypatch.setenv("PATH", f"{bindir}:/usr/bin:/bin")  # the fakes first; cat from the system
+    p = Probe({"profile": "quick", "dcgm_level": None, "algo": "ring", "nccl_min_bytes": GiB,
+               "nccl_max_bytes": 2 * GiB, "best_of": 1, "timeout": 10.0, "skip": [], "out": "-"})
+    p.kernel()
+    log = p.doc["kernel_log"]
+    assert (log["source"] or "").split(" ")[0] == (source or "")
+    (r,) = xid.xid(p.doc, exp())
+    assert r.status is status, r.reason
+
+
+# ---- 1: "limited by" lines of devices that are no NIC --------------------------------------------------------
+
+def test_non_nic_enumeration_line_does_not_fail_pcie() -> None:
+    """imbue's fleet: `pci 0000:02:00.0 ... limited by 5.0 GT/s PCIe x1` (not a NIC); the old gate failed the node
+    and called it a NIC."""
+    doc = doc_from_outputs({"kernel_log": pub("dmesg", "HEALTHY-non-NIC-pci-limited")})
+    assert [r for r in pcie.pcie_link(doc, exp()) if r.hca] == []
+
+
+def test_nic_driver_line_still_fails() -> None:
+    doc = doc_from_outputs({"kernel_log": pub("dmesg", "FAIL-xid94-xid64-sxid12028")})
+    (r,) = [r for r in pcie.pcie_link(doc, exp()) if r.hca]
+    assert r.status is S.FAIL and "NIC 0000:9c:00.0" in r.reason
