@@ -114,7 +114,8 @@ class CertificationSpec(BaseModel):
     failure_policy: FailurePolicy = FailurePolicy.QUARANTINE
     min_certified_nodes: PositiveInt = Field(1, description="with quarantine: fewer certified nodes is exit 5")
     outlier_mad_threshold: float = Field(
-        4.0, gt=0, description="flag a node this many MADs below its SKU group's median"
+        4.0, gt=0, description="flag a node this many spreads below the median of the other nodes of its SKU "
+        "group (spread: 1.4826 x their MAD, at least 3% of their median; certify/outliers.py)"
     )
     outlier_action: Literal["warn", "fail"] = "warn"
     gate_timeout_s: PositiveInt = Field(900, description="timeout for each probe step on the node")
