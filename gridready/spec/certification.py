@@ -60,7 +60,8 @@ class NcclSettings(BaseModel):
     max_bytes: PositiveInt = Field(8 << 30, description="largest message of the sweep")
     best_of: PositiveInt = Field(2, description="best of N runs, against flaky fabrics")
     multinode_fraction_of_nic: float = Field(
-        0.92, gt=0, le=1.2, description="multi-node floor as a share of the per-node NIC bandwidth (ring)"
+        0.85, gt=0, le=1.2, description="multi-node floor as a share of the per-node NIC bandwidth (ring): healthy "
+        "runs reach 91-96% (46-48 GB/s per NDR400 NIC, nccl-tests#290); one of 8 rails lost caps a node at 84%"
     )
 
 

@@ -11,12 +11,14 @@ import pytest
 from gridready import catalog
 from gridready.certify import nccl, pcie, xid
 from gridready.certify.expectations import Expectations
+from gridready.certify.multinode import multinode_floor
 from gridready.certify.outliers import flag_outliers
 from gridready.certify.result import GateStatus as S
 from gridready.probe.collect import Probe
 from gridready.probe.offline import doc_from_outputs
 from gridready.probe.profiles import GiB
 from gridready.spec.certification import CertificationSpec
+from gridready.spec.fabric import FabricSettings
 from tests.unit.certify.fixtures_io import pub
 
 
@@ -126,3 +128,18 @@ def test_a_node_a_few_percent_below_its_peers_is_noise_not_a_failure() -> None:
     vals = {"a": 800.0, "b": 801.0, "c": 765.0}
     res = flag_outliers("bf16_gemm_tflops", vals, dict.fromkeys(vals, "h200"), action="fail")
     assert {r.status for r in res} == {S.PASS}
+
+
+# ---- 2: the multi-node floor sits below the healthy range --------------------------------------------------
+
+def test_multinode_floor_passes_a_healthy_ring_and_fails_a_lost_rail() -> None:
+    """8 x 400G: NCCL maintainers expect 46-48 GB/s per NDR400 NIC (nccl-tests#290), a 4-node ring at 365.8 GB/s
+    is healthy (nccl-tests#309); the old 92% floor (368) failed it. One of 8 rails lost caps a node at 7 x 48."""
+    frac = CertificationSpec().nccl.multinode_fraction_of_nic
+    floor, _ = multinode_floor("ring", 400, FabricSettings(), spec_fraction=frac)
+    assert 7 * 48 < floor <= 365.8
+
+
+def test_pairs_are_held_to_gcps_pair_floor_not_the_set_floor() -> None:
+    s = FabricSettings()
+    assert s.pair_floor_fraction * 400 == 250.0  # cluster-health-scanner: 250 GB/s for an 8 x 400G pair
