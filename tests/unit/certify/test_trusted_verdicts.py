@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from gridready import catalog
-from gridready.certify import nccl, pcie, xid
+from gridready.certify import nccl, pcie, transfer, xid
 from gridready.certify.expectations import Expectations
 from gridready.certify.multinode import multinode_floor
 from gridready.certify.outliers import flag_outliers
@@ -143,3 +143,33 @@ def test_multinode_floor_passes_a_healthy_ring_and_fails_a_lost_rail() -> None:
 def test_pairs_are_held_to_gcps_pair_floor_not_the_set_floor() -> None:
     s = FabricSettings()
     assert s.pair_floor_fraction * 400 == 250.0  # cluster-health-scanner: 250 GB/s for an 8 x 400G pair
+
+
+# ---- 4: catalog floors for the shapes it lists -----------------------------------------------------------------
+
+def _peer_doc(gbps: float, gpus: int = 4) -> dict[str, Any]:
+    pairs = [{"src": s, "dst": d, "access": True, "gbps": gbps} for s in range(gpus) for d in range(gpus) if s != d]
+    return {"torch": {"present": True, "cuda_available": True, "device_count": gpus, "peer": pairs,
+                      "gpus": [{"index": i} for i in range(gpus)]}}
+
+
+def test_hgx_4gpu_peer_copy_is_held_to_its_6_links_not_the_nvswitch_floor() -> None:
+    """HGX 4-GPU: 18 links = 6 to each peer (topo NV6); a healthy pair copies about 133 GB/s. The old gate held it
+    to the 8-GPU NVSwitch floor (335) and failed every healthy 4-GPU board."""
+    e = exp("h100", 4)
+    assert e.floor("peer_gbps").floor == round(335 * 6 / 18, 1)
+    (r,) = transfer.peer_bandwidth(_peer_doc(133.0), e)
+    assert r.status is S.PASS, r.reason
+    (bad,) = transfer.peer_bandwidth(_peer_doc(60.0), e)  # half the links down
+    assert bad.status is S.FAIL
+    assert exp("h100", 8).floor("peer_gbps").floor == 335.0  # NVSwitch shapes unchanged
+
+
+def test_pcie_cards_beyond_a_bridged_pair_have_no_borrowed_ring_floor() -> None:
+    """H100 NVL/PCIe x4/x8: rings cross PCIe between bridged pairs, the 2-GPU bridge floor (200) does not hold."""
+    for sku in ("h100-nvl", "h100-pcie"):
+        s = catalog.lookup(sku)
+        assert s is not None and s.nccl_floor(2, "ring") is not None
+        assert s.nccl_floor(4, "ring") is None and s.nccl_floor(8, "ring") is None
+        (r,) = nccl.nccl_allreduce(doc_from_outputs({}), exp(sku, 4))
+        assert r.status is S.ERROR and "no all_reduce floor" in r.reason and "nccl_busbw_gbps" in r.reason
