@@ -89,9 +89,12 @@ class Limits(BaseModel):
     sram_ue_aggregate: NonNegativeInt = Field(0, description="SRAM uncorrectable aggregate above this fails (AZ 0)")
     dram_ce_volatile: NonNegativeInt = Field(20_000_000, description="DRAM correctable since boot (AZ 20M)")
     remap_uncorrectable: NonNegativeInt = Field(512, description="rows remapped for UE (AZ/SI 512)")
-    pcie_replays: NonNegativeInt = Field(80, description="PCIe replays since reset (DCGM pcie plugin 80)")
+    pcie_replays: NonNegativeInt = Field(
+        80, description="PCIe replays per GPU during the certification run (the probe's counter window); DCGM's "
+        "pcie plugin allows max_pcie_replays 80 while it runs. A count since reset above it only warns")
     nvlink_crc_replay: NonNegativeInt = Field(
-        1000, description="NVLink CRC + replay counts since reset above this fail; any non-zero warns"
+        1000, description="NVLink CRC + replay counts during the certification run above this fail; any non-zero "
+        "count (since reset) warns"
     )
     max_gpu_temp_c: float | None = Field(None, description="override of the catalog's GPU temperature ceiling")
 

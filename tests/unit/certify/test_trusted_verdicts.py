@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from gridready import catalog
-from gridready.certify import nccl, pcie, transfer, xid
+from gridready.certify import memory_errors, nccl, pcie, thermal, transfer, xid
 from gridready.certify.expectations import Expectations
 from gridready.certify.multinode import multinode_floor
 from gridready.certify.outliers import flag_outliers
@@ -19,7 +20,7 @@ from gridready.probe.offline import doc_from_outputs
 from gridready.probe.profiles import GiB
 from gridready.spec.certification import CertificationSpec
 from gridready.spec.fabric import FabricSettings
-from tests.unit.certify.fixtures_io import pub
+from tests.unit.certify.fixtures_io import h200_doc, h200_outputs, pub, read
 
 
 def exp(sku: str = "h100", gpus: int = 8, platform: str = "baremetal", **spec: Any) -> Expectations:
@@ -173,3 +174,83 @@ def test_pcie_cards_beyond_a_bridged_pair_have_no_borrowed_ring_floor() -> None:
         assert s.nccl_floor(4, "ring") is None and s.nccl_floor(8, "ring") is None
         (r,) = nccl.nccl_allreduce(doc_from_outputs({}), exp(sku, 4))
         assert r.status is S.ERROR and "no all_reduce floor" in r.reason and "nccl_busbw_gbps" in r.reason
+
+
+# ---- 3 and 8: counters judged over the certification run; a snapshot after the load ----------------------
+
+Q_TEXT = read("h200x2/nvidia-smi-q.txt")
+GPU1_AT = Q_TEXT.index("GPU 00000000:00:07.0")
+XID48 = pub("dmesg", "xid48-63-94").splitlines()[10].replace("PCI:0000:19:00", "PCI:0000:00:06")  # on GPU 0
+
+
+def _q(text: str = Q_TEXT, key: str = "", old: str = "", new: str = "") -> str:
+    """The real h200x2 `nvidia-smi -q`, with GPU 0's first `key : old` set to `new`."""
+    head = re.sub(rf"(\n\s*{re.escape(key)}\s+: ){re.escape(old)}\n", rf"\g<1>{new}\n", text[:GPU1_AT], count=1)
+    assert not key or head != text[:GPU1_AT]
+    return head + text[GPU1_AT:]
+
+
+def _with_after(doc: dict[str, Any], q: str | None = None, log: str | None = None) -> dict[str, Any]:
+    after = doc_from_outputs({"nvidia_smi_q": q or Q_TEXT, "nvidia_smi_query": h200_outputs()["nvidia_smi_query"],
+                              "nvidia_smi_nvlink_e": h200_outputs()["nvidia_smi_nvlink_e"],
+                              "kernel_log": log if log is not None else doc["raw"]["kernel_log"]})
+    doc["after"] = {"nvidia_smi": after["nvidia_smi"], "kernel_log": after["kernel_log"]}
+    return doc
+
+
+def _gate(fn: Any, doc: dict[str, Any], gpu: int = 0) -> Any:
+    return next(r for r in fn(doc, exp("h200", 2, "passthrough")) if r.gpu in (gpu, None))
+
+
+def test_pcie_replays_since_reset_warn_and_the_runs_own_fail() -> None:
+    """DCGM's pcie plugin allows max_pcie_replays 80 "while the plugin runs"; the old gate failed 500 since reset."""
+    idle = _q(key="Replays Since Reset", old="3", new="500")
+    assert _gate(pcie.pcie_link, h200_doc(nvidia_smi_q=idle)).status is S.WARN
+    quiet = _with_after(h200_doc(nvidia_smi_q=idle), q=_q(key="Replays Since Reset", old="3", new="520"))
+    assert _gate(pcie.pcie_link, quiet).status is S.WARN and "20 during this run" in _gate(pcie.pcie_link, quiet).reason
+    noisy = _with_after(h200_doc(nvidia_smi_q=idle), q=_q(key="Replays Since Reset", old="3", new="600"))
+    r = _gate(pcie.pcie_link, noisy)
+    assert r.status is S.FAIL and "100 PCIe replays during the certification run" in r.reason
+
+
+def test_xid_before_a_repairing_reset_warns_when_the_gpu_reads_recovered() -> None:
+    """Xid 48 stays in the kernel log after the reset that repaired the GPU; the old gate failed it until reboot."""
+    doc = _with_after(h200_doc(kernel_log=XID48))
+    r = _gate(xid.xid, doc)
+    assert r.status is S.WARN and "reads recovered" in r.reason
+    assert _gate(xid.xid, h200_doc(kernel_log=XID48)).status is S.FAIL  # no window: since boot, as before
+    pending = _with_after(h200_doc(kernel_log=XID48), q=_q(key="Pending", old="No", new="Yes"))
+    assert _gate(xid.xid, pending).status is S.FAIL
+
+
+def test_xid_logged_during_the_run_fails() -> None:
+    doc = h200_doc()
+    r = _gate(xid.xid, _with_after(doc, log=doc["raw"]["kernel_log"] + "\n" + XID48))
+    assert r.status is S.FAIL and "during the certification run" in r.reason
+
+
+def test_remap_pending_and_slowdown_after_the_load_fail() -> None:
+    doc = _with_after(h200_doc(), q=_q(key="Pending", old="No", new="Yes"))
+    r = _gate(memory_errors.row_remap, doc)
+    assert r.status is S.FAIL and "after the load" in r.reason
+    doc = _with_after(h200_doc(), q=_q(key="HW Slowdown", old="Not Active", new="Active"))
+    r = _gate(thermal.throttle, doc)
+    assert r.status is S.FAIL and "HW Slowdown active after the load" in r.reason
+    ok = _with_after(h200_doc())
+    assert {_gate(fn, ok).status for fn in (memory_errors.row_remap, thermal.throttle, xid.xid)} == {S.PASS}
+
+
+def test_probe_takes_the_health_snapshot_again_after_the_load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "q.xml").write_text(read("h200x1/nvidia-smi-q-x.xml"))
+    (bindir / "nvidia-smi").write_text(f"#!/bin/sh\ncase \"$*\" in *-x*) cat '{bindir}/q.xml';; esac\n")
+    (bindir / "nvidia-smi").chmod(0o755)
+    _fake(bindir, "dmesg", BOOT + XID48)
+    monkeypatch.setenv("PATH", f"{bindir}:/usr/bin:/bin")
+    p = Probe({"profile": "quick", "dcgm_level": None, "algo": "ring", "nccl_min_bytes": GiB,
+               "nccl_max_bytes": 2 * GiB, "best_of": 1, "timeout": 10.0, "skip": [], "out": "-"})
+    p.kernel()
+    p.health_after()
+    after = p.doc["after"]
+    assert after["nvidia_smi"]["q"]["gpus"] and after["kernel_log"]["xid"][0]["xid"] == 48
