@@ -165,6 +165,7 @@ def run_fabric_phase(
     probe_hca: Mapping[str, Mapping[str, Any] | None] | None = None,
     settings: FabricSettings | None = None,
     out_dir: Path | None = None,
+    alone_blocks: bool = False,
 ) -> FabricResult:
     """Fabric gates over the nodes that passed single-node certification (see the module docstring)."""
     settings = settings or settings_of(inv)
@@ -332,8 +333,11 @@ def run_fabric_phase(
                 multinode.Verdict(rec.status, f"{len(rec.hosts)} nodes: {rec.reason}", rec.busbw_gbps, None,
                                   rec.pct_of_nic, rec.transport), floor, fsource, rec.evidence))
     if len(good) < 2 and len(nodes) == 1:
-        results[nodes[0]].append(_node_gate("nccl_multinode_all_reduce", nodes[0], S.SKIPPED, "one certified node:"
-                                            " nothing to test across nodes", required=False))
+        # alone in a fleet of several GPU nodes (no peer passed now or is still certified): not run, which blocks
+        why = ("not run: no certified peer to pair with in this run or still valid (re-certify it together with a "
+               "certified node)" if alone_blocks else "one GPU node: nothing to test across nodes")
+        results[nodes[0]].append(_node_gate("nccl_multinode_all_reduce", nodes[0], S.SKIPPED, why,
+                                            required=alone_blocks))
     _fleet_outliers(results, pair_records, hca_data, inv, cert)
 
     blocked = {n for n in nodes if any(g.blocks_certification for g in results[n])}
