@@ -282,7 +282,9 @@ def run_fabric_phase(
             return isolation.PairOutcome(ok=ok, busbw_gbps=rec.busbw_gbps, reason=rec.reason,
                                          error=rec.status is S.ERROR, detail=rec)
 
-        iso = isolation.isolate(eligible, run_pair, parallel=settings.parallel_pairs)
+        racks = {n: str(hostvars[n]["gridready_rack"]) for n in eligible
+                 if (hostvars.get(n) or {}).get("gridready_rack") not in (None, "")}
+        iso = isolation.isolate(eligible, run_pair, parallel=settings.parallel_pairs, rack_of=racks)
         for r in iso.runs:
             rec = r.outcome.detail if isinstance(r.outcome.detail, CollectiveRecord) else None
             if rec is not None:
@@ -317,6 +319,11 @@ def run_fabric_phase(
                 quarantined[n] = f"fabric: {why}"
                 results[n].append(_node_gate("fabric_isolation", n, S.FAIL, why, measured=runs,
                                              expected=Expected(floor=pair_floor, source=pair_source), unit="GB/s"))
+            elif n in iso.leaf_suspect:
+                unresolved.append(n)
+                results[n].append(_node_gate(
+                    "fabric_isolation", n, S.ERROR, f"failed only across racks ({partners}) and passed inside rack "
+                    f"{iso.leaf_suspect[n]}: the rack's leaf uplink is suspect, not this node", measured=runs))
             elif n in iso.unresolved:
                 unresolved.append(n)
                 results[n].append(_node_gate(
