@@ -334,10 +334,16 @@ def run_fabric_phase(
                     "fabric_isolation", n, S.PASS, f"passed pairwise all-reduce ({len(runs)} runs)", measured=runs,
                     expected=Expected(floor=pair_floor, source=pair_source), unit="GB/s"))
     for rec in set_records:
+        # every member passed its pairs, so a failing all-node run names no node: a fabric-level fault (spine,
+        # oversubscription, routing). It still blocks, as an error that says so, never as this node's failure.
+        fabric_level = rec.status is S.FAIL and iso is not None and set(rec.hosts) <= set(iso.good)
+        why = (f"{len(rec.hosts)} nodes: {rec.reason}; every member passed its pairwise runs, so the fault is the "
+               "fabric's (spine, oversubscription), not attributable to this node" if fabric_level else
+               f"{len(rec.hosts)} nodes: {rec.reason}")
         for n in rec.hosts:
             results[n].append(multinode.verdict_gate(
                 f"nccl_multinode_{rec.collective}", n,
-                multinode.Verdict(rec.status, f"{len(rec.hosts)} nodes: {rec.reason}", rec.busbw_gbps, None,
+                multinode.Verdict(S.ERROR if fabric_level else rec.status, why, rec.busbw_gbps, None,
                                   rec.pct_of_nic, rec.transport), floor, fsource, rec.evidence))
     if len(good) < 2 and len(nodes) == 1:
         # alone in a fleet of several GPU nodes (no peer passed now or is still certified): not run, which blocks
