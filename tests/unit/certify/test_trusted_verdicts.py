@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -12,15 +13,17 @@ import pytest
 from gridready import catalog
 from gridready.certify import memory_errors, nccl, pcie, thermal, transfer, xid
 from gridready.certify.expectations import Expectations
+from gridready.certify.judge import judge_node
 from gridready.certify.multinode import multinode_floor
 from gridready.certify.outliers import flag_outliers
 from gridready.certify.result import GateStatus as S
+from gridready.probe import nvsmi
 from gridready.probe.collect import Probe
 from gridready.probe.offline import doc_from_outputs
 from gridready.probe.profiles import GiB
 from gridready.spec.certification import CertificationSpec
 from gridready.spec.fabric import FabricSettings
-from tests.unit.certify.fixtures_io import h200_doc, h200_outputs, pub, read
+from tests.unit.certify.fixtures_io import group, h200_doc, h200_outputs, pub, read
 
 
 def exp(sku: str = "h100", gpus: int = 8, platform: str = "baremetal", **spec: Any) -> Expectations:
@@ -254,3 +257,26 @@ def test_probe_takes_the_health_snapshot_again_after_the_load(tmp_path: Path, mo
     p.health_after()
     after = p.doc["after"]
     assert after["nvidia_smi"]["q"]["gpus"] and after["kernel_log"]["xid"][0]["xid"] == 48
+
+
+def _real_after() -> dict[str, Any]:
+    """The probe on the lent H200 (one GPU in a VM) with this branch: from_boot and the after snapshot are real."""
+    return json.loads(read("h200x1/probe_quick_after.json"))
+
+
+def test_real_probe_with_its_after_snapshot_certifies() -> None:
+    doc = _real_after()
+    assert doc["kernel_log"]["from_boot"] is True and doc["after"]["nvidia_smi"]["q"]["gpus"]
+    v = judge_node(CertificationSpec(profile="quick", not_applicable=["dcgm"]), group(gpus=1), doc, node="h200x1",
+                   driver_branch="580")
+    assert v.certified, v.blocking
+    (x,) = [r for r in v.gates if r.gate == "xid"]
+    assert x.reason == "no Xid/SXid since boot and none during the certification run"
+
+
+def test_real_after_snapshot_with_a_remap_pending_fails_the_node() -> None:
+    doc = _real_after()
+    xml = doc["raw"]["after_nvidia_smi_q_x"].replace("<remapped_row_pending>No<", "<remapped_row_pending>Yes<", 1)
+    doc["after"]["nvidia_smi"]["q"] = nvsmi.parse_q_xml(xml)
+    (r,) = memory_errors.row_remap(doc, exp("h200", 1, "passthrough"))
+    assert r.status is S.FAIL and "pending after the load" in r.reason
