@@ -36,6 +36,7 @@ class NcclFloor(BaseModel):
     reference_gbps: float  # the published or measured figure the floor was derived from
     collective: Collective = "all_reduce"
     source: str = ""
+    exact: bool = False  # holds for exactly `gpus` GPUs, never for more (bridged pairs: more GPUs ring over PCIe)
 
 
 Platform = Literal["baremetal", "passthrough"]
@@ -52,6 +53,7 @@ class NodeShape(BaseModel):
     fabric_manager_on_node: bool  # the nvidia-fabricmanager unit runs in this OS (in VMs: in the host or service VM)
     nvlink_links: int  # active NVLinks per GPU this shape exposes (0: a slice without NVLink)
     source: str
+    peer_links: int | None = None  # NVLinks joining one GPU pair where fewer than all (direct-connect boards)
 
     @property
     def label(self) -> str:
@@ -103,7 +105,8 @@ class Sku(BaseModel):
         point-to-point collectives (alltoall, sendrecv) take their floor whatever the algorithm."""
         p2p = collective in P2P_COLLECTIVES
         matches = [f for f in self.nccl_floors
-                   if (p2p or f.algo == algo) and f.gpus <= gpus and f.collective == collective]
+                   if (p2p or f.algo == algo) and f.gpus <= gpus and f.collective == collective
+                   and (f.gpus == gpus or not f.exact)]
         return max(matches, key=lambda f: f.gpus) if matches else None
 
 
@@ -165,8 +168,10 @@ _HGX_SHAPES = (
     NodeShape(gpus=8, platform="baremetal", nvswitch=True, fabric_manager_on_node=True, nvlink_links=18,
               source=_HGX_SRC),
     NodeShape(gpus=4, platform="baremetal", nvswitch=False, fabric_manager_on_node=False, nvlink_links=18,
+              peer_links=6,
               source="DS-H200/DS-H100: HGX 4-GPU form factor, GPUs joined by NVLink without NVSwitch; FM covers "
-                     "NVSwitch systems only"),
+                     "NVSwitch systems only; 18 links = 6 to each of the 3 peers (`nvidia-smi topo -m` NV6 on "
+                     "4-GPU Hopper boards): a peer copy rides 6 links, about 133 GB/s"),
     NodeShape(gpus=8, platform="passthrough", nvswitch=True, fabric_manager_on_node=False, nvlink_links=18,
               source="FM: full passthrough / shared NVSwitch 8-GPU partition"),
     NodeShape(gpus=4, platform="passthrough", nvswitch=True, fabric_manager_on_node=False, nvlink_links=18,
@@ -262,7 +267,8 @@ SKUS: tuple[Sku, ...] = (
         hbm_copy_floor_tbps=2.2,
         h2d_floor_gbps=48.0,  # same Gen5 x16 link as SXM (ANCH 3.5)
         peer_floor_gbps=200.0,  # bridge pair: 300 GB/s one direction peak, ~67% floor (derived)
-        nccl_floors=(NcclFloor(gpus=2, algo="ring", floor_gbps=200.0, reference_gbps=260.0),),
+        # the bridged pair only: with 4 or 8 cards a ring crosses PCIe between pairs, so no floor (the spec sets one)
+        nccl_floors=(NcclFloor(gpus=2, algo="ring", floor_gbps=200.0, reference_gbps=260.0, exact=True),),
         shapes=_PCIE_SHAPES,
     ),
     Sku(
@@ -287,7 +293,7 @@ SKUS: tuple[Sku, ...] = (
         hbm_copy_floor_tbps=1.2,
         h2d_floor_gbps=48.0,
         peer_floor_gbps=200.0,
-        nccl_floors=(NcclFloor(gpus=2, algo="ring", floor_gbps=200.0, reference_gbps=260.0),),
+        nccl_floors=(NcclFloor(gpus=2, algo="ring", floor_gbps=200.0, reference_gbps=260.0, exact=True),),
         shapes=_PCIE_SHAPES,
     ),
 )

@@ -49,7 +49,14 @@ class Expectations:
         override = getattr(self.spec.floors, name, None)
         if override is not None:
             return Expected(floor=override, source="spec")
-        return Expected(floor=getattr(self.sku, _FLOOR_ATTR[name]), source=f"catalog: {self.sku.name}")
+        base = getattr(self.sku, _FLOOR_ATTR[name])
+        shape = self.shape
+        if name == "peer_gbps" and shape is not None and shape.peer_links and self.sku.nvlink_links:
+            # a direct-connect board: one pair rides only its share of the links (HGX 4-GPU: 6 of 18)
+            return Expected(floor=round(base * shape.peer_links / self.sku.nvlink_links, 1),
+                            source=f"catalog: {self.sku.name} {shape.label}, {base:g} GB/s x {shape.peer_links}/"
+                                   f"{self.sku.nvlink_links} NVLinks per GPU pair")
+        return Expected(floor=base, source=f"catalog: {self.sku.name}")
 
     def result(self, gate: str, status: GateStatus, reason: str, **kw: Any) -> GateResult:
         return GateResult(gate=gate, node=self.node, status=status, reason=reason, **kw)

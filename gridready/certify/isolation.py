@@ -10,12 +10,19 @@ such rounds run; if none passes the fabric itself is suspect and the nodes stay 
 Run count: n/2 + about 2 per suspect (each suspect needs one retest, a bad one two), so O(N) (GCP CHS two-pass,
 ANCH sections 0 and 4).
 Rounds hold disjoint pairs, so a round can run in parallel (`parallel=True`).
+
+Racks (`rack_of`, the inventory's `gridready_rack` host variable): pass 1 pairs nodes of different racks first and a
+retest prefers a known-good partner from another rack, so every pair crosses the spine (GCP cluster-health-scanner
+offers random and inter-rack pairing for this): a spine or leaf-uplink fault shows in the pairs, not only in the
+all-node run. When two or more nodes of one rack end up bad and every failure of theirs crossed racks, two of them
+run together inside the rack (phase "leaf"): passing there, the fault is the rack's leaf uplink, not the nodes;
+they are unresolved with the rack named in `leaf_suspect`, never quarantined as bad.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -54,6 +61,7 @@ class IsolationResult:
     runs: list[PairRecord] = field(default_factory=list)
     failed_with: dict[str, list[str]] = field(default_factory=dict)
     wall_s: float = 0.0
+    leaf_suspect: dict[str, str] = field(default_factory=dict)  # node -> rack whose leaf uplink is suspect
 
     @property
     def run_count(self) -> int:
@@ -102,8 +110,11 @@ def isolate(
     parallel: bool = False,
     max_workers: int | None = None,
     max_cross_rounds: int = 2,
+    rack_of: Mapping[str, str] | None = None,
 ) -> IsolationResult:
-    """Run the two-pass isolation over `nodes` (kept in the given order for a reproducible pairing)."""
+    """Run the two-pass isolation over `nodes` (kept in the given order for a reproducible pairing; with `rack_of`,
+    partners come from different racks first)."""
+    rack = dict(rack_of or {})
     order = list(dict.fromkeys(nodes))
     res = IsolationResult(nodes=order, good=[], bad=[], unresolved=[])
     failed: dict[str, list[str]] = {n: [] for n in order}  # evidence: pass-1 partner and known-good partners
@@ -129,9 +140,9 @@ def isolate(
             done.append((a, b, out))
         return done
 
-    # pass 1: a pairing of the fleet
-    first = [(order[i], order[i + 1]) for i in range(0, len(order) - 1, 2)]
-    pending: list[str] = [order[-1]] if len(order) % 2 else []
+    # pass 1: a pairing of the fleet, across racks where the inventory names them
+    first, leftover = _pairing(order, rack)
+    pending: list[str] = leftover
     for a, b, out in run_round(first, "pair") if first else []:
         if out.ok:
             good |= {a, b}
@@ -148,7 +159,9 @@ def isolate(
             pairs, used = [], set()
             partners = sorted(good, key=position.__getitem__)  # once per round, not per suspect (O(N) per round)
             for s in pending:
-                g = next((g for g in partners if g not in used and g not in met[s]), None)
+                free = [g for g in partners if g not in used and g not in met[s]]
+                g = next((g for g in free if rack.get(g, "") != rack.get(s, "") or s not in rack), None) or next(
+                    iter(free), None)
                 if g is not None:
                     pairs.append((s, g))
                     used.add(g)
@@ -176,7 +189,45 @@ def isolate(
                 failed[a].append(b)
         pending = [n for n in pending if n not in good and len(set(failed[n])) < 2]
     res.bad = [n for n in order if n not in good and len(set(failed[n])) >= 2]
+    for r, members in _leaf_candidates(res.bad, failed, rack).items():
+        a, b, out = run_round([(members[0], members[1])], "leaf")[0]
+        if out.ok:  # fine together inside the rack, failing only across it: the leaf uplink, not the nodes
+            res.bad = [n for n in res.bad if n not in members]
+            res.unresolved += members
+            res.leaf_suspect.update(dict.fromkeys(members, r))
     res.good = [n for n in order if n in good]
     res.failed_with = {n: f for n, f in failed.items() if f}
     res.wall_s = round(time.monotonic() - t_start, 3)
     return res
+
+
+def _pairing(order: list[str], rack: Mapping[str, str]) -> tuple[list[tuple[str, str]], list[str]]:
+    """Disjoint pairs for pass 1 and the node left over: consecutive without racks; with racks, each pair takes one
+    node from the two racks with the most nodes left (a node meets another rack whenever one is left)."""
+    if not rack:
+        return [(order[i], order[i + 1]) for i in range(0, len(order) - 1, 2)], order[-1:] if len(order) % 2 else []
+    buckets: dict[str, list[str]] = {}
+    for n in order:
+        buckets.setdefault(rack.get(n, ""), []).append(n)
+    pairs: list[tuple[str, str]] = []
+    while True:
+        left = sorted((r for r in buckets if buckets[r]), key=lambda r: -len(buckets[r]))  # stable: first seen wins
+        if len(left) >= 2:
+            pairs.append((buckets[left[0]].pop(0), buckets[left[1]].pop(0)))
+        elif left:
+            rest = buckets[left[0]]
+            pairs += [(rest[i], rest[i + 1]) for i in range(0, len(rest) - 1, 2)]
+            return pairs, rest[-1:] if len(rest) % 2 else []
+        else:
+            return pairs, []
+
+
+def _leaf_candidates(bad: list[str], failed: Mapping[str, list[str]],
+                     rack: Mapping[str, str]) -> dict[str, list[str]]:
+    """Racks with two or more bad nodes whose every failure crossed racks: {rack: those nodes}."""
+    out: dict[str, list[str]] = {}
+    for n in bad:
+        r = rack.get(n)
+        if r and all(rack.get(p) != r for p in failed.get(n, [])):
+            out.setdefault(r, []).append(n)
+    return {r: m for r, m in out.items() if len(m) >= 2}

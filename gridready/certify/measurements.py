@@ -53,3 +53,22 @@ def gpus(doc: dict[str, Any]) -> list[dict[str, Any]]:
 
 def gpu_label(g: dict[str, Any]) -> str:
     return f"GPU {g['index']} ({g['bus_id']})" if g.get("bus_id") else f"GPU {g['index']}"
+
+
+def after_load(doc: dict[str, Any]) -> dict[str, Any] | None:
+    """The probe's health snapshot taken after its load phases, as a document `gpus()` reads (its nvidia-smi and
+    kernel log over the idle ones); None for a probe that took none (older probes, offline captures)."""
+    after = doc.get("after")
+    if not isinstance(after, dict):
+        return None
+    return {**doc, "nvidia_smi": after.get("nvidia_smi"), "kernel_log": after.get("kernel_log")}
+
+
+def later_rows(doc: dict[str, Any]) -> dict[str | None, dict[str, Any]] | None:
+    """The GPUs after the load by bus id; None without that snapshot."""
+    after = after_load(doc)
+    return by_bus(gpus(after)) if after else None
+
+
+def by_bus(rows: list[dict[str, Any]]) -> dict[str | None, dict[str, Any]]:
+    return {g["bus_id"]: g for g in rows}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from gridready.certify.expectations import Expectations
-from gridready.certify.measurements import gpu_label, gpus
+from gridready.certify.measurements import gpu_label, gpus, later_rows
 from gridready.certify.result import Expected, GateResult, GateStatus
 
 P, F, E = GateStatus.PASS, GateStatus.FAIL, GateStatus.ERROR
@@ -22,9 +22,11 @@ def ecc(doc: dict[str, Any], exp: Expectations) -> list[GateResult]:
     rows = _rows(doc)
     if not rows:
         return [exp.result("ecc", E, "no nvidia-smi -q output: ECC counters unknown", evidence="raw.nvidia_smi_q")]
+    later = later_rows(doc)
     out = []
     for g in rows:
         c = g["q"].get("ecc") or {}
+        ca = ((later or {}).get(g["bus_id"]) or {}).get("q", {}).get("ecc") or {}
         label = gpu_label(g)
         kw: dict[str, Any] = {"gpu": g["index"], "measured": c, "evidence": "raw.nvidia_smi_q",
                               "expected": Expected(ceiling=lim.sram_ue_aggregate, source="spec limits")}
@@ -39,6 +41,13 @@ def ecc(doc: dict[str, Any], exp: Expectations) -> list[GateResult]:
             bad.append(f"{c['volatile_dram_ue']} uncorrectable DRAM errors since boot")
         if (c.get("volatile_sram_ue") or 0) > 0:
             bad.append(f"{c['volatile_sram_ue']} uncorrectable SRAM errors since boot")
+        if later is not None and ca.get("volatile_dram_ue") is None:
+            out.append(exp.result("ecc", E, f"{label}: ECC counters not read after the load", **kw))
+            continue
+        grew = [k for k in ("volatile_dram_ue", "volatile_sram_ue") if (ca.get(k) or 0) > (c.get(k) or 0)]
+        if grew:
+            bad.append("uncorrectable errors during the certification run: " + ", ".join(
+                f"{k} {c.get(k) or 0} -> {ca[k]}" for k in grew))
         if (c.get("aggregate_sram_ue") or 0) > lim.sram_ue_aggregate:
             bad.append(f"aggregate SRAM uncorrectable {c['aggregate_sram_ue']} > {lim.sram_ue_aggregate}")
         if c.get("sram_threshold_exceeded"):
@@ -55,16 +64,19 @@ def ecc(doc: dict[str, Any], exp: Expectations) -> list[GateResult]:
 
 
 def row_remap(doc: dict[str, Any], exp: Expectations) -> list[GateResult]:
-    """Pending or failed row remapping fails (AZ NHC2007); UE remaps above the limit fail; pre-Ampere parts report
-    retired pages instead (a pending page blacklist fails)."""
+    """Pending or failed row remapping fails (AZ NHC2007), at idle or after the load (issue 34: remaps the run's
+    own stress caused); UE remaps above the limit fail; pre-Ampere parts report retired pages instead (a pending
+    page blacklist fails)."""
     lim = exp.spec.limits.remap_uncorrectable
     rows = _rows(doc)
     if not rows:
         return [exp.result("row_remap", E, "no nvidia-smi -q output: row remapping unknown",
                            evidence="raw.nvidia_smi_q")]
+    later = later_rows(doc)
     out = []
     for g in rows:
         r, rp = g["q"].get("remap") or {}, g["q"].get("retired_pages") or {}
+        ra = ((later or {}).get(g["bus_id"]) or {}).get("q", {}).get("remap") or {}
         label = gpu_label(g)
         kw: dict[str, Any] = {"gpu": g["index"], "measured": {"remap": r, "retired_pages": rp},
                               "expected": Expected(ceiling=lim, source="spec limits"), "evidence": "raw.nvidia_smi_q"}
@@ -78,6 +90,12 @@ def row_remap(doc: dict[str, Any], exp: Expectations) -> list[GateResult]:
         elif (r.get("uncorrectable") or 0) > lim:
             out.append(exp.result("row_remap", F, f"{label}: {r['uncorrectable']} rows remapped for uncorrectable "
                                   f"errors > {lim}", **kw))
+        elif later is not None and ra.get("pending") is None and rp.get("pending") is None:
+            out.append(exp.result("row_remap", E, f"{label}: remapped rows not read after the load", **kw))
+        elif ra.get("pending") or ra.get("failure"):
+            out.append(exp.result("row_remap", F, f"{label}: row remapping "
+                                  f"{'pending' if ra.get('pending') else 'failure'} after the load: the certification "
+                                  "run's own memory errors (reset the GPU, then re-certify)", **kw))
         elif rp.get("pending"):
             out.append(exp.result("row_remap", F, f"{label}: retired page blacklist pending (SBE "
                                   f"{rp.get('single_bit')}, DBE {rp.get('double_bit')})", **kw))

@@ -4,9 +4,10 @@
 alltoall and sendrecv (gates `nccl_<collective>`); a collective not chosen has no gate. The floor applies to the
 MAXIMUM busbw at sizes >= the spec's min_bytes, for the algorithm the spec names (ring with NVLS off by default);
 never to nccl-tests' "Avg bus bandwidth" (it depends on the size range). Best of N runs. Only columns nccl-tests
-validated count (the in-place sendrecv column is never validated: src/sendrecv.cu); `#wrong` must be 0 and "Out of
-bounds values" 0; the header's `validation: 0` (run with `-c 0`) warns. Floors: the spec's, else the catalog's per
-SKU x GPU count x algorithm x collective. The share of the raw NVLink peak is reported as information.
+validated count (the in-place sendrecv column is never validated: src/sendrecv.cu); every run must have exited 0,
+not timed out and printed no `Test NCCL failure` line (rows printed before a crash do not count); `#wrong` must be
+0 and "Out of bounds values" 0; the header's `validation: 0` (run with `-c 0`) warns. Floors: the spec's, else the
+catalog's per SKU x GPU count x algorithm x collective. The share of the raw NVLink peak is reported as information.
 Source: nccl-tests when installed (text or -J JSON), else the probe's torch.distributed sweep of that collective.
 One GPU: n/a (a collective needs a peer; nccl-tests prints busbw 0 for one rank).
 """
@@ -112,6 +113,9 @@ def nccl_collective(doc: dict[str, Any], exp: Expectations, collective: str) -> 
         at = f" (first at {first['bytes']} B)" if first else ""
         return [exp.result(gate, F, f"{collective} results wrong: #wrong={wrong:g}{at}, out of bounds {oob}: data "
                            "corruption on the node's GPUs or links", **kw)]
+    if crashed := _crashed(runs):
+        return [exp.result(gate, E, f"{collective}_perf did not complete: {crashed}; rows printed before a "
+                           "crash do not certify", **kw)]
     if not big:
         return [exp.result(gate, E, f"the {collective} sweep has no size >= {ns.min_bytes} B "
                            f"(largest {max(p['bytes'] for p in pts)} B)", **kw)]
@@ -125,6 +129,20 @@ def nccl_collective(doc: dict[str, Any], exp: Expectations, collective: str) -> 
     note = "; validation off (#wrong N/A)" if unchecked else ""
     return [exp.result(gate, W if unchecked else P, f"{collective} busbw {best['busbw']:.1f} GB/s at "
                        f"{best['bytes'] >> 20} MiB ({source}, {ns.algo}){pct}{note}", **kw)]
+
+
+def _crashed(runs: list[dict[str, Any]]) -> str | None:
+    """Why a run did not complete (exit code, timeout, nccl-tests' `Test NCCL failure` lines), or None: rows a run
+    printed before it died do not certify (the multi-node path checks the same, multinode.judge_run)."""
+    for i, run in enumerate(runs):
+        errors = (run.get("parsed") or {}).get("errors") or []
+        if run.get("timed_out"):
+            return f"run {i + 1} timed out"
+        if run.get("rc") not in (0, None):
+            return f"run {i + 1} exited {run.get('rc')}" + (f" ({errors[0]})" if errors else "")
+        if errors:
+            return f"run {i + 1}: {errors[0]}"
+    return None
 
 
 def nccl_allreduce(doc: dict[str, Any], exp: Expectations) -> list[GateResult]:

@@ -1,12 +1,15 @@
 """NVLink: the catalog's link count active per GPU (NOT always 18: H100 NVL/PCIe have 12, ANCH 3.4), each at the
-catalog's speed, and no recovery errors; CRC/replay counts above the limit fail, any non-zero count warns."""
+catalog's speed, and no recovery error during the certification run; CRC+replay counts of the run above the limit
+fail. The counters run since the GPU's reset, so they are judged over the probe's window (idle snapshot -> snapshot
+after the load), as DCGM's pcie plugin fails on any NVLink recovery error while it runs; counts since reset (or
+without a window: an older probe) only warn."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from gridready.certify.expectations import Expectations
-from gridready.certify.measurements import gpu_label, gpus
+from gridready.certify.measurements import after_load, by_bus, gpu_label, gpus
 from gridready.certify.result import Expected, GateResult, GateStatus
 
 P, F, E, W = GateStatus.PASS, GateStatus.FAIL, GateStatus.ERROR, GateStatus.WARN
@@ -60,6 +63,8 @@ def nvlink(doc: dict[str, Any], exp: Expectations) -> list[GateResult]:
         return [exp.result("nvlink", E, "no GPUs to read NVLink state from")]
     expected = Expected(equals={"active_links": want, "gbps_per_link": exp.sku.nvlink_link_gbps},
                         source=f"catalog: {exp.sku.name} {shape.label}")
+    after = after_load(doc)
+    later = by_bus(gpus(after)) if after else {}
     out = []
     for g in rows:
         label = gpu_label(g)
@@ -78,7 +83,10 @@ def nvlink(doc: dict[str, Any], exp: Expectations) -> list[GateResult]:
                                   gpu=g["index"], expected=expected, evidence="raw.nvidia_smi_nvlink_s"))
             continue
         errs = _errors(doc, g)
-        m = {"active_links": len(active), "inactive": inactive, "slow": slow, "errors": errs}
+        errs_after = _errors(after, later.get(g["bus_id"]) or {**g, "nvml": {}}) if after else None
+        run = {k: errs_after[k] - errs[k] for k in errs} if errs and errs_after else None
+        m = {"active_links": len(active), "inactive": inactive, "slow": slow, "errors": errs,
+             "errors_after_load": errs_after, "errors_during_run": run}
         kw: dict[str, Any] = {"gpu": g["index"], "measured": m, "expected": expected,
                               "evidence": "raw.nvidia_smi_nvlink_s"}
         lim = exp.spec.limits.nvlink_crc_replay
@@ -89,15 +97,19 @@ def nvlink(doc: dict[str, Any], exp: Expectations) -> list[GateResult]:
                                   + (f" (inactive: links {', '.join(inactive)})" if inactive else ""), **kw))
         elif slow:
             out.append(exp.result("nvlink", F, f"{label}: slow links " + ", ".join(slow), **kw))
-        elif errs is None:
-            out.append(exp.result("nvlink", E, f"{label}: NVLink error counters not readable", **kw))
-        elif errs["recovery"] > 0 or errs["crc"] + errs["replay"] > lim:
-            out.append(exp.result("nvlink", F, f"{label}: NVLink errors recovery={errs['recovery']} "
-                                  f"crc={errs['crc']} replay={errs['replay']} (limit {lim} CRC+replay, 0 recovery)",
-                                  **{**kw, "evidence": "raw.nvidia_smi_nvlink_e"}))
-        elif errs["crc"] + errs["replay"] > 0:
-            out.append(exp.result("nvlink", W, f"{label}: {len(active)} links up; crc={errs['crc']} "
-                                  f"replay={errs['replay']} since reset", **kw))
+        elif errs is None or (after is not None and run is None):
+            out.append(exp.result("nvlink", E, f"{label}: NVLink error counters not readable"
+                                  + (" after the load" if errs is not None else ""), **kw))
+        elif run is not None and (run["recovery"] > 0 or run["crc"] + run["replay"] > lim):
+            out.append(exp.result("nvlink", F, f"{label}: NVLink errors during the certification run "
+                                  f"recovery={run['recovery']} crc={run['crc']} replay={run['replay']} (limit {lim} "
+                                  "CRC+replay, 0 recovery)", **{**kw, "evidence": "raw.nvidia_smi_nvlink_e"}))
+        elif (now := errs_after or errs)["recovery"] + now["crc"] + now["replay"] > 0:
+            out.append(exp.result("nvlink", W, f"{label}: {len(active)} links up; since reset recovery="
+                                  f"{now['recovery']} crc={now['crc']} replay={now['replay']}"
+                                  + (", none during this run" if run is not None and not any(run.values()) else
+                                     " (no snapshot after the load to count this run's)" if run is None else ""),
+                                  **kw))
         else:
             out.append(exp.result("nvlink", P, f"{label}: {len(active)} of {want} links at "
                                   f"{exp.sku.nvlink_link_gbps:g} GB/s, no errors", **kw))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from gridready.certify.expectations import Expectations
-from gridready.certify.measurements import gpu_label, gpus
+from gridready.certify.measurements import gpu_label, gpus, later_rows
 from gridready.certify.result import Expected, GateResult, GateStatus
 
 P, F, E, W = GateStatus.PASS, GateStatus.FAIL, GateStatus.ERROR, GateStatus.WARN
@@ -57,19 +57,29 @@ def _active_reasons(g: dict[str, Any]) -> list[str] | None:
 
 def throttle(doc: dict[str, Any], exp: Expectations) -> list[GateResult]:
     """HW slowdown, HW power brake, HW or SW thermal slowdown active fails (ANCH 4 #16: power brake at idle
-    means a PSU/BMC problem); SW power cap alone warns."""
+    means a PSU/BMC problem), at idle or in the snapshot after the load (issue 34: a slowdown the certification's
+    own stress causes); SW power cap alone warns."""
     rows = gpus(doc)
     if not rows:
         return [exp.result("throttle", E, "no GPUs to read clock-event reasons from")]
+    later = later_rows(doc)
     out = []
     for g in rows:
         act = _active_reasons(g)
-        kw: dict[str, Any] = {"gpu": g["index"], "measured": act, "evidence": "raw.nvidia_smi_q",
+        after = _active_reasons(later[g["bus_id"]]) if later and g["bus_id"] in later else None
+        kw: dict[str, Any] = {"gpu": g["index"], "measured": act if later is None else {"idle": act, "after": after},
+                              "evidence": "raw.nvidia_smi_q",
                               "expected": Expected(equals=[], source="no hardware/thermal slowdown")}
         if act is None:
             out.append(exp.result("throttle", E, f"{gpu_label(g)}: clock-event reasons not reported", **kw))
         elif bad := [a for a in act if a in FAILING]:
             out.append(exp.result("throttle", F, f"{gpu_label(g)}: {', '.join(bad)} active", **kw))
+        elif later is not None and after is None:
+            out.append(exp.result("throttle", E, f"{gpu_label(g)}: clock-event reasons not read after the load",
+                                  **kw))
+        elif bad := [a for a in after or [] if a in FAILING]:
+            out.append(exp.result("throttle", F, f"{gpu_label(g)}: {', '.join(bad)} active after the load "
+                                  "(the certification's own stress)", **{**kw, "evidence": "raw.after_nvidia_smi_q_x"}))
         elif "SW Power Cap" in act:
             out.append(exp.result("throttle", W, f"{gpu_label(g)}: SW Power Cap active", **kw))
         else:

@@ -1,5 +1,16 @@
-"""Xid (GPU) and SXid (NVSwitch) events in the kernel log since boot: any event fails the node except the
-spec's allow-list of application faults (default 13, 31, 43, 45; ANCH 3.7)."""
+"""Xid (GPU) and SXid (NVSwitch) events in the kernel log: any event fails the node except the spec's allow-list of
+application faults (default 13, 31, 43, 45; ANCH 3.7), judged over the certification run and by state.
+
+The kernel log keeps an Xid until reboot, also after the GPU reset that repaired it. With the probe's snapshot after
+the load (`after.kernel_log`), an Xid logged DURING the run fails; one logged BEFORE it fails unless the GPU reads
+recovered after the load (no remap pending or failed, no volatile uncorrectable ECC error: the volatile counters
+clear on reset) and logged nothing new, then it warns. Without that snapshot (older probes, offline captures) every
+Xid fails. A non-fatal SXid warns (DCGM's pcie plugin leaves check_non_fatal off by default: NVIDIA/DCGM
+nvvs/plugin_src/pcie/Pcie.cpp); a fatal one fails, before the run only when the run logged another.
+
+No evidence is never a pass: an unreadable or empty kernel log (`journalctl -k` may print nothing and exit 0) and a
+log that does not reach back to boot (`from_boot` false: the ring buffer wrapped, Xids before its first line are
+lost) are errors unless the lines there already fail the node. MIG lines (`PCI:... GPU-I:05`) name the GPU too."""
 
 from __future__ import annotations
 
@@ -7,37 +18,90 @@ from collections import Counter
 from typing import Any
 
 from gridready.certify.expectations import Expectations
-from gridready.certify.measurements import _bus, gpus
+from gridready.certify.measurements import _bus, after_load, gpus
 from gridready.certify.result import Expected, GateResult, GateStatus
+
+F, E, W, P = GateStatus.FAIL, GateStatus.ERROR, GateStatus.WARN, GateStatus.PASS
+
+
+def _non_fatal(e: dict[str, Any]) -> bool:
+    return "non-fatal" in str(e.get("message") or "").lower()
+
+
+def _recovered(g: dict[str, Any] | None) -> str | None:
+    """Why the GPU reads recovered after the load, or None (not read, or still faulty)."""
+    if g is None:
+        return None
+    q = g.get("q") or {}
+    remap, ecc = q.get("remap") or {}, q.get("ecc") or {}
+    if remap.get("pending") is None or remap.get("pending") or remap.get("failure"):
+        return None
+    if ecc.get("volatile_dram_ue") is None or ecc.get("volatile_dram_ue") or ecc.get("volatile_sram_ue"):
+        return None
+    return "no remap pending or failed, no volatile uncorrectable ECC error after the load"
 
 
 def xid(doc: dict[str, Any], exp: Expectations) -> list[GateResult]:
     log = doc.get("kernel_log") or {}
     if not log.get("source") and "xid" not in log:
-        return [exp.result("xid", GateStatus.ERROR, "kernel log not readable: Xid events unknown",
+        return [exp.result("xid", E, "kernel log not readable: Xid events unknown", evidence="kernel_log")]
+    if log.get("lines") == 0:
+        return [exp.result("xid", E, f"kernel log empty ({log.get('source')}): Xid events unknown",
                            evidence="kernel_log")]
+    after = after_load(doc)
+    alog = (after or {}).get("kernel_log") if after else None
+    if after is not None and not alog:
+        return [exp.result("xid", E, "kernel log not readable after the load: the run's Xid events unknown",
+                           evidence="after.kernel_log")]
     allow, sallow = set(exp.spec.xid_allow), set(exp.spec.sxid_allow)
-    index_of = {g["bus_id"][:10] if g["bus_id"] else "": g["index"] for g in gpus(doc)}
-    bad = [e for e in log.get("xid", []) if e["xid"] not in allow]
-    sbad = [e for e in log.get("sxid", []) if e["sxid"] not in sallow]
-    allowed = len(log.get("xid", [])) - len(bad)
-    expected = Expected(equals=0, source=f"spec: allow-list Xid {sorted(allow)}")
+    rows = gpus(doc)
+    index_of = {(g["bus_id"] or "")[:10]: g["index"] for g in rows}
+    later = {(g["bus_id"] or "")[:10]: g for g in gpus(after)} if after else {}
+    seen = {e["line"] for e in log.get("xid", []) + log.get("sxid", [])}
+    new_x = [e for e in (alog or {}).get("xid", []) if e["line"] not in seen]
+    new_s = [e for e in (alog or {}).get("sxid", []) if e["line"] not in seen]
+    bad = [e for e in log.get("xid", []) + new_x if e["xid"] not in allow]
+    sbad = [e for e in log.get("sxid", []) + new_s if e["sxid"] not in sallow]
+    allowed = len(log.get("xid", [])) + len(new_x) - len(bad)
+    expected = Expected(equals=0, source=f"spec: allow-list Xid {sorted(allow)}; counted over the certification run")
+    run_lines = {e["line"] for e in new_x + new_s}
     out = []
     for pci, events in _by_pci(bad).items():
         bus = (_bus(pci) or pci)[:10]
         gpu = index_of.get(bus)
         counts = Counter(e["xid"] for e in events)
         who = f"GPU {gpu} ({pci})" if gpu is not None else f"GPU at PCI {pci}"
-        out.append(exp.result("xid", GateStatus.FAIL, f"{who}: Xid " + ", ".join(
-            f"{x} x{n}" if n > 1 else str(x) for x, n in sorted(counts.items())) + f" — first: {events[0]['message']}",
-            gpu=gpu, measured=dict(counts), expected=expected, evidence="raw.kernel_log"))
+        listed = ", ".join(f"{x} x{n}" if n > 1 else str(x) for x, n in sorted(counts.items()))
+        during = [e for e in events if e["line"] in run_lines]
+        fixed = _recovered(later.get(bus)) if after is not None and not during else None
+        if during:
+            status, when = F, f"during the certification run (Xid {', '.join(str(e['xid']) for e in during)})"
+        elif fixed:
+            status, when = W, f"before the run; the GPU reads recovered ({fixed}) and logged none during it"
+        else:
+            status, when = F, "since boot" if after is None else "before the run and the GPU does not read recovered"
+        out.append(exp.result("xid", status, f"{who}: Xid {listed} {when} — first: {events[0]['message']}",
+                              gpu=gpu, measured=dict(counts), expected=expected, evidence="raw.kernel_log"))
     for pci, events in _by_pci(sbad).items():
         counts = Counter(e["sxid"] for e in events)
-        out.append(exp.result("xid", GateStatus.FAIL, f"NVSwitch {pci}: SXid " + ", ".join(map(str, sorted(counts)))
-                              + f" — {events[0]['message']}", measured=dict(counts), expected=expected,
+        fatal = [e for e in events if not _non_fatal(e)]
+        fatal_now = [e for e in fatal if e["line"] in run_lines]
+        if fatal_now or (fatal and after is None):
+            status, when = F, "during the certification run" if fatal_now else "since boot (fatal)"
+        elif fatal:
+            status, when = W, "fatal, before the run; none during it (the services gate judges the fabric state)"
+        else:
+            status, when = W, "non-fatal (DCGM checks non-fatal SXids only when asked: check_non_fatal)"
+        out.append(exp.result("xid", status, f"NVSwitch {pci}: SXid " + ", ".join(map(str, sorted(counts)))
+                              + f" {when} — {events[0]['message']}", measured=dict(counts), expected=expected,
                               evidence="raw.kernel_log"))
+    if not any(r.status is F for r in out) and log.get("from_boot") is False:
+        out.append(exp.result("xid", E, f"kernel log ({log.get('source')}) does not reach back to boot "
+                              "(ring buffer wrapped, no persistent journal): Xids before its first line unknown",
+                              expected=expected, evidence="kernel_log"))
     if not out:
-        out.append(exp.result("xid", GateStatus.PASS, "no Xid/SXid since boot"
+        window = " and none during the certification run" if after is not None else ""
+        out.append(exp.result("xid", P, f"no Xid/SXid since boot{window}"
                               + (f" ({allowed} allow-listed application Xids)" if allowed else ""),
                               measured=0, expected=expected, evidence=f"kernel_log ({log.get('source')})"))
     return out

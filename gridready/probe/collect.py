@@ -137,19 +137,59 @@ class Probe:
             self.doc["system"]["lspci"] = lspci.parse(out) if out else None
 
     def kernel(self) -> None:
-        src, text = None, None
+        """The kernel log since boot: dmesg first; where it is empty (some hosts print nothing and exit 0) or its
+        ring buffer wrapped (no boot lines), journalctl -k -b, which keeps the whole boot where journald stores it.
+        `from_boot` false: Xids before its first line are unknown (the xid gate cannot pass)."""
+        found: list[tuple[str, str, dict[str, Any]]] = []
         for argv in (["dmesg", "--time-format", "iso"], ["dmesg"], ["journalctl", "-k", "-b", "--no-pager", "-q"]):
+            if found and argv[0] == "dmesg":
+                continue  # the second dmesg form only where the first failed
             res = run(argv, timeout_s=60)
-            if not res["absent"] and res["rc"] == 0:
-                src, text = " ".join(argv), res["stdout"]
+            if res["absent"] or res["rc"] != 0 or not res["stdout"].strip():
+                continue
+            parsed = kernel_log.parse(res["stdout"])
+            found.append((" ".join(argv), res["stdout"], parsed))
+            if parsed["from_boot"]:
                 break
-        if text is None:
+        if not found:
             self.doc["kernel_log"] = {"source": None}
-            self.err("kernel_log", "no readable kernel log (dmesg / journalctl -k)")
+            self.err("kernel_log", "no readable kernel log (dmesg / journalctl -k empty or failing)")
             return
+        src, text, parsed = next((f for f in found if f[2]["from_boot"]), found[0])
         self.doc["raw"]["kernel_log"] = "\n".join(ln for ln in text.splitlines()
                                                   if "Xid" in ln or "NVRM" in ln or "limited by" in ln)[-200_000:]
-        self.doc["kernel_log"] = {"source": src, **kernel_log.parse(text)}
+        self.doc["kernel_log"] = {"source": src, **parsed}
+
+    def health_after(self) -> None:
+        """The health snapshot again after the load phases (DCGM, nccl-tests, nvbandwidth, gpu_burn, torch): the
+        gates judge what the certification's own stress changed (new Xids, remap pending, slowdowns, counter
+        deltas), as DCGM's plugins watch these fields while they run. `after` mirrors the idle sections."""
+        after: dict[str, Any] = {"taken": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}
+        self.doc["after"] = after
+        if which("nvidia-smi"):
+            smi: dict[str, Any] = {"present": True}
+            res = run(["nvidia-smi", f"--query-gpu={nvsmi.QUERY_FIELDS}", "--format=csv"], timeout_s=60)
+            smi["query"] = nvsmi.parse_query_csv(res["stdout"]) if res["rc"] == 0 else []
+            res = run(["nvidia-smi", "-q", "-x"], timeout_s=60)
+            try:
+                smi["q"] = nvsmi.parse_q_xml(res["stdout"]) if res["rc"] == 0 else None
+            except ValueError as exc:
+                smi["q"] = None
+                self.err("after.nvidia_smi_q_x", str(exc))
+            if res["rc"] == 0:
+                self.doc["raw"]["after_nvidia_smi_q_x"] = res["stdout"]
+            res = run(["nvidia-smi", "nvlink", "-e"], timeout_s=60)
+            smi["nvlink_errors"] = nvsmi.parse_nvlink_errors(res["stdout"]) if res["rc"] == 0 else None
+            if smi["q"] is None:
+                self.err("after.nvidia_smi", "nvidia-smi -q -x unreadable after the load")
+            after["nvidia_smi"] = smi
+        src = (self.doc.get("kernel_log") or {}).get("source")
+        if src:
+            res = run(src.split(" "), timeout_s=60)
+            if res["rc"] == 0 and res["stdout"].strip():
+                after["kernel_log"] = {"source": src, **kernel_log.parse(res["stdout"])}
+            else:
+                self.err("after.kernel_log", f"{src}: rc={res['rc']}, {len(res['stdout'])} bytes after the load")
 
     def services(self) -> None:
         out: dict[str, Any] = {}
@@ -279,7 +319,7 @@ class Probe:
         steps = (("nvidia_smi", self.nvidia_smi), ("nvml", self.nvml), ("system", self.system),
                  ("kernel_log", self.kernel), ("services", self.services), ("dcgm", self.dcgm),
                  ("nccl_tests", self.nccl_tests), ("nvbandwidth", self.nvbandwidth), ("hca", self.hca),
-                 ("gpu_burn", self.gpu_burn), ("torch", self.torch))
+                 ("gpu_burn", self.gpu_burn), ("torch", self.torch), ("health_after", self.health_after))
         for name, fn in steps:
             self.step(name, fn)
         self.doc["wall_s"] = round(time.monotonic() - t0, 2)

@@ -167,7 +167,7 @@ def collect(gpus: int, min_bytes: int, max_bytes: int, env: dict[str, str], time
             js = parse_json(fh.read())
         # the JSON wins only when it carries every row's busbw (other -J layouts exist: fall back to the text)
         if js["rows"] and all(isinstance((r.get("oop") or {}).get("busbw"), (int, float)) for r in js["rows"]):
-            out["json"] = js
+            out["json"] = {**js, "errors": out["parsed"]["errors"]}  # failure lines print to stdout only
     except (OSError, ValueError, KeyError, TypeError) as exc:
         out["json_error"] = str(exc)
     return out

@@ -71,7 +71,9 @@ def doc_from_outputs(outputs: Mapping[str, str], *, host: str = "fixture", dcgm_
         host_doc["lspci"] = lspci.parse(outputs["lspci_vvv"])
     doc["system"] = host_doc
     if "kernel_log" in outputs:
-        doc["kernel_log"] = {"source": "fixture", **kernel_log.parse(outputs["kernel_log"])}
+        parsed = kernel_log.parse(outputs["kernel_log"])
+        # an excerpt without the boot lines is not known to be wrapped: from_boot only where the text shows it
+        doc["kernel_log"] = {"source": "fixture", **parsed, "from_boot": parsed["from_boot"] or None}
     if "dcgmi_diag" in outputs:
         text = outputs["dcgmi_diag"]
         d: dict[str, Any] = {"present": True, "level": dcgm_level, "rc": dcgm_rc, "timed_out": False,

@@ -57,9 +57,11 @@ class FabricSettings(BaseModel):
     )
     algo: Algo = Field("ring", description="NCCL_ALGO for the runs; ring is what the 92% floor is defined for")
     floor_fraction: dict[str, float] = Field(
-        # ring: DeepOps 2x DGX A100 reached 94.27% of the NIC aggregate (ANCH 3.2); tree/NVLS/CollNet at two
-        # nodes go over 100% (p5 487 GB/s on 400), so the same fraction is a loose but safe lower bound.
-        default_factory=lambda: {"ring": 0.92, "tree": 0.92, "nvls": 0.92, "collnet": 0.92, "default": 0.92},
+        # ring: healthy runs reach 91-96% of the NIC aggregate (NCCL maintainers: 46-48 GB/s per NDR400 NIC,
+        # nccl-tests#290; DeepOps 2x DGX A100 94.27%, ANCH 3.2), so 92% sat inside the healthy range and failed
+        # good runs; a node with one of 8 rails gone reaches at most 7 x 48 = 336 GB/s = 84% of 400: 85% keeps
+        # that out and every healthy run in. Tree/NVLS/CollNet at two nodes go over 100% (p5 487 GB/s on 400).
+        default_factory=lambda: {"ring": 0.85, "tree": 0.85, "nvls": 0.85, "collnet": 0.85, "default": 0.85},
         description="floor = fraction x per-node NIC bandwidth, per algorithm",
     )
     floor_gbps: dict[str, float] = Field(
@@ -68,6 +70,11 @@ class FabricSettings(BaseModel):
     min_bytes: PositiveInt = Field(1 << 30, description="the floor applies to the max busbw at sizes >= this")
     max_bytes: PositiveInt = Field(8 << 30)
     pair_min_bytes: PositiveInt = Field(2 << 30, description="pairwise runs sweep pair_min..max_bytes")
+    pair_floor_fraction: float = Field(
+        # pairs only find a broken node (half rate, socket fallback, a dead rail); the set run certifies the
+        # bandwidth. GCP's cluster-health-scanner passes an 8 x 400G pair at 250 GB/s (a3-ultra/a4 nccl_healthcheck)
+        0.625, gt=0, le=1.2, description="pairwise floor = min(the set floor, this x per-node NIC bandwidth)",
+    )
     iters: PositiveInt = 20
     timeout_s: PositiveInt = Field(600, description="nccl-tests -T and the launcher's wall limit per run")
     require_gdr: bool = Field(True, description="NET/IB without GDRDMA warns when the group expects GDR")
@@ -102,5 +109,5 @@ class FabricSettings(BaseModel):
         """(floor GB/s, where it came from) for one algorithm on nodes with `nic_gbytes` of NICs."""
         if algo in self.floor_gbps:
             return self.floor_gbps[algo], f"spec fabric.floor_gbps.{algo}"
-        frac = self.floor_fraction.get(algo, self.floor_fraction.get("ring", 0.92))
+        frac = self.floor_fraction.get(algo, self.floor_fraction.get("ring", 0.85))
         return round(frac * nic_gbytes, 2), f"{frac:.0%} of {nic_gbytes:g} GB/s per-node NIC bandwidth"

@@ -108,12 +108,17 @@ def judge_probes(inv: Inventory, hosts: list[str], fetch_dir: Path) -> list[Node
     return verdicts
 
 
-def fabric_results(inv: Inventory, ctx: RunContext, verdicts: list[NodeVerdict]) -> FabricResult | None:
-    """The multi-node phase (gridready.stages.fabric) over the nodes that passed single-node:
-    its FabricResult, or None when it does not apply."""
+def fabric_results(inv: Inventory, ctx: RunContext, verdicts: list[NodeVerdict],
+                   peers: list[str] | tuple[str, ...] = ()) -> FabricResult | None:
+    """The multi-node phase (gridready.stages.fabric) over the nodes that passed single-node, joined by `peers`
+    (nodes still certified from an earlier run) as known-good partners: a node re-certified alone, or the one
+    survivor of a pair, still gets its HCA gates and is paired; with no partner at all in a fleet of several GPU
+    nodes its multi-node gate is recorded as not run and blocks. Its FabricResult (results of the nodes judged in
+    this run only), or None when the spec turns the phase off or no node passed."""
     passed = [v.node for v in verdicts if v.certified]
-    if not inv.spec.certification.fabric.enabled or len(passed) < 2:
-        return None  # the fabric phase needs a pair of nodes that passed on their own
+    if not inv.spec.certification.fabric.enabled or not passed:
+        return None
+    members = passed + [p for p in peers if p not in passed]
     probe_hca = {}
     for v in verdicts:
         try:
@@ -121,7 +126,9 @@ def fabric_results(inv: Inventory, ctx: RunContext, verdicts: list[NodeVerdict])
                 "hca")
         except (OSError, ValueError):
             probe_hca[v.node] = None
-    return run_fabric_phase(inv, ctx, passed, probe_hca=probe_hca)
+    res = run_fabric_phase(inv, ctx, members, probe_hca=probe_hca, alone_blocks=len(inv.gpu_hosts()) > 1)
+    res.node_results = {n: r for n, r in res.node_results.items() if n in passed}  # peers keep their verdicts
+    return res
 
 
 def run(inv: Inventory, ctx: RunContext) -> CertifySummary:
@@ -142,7 +149,7 @@ def run(inv: Inventory, ctx: RunContext) -> CertifySummary:
         unreachable = sorted(result.unreachable_hosts)
         playbook = {"runner_status": result.status, "runner_rc": result.rc, "playbook_seconds": result.seconds}
     verdicts = judge_probes(inv, todo, fetch_dir)
-    fabric = fabric_results(inv, ctx, verdicts) if todo else None
+    fabric = fabric_results(inv, ctx, verdicts, peers=sorted(reused)) if todo else None
     extra = fabric.node_results if fabric is not None else {}
     fleet = judge_fleet(spec, verdicts, reused=reused, customer=inv.customer, run_id=ctx.run_id, extra=extra)
     reports = write_all(fleet, stage_dir, command=f"invoke certify ({inv.name})", fabric=fabric)

@@ -165,6 +165,7 @@ def run_fabric_phase(
     probe_hca: Mapping[str, Mapping[str, Any] | None] | None = None,
     settings: FabricSettings | None = None,
     out_dir: Path | None = None,
+    alone_blocks: bool = False,
 ) -> FabricResult:
     """Fabric gates over the nodes that passed single-node certification (see the module docstring)."""
     settings = settings or settings_of(inv)
@@ -222,10 +223,13 @@ def run_fabric_phase(
     floor, fsource = multinode.multinode_floor(
         settings.algo, nic or 0.0, settings, cert.floors.multinode_busbw_gbps, cert.nccl.multinode_fraction_of_nic
     )
+    pair_floor = min(floor, round(settings.pair_floor_fraction * (nic or 0.0), 2))
+    pair_source = fsource if pair_floor == floor else (
+        f"{settings.pair_floor_fraction:.1%} of {nic or 0.0:g} GB/s per-node NIC bandwidth (pairs)")
     lock = threading.Lock()
     seq = [0]
 
-    def launch(hosts: list[str], phase: str, collective: str, min_bytes: int) -> CollectiveRecord:
+    def launch(hosts: list[str], phase: str, collective: str, min_bytes: int, floor: float) -> CollectiveRecord:
         common = [h for h in ib_hcas[hosts[0]] if all(h in ib_hcas[x] for x in hosts[1:])]
         roce = next((x for x in groups[hosts[0]].nics if x.kind == "roce" and x.gid_index is not None), None)
         env = multinode.nccl_env(common, settings.socket_ifname or groups[hosts[0]].mgmt_interface, settings,
@@ -273,12 +277,14 @@ def run_fabric_phase(
     good = list(eligible)
     if settings.isolation and len(eligible) >= 2:
         def run_pair(a: str, b: str) -> isolation.PairOutcome:
-            rec = launch([a, b], "pair", "all_reduce", settings.pair_min_bytes)
+            rec = launch([a, b], "pair", "all_reduce", settings.pair_min_bytes, pair_floor)
             ok = rec.status in (S.PASS, S.WARN)
             return isolation.PairOutcome(ok=ok, busbw_gbps=rec.busbw_gbps, reason=rec.reason,
                                          error=rec.status is S.ERROR, detail=rec)
 
-        iso = isolation.isolate(eligible, run_pair, parallel=settings.parallel_pairs)
+        racks = {n: str(hostvars[n]["gridready_rack"]) for n in eligible
+                 if (hostvars.get(n) or {}).get("gridready_rack") not in (None, "")}
+        iso = isolation.isolate(eligible, run_pair, parallel=settings.parallel_pairs, rack_of=racks)
         for r in iso.runs:
             rec = r.outcome.detail if isinstance(r.outcome.detail, CollectiveRecord) else None
             if rec is not None:
@@ -286,7 +292,7 @@ def run_fabric_phase(
         good = iso.good
     timings["isolation"] = round(time.monotonic() - t0 - timings["hca"], 3)
     set_records = [
-        launch(good, "set", c, settings.min_bytes) for c in settings.collectives
+        launch(good, "set", c, settings.min_bytes, floor) for c in settings.collectives
     ] if len(good) >= 2 else []
 
     timings["set"] = round(time.monotonic() - t0 - timings["hca"] - timings["isolation"], 3)
@@ -312,7 +318,12 @@ def run_fabric_phase(
                 why = f"failed pairwise all-reduce with {len(set(iso.failed_with[n]))} partners ({partners})"
                 quarantined[n] = f"fabric: {why}"
                 results[n].append(_node_gate("fabric_isolation", n, S.FAIL, why, measured=runs,
-                                             expected=Expected(floor=floor, source=fsource), unit="GB/s"))
+                                             expected=Expected(floor=pair_floor, source=pair_source), unit="GB/s"))
+            elif n in iso.leaf_suspect:
+                unresolved.append(n)
+                results[n].append(_node_gate(
+                    "fabric_isolation", n, S.ERROR, f"failed only across racks ({partners}) and passed inside rack "
+                    f"{iso.leaf_suspect[n]}: the rack's leaf uplink is suspect, not this node", measured=runs))
             elif n in iso.unresolved:
                 unresolved.append(n)
                 results[n].append(_node_gate(
@@ -321,16 +332,25 @@ def run_fabric_phase(
             else:
                 results[n].append(_node_gate(
                     "fabric_isolation", n, S.PASS, f"passed pairwise all-reduce ({len(runs)} runs)", measured=runs,
-                    expected=Expected(floor=floor, source=fsource), unit="GB/s"))
+                    expected=Expected(floor=pair_floor, source=pair_source), unit="GB/s"))
     for rec in set_records:
+        # every member passed its pairs, so a failing all-node run names no node: a fabric-level fault (spine,
+        # oversubscription, routing). It still blocks, as an error that says so, never as this node's failure.
+        fabric_level = rec.status is S.FAIL and iso is not None and set(rec.hosts) <= set(iso.good)
+        why = (f"{len(rec.hosts)} nodes: {rec.reason}; every member passed its pairwise runs, so the fault is the "
+               "fabric's (spine, oversubscription), not attributable to this node" if fabric_level else
+               f"{len(rec.hosts)} nodes: {rec.reason}")
         for n in rec.hosts:
             results[n].append(multinode.verdict_gate(
                 f"nccl_multinode_{rec.collective}", n,
-                multinode.Verdict(rec.status, f"{len(rec.hosts)} nodes: {rec.reason}", rec.busbw_gbps, None,
+                multinode.Verdict(S.ERROR if fabric_level else rec.status, why, rec.busbw_gbps, None,
                                   rec.pct_of_nic, rec.transport), floor, fsource, rec.evidence))
     if len(good) < 2 and len(nodes) == 1:
-        results[nodes[0]].append(_node_gate("nccl_multinode_all_reduce", nodes[0], S.SKIPPED, "one certified node:"
-                                            " nothing to test across nodes", required=False))
+        # alone in a fleet of several GPU nodes (no peer passed now or is still certified): not run, which blocks
+        why = ("not run: no certified peer to pair with in this run or still valid (re-certify it together with a "
+               "certified node)" if alone_blocks else "one GPU node: nothing to test across nodes")
+        results[nodes[0]].append(_node_gate("nccl_multinode_all_reduce", nodes[0], S.SKIPPED, why,
+                                            required=alone_blocks))
     _fleet_outliers(results, pair_records, hca_data, inv, cert)
 
     blocked = {n for n in nodes if any(g.blocks_certification for g in results[n])}

@@ -11,6 +11,7 @@ import pytest
 
 from gridready.certify.judge import judge_node
 from gridready.certify.result import GateStatus
+from gridready.probe import nvsmi
 from tests.unit.certify.fixtures_io import H200, group, h200_doc, h200_outputs, probe_quick, spec
 
 README = {  # ../shared/fixtures/h200x2/README.md headline figures (per GPU)
@@ -92,11 +93,16 @@ def test_nvlink_links_down_fail_naming_the_gpu() -> None:
     assert r.status is GateStatus.FAIL and "GPU 1" in r.reason and "16 of 18" in r.reason and "16, 17" in r.reason
 
 
-def test_nvlink_recovery_errors_fail() -> None:
+def test_nvlink_recovery_errors_during_the_run_fail_and_since_reset_warn() -> None:
+    """Issue 34: the counters run since the GPU's reset; only the run's own recovery errors fail (this test used to
+    fail a node on a count since reset)."""
     errs = probe_quick()["raw"]["nvidia_smi_nvlink_e"].replace("Recovery Errors: 0", "Recovery Errors: 3", 1)
-    v = _judge(h200_doc(nvidia_smi_nvlink_e=errs))
-    r = next(r for r in _by_gate(v, "nvlink") if r.gpu == 0)
-    assert r.status is GateStatus.FAIL and "recovery=3" in r.reason
+    doc = h200_doc()
+    doc["after"] = {"nvidia_smi": {**doc["nvidia_smi"], "nvlink_errors": nvsmi.parse_nvlink_errors(errs)}}
+    r = next(r for r in _by_gate(_judge(doc), "nvlink") if r.gpu == 0)
+    assert r.status is GateStatus.FAIL and "during the certification run recovery=3" in r.reason
+    old = next(r for r in _by_gate(_judge(h200_doc(nvidia_smi_nvlink_e=errs)), "nvlink") if r.gpu == 0)
+    assert old.status is GateStatus.WARN and "since reset recovery=3" in old.reason
 
 
 def _q_edit(key: str, old: str, new: str, gpu: int = 1) -> str:

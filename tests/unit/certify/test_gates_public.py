@@ -119,18 +119,20 @@ def test_gpud_dmesg_xid_fails_with_the_pci_address() -> None:
     assert r.status is S.FAIL and "PCI 0000:19:00" in r.reason and "Xid 48, 63, 94 x9" in r.reason
 
 
-def test_imbue_lines_fail_xid_and_sxid() -> None:
+def test_imbue_lines_fail_xid_and_warn_the_non_fatal_sxid() -> None:
+    """The Xids fail; SXid 12028 is non-fatal and warns (issue 34: DCGM's check_non_fatal is off by default)."""
     doc = doc_from_outputs({"kernel_log": pub("dmesg", "FAIL-xid94-xid64-sxid12028")})
     res = xid.xid(doc, exp())
-    assert statuses(res) == {S.FAIL}
+    assert statuses(res) == {S.FAIL, S.WARN}
+    assert next(r for r in res if "SXid" in r.reason).status is S.WARN
     reasons = " | ".join(r.reason for r in res)
     assert "0000:0f:00" in reasons and "Xid 64, 94" in reasons and "NVSwitch 0000:85:00.0: SXid 12028" in reasons
 
 
-def test_fabric_manager_sxid_fails_unless_allowed() -> None:
+def test_fabric_manager_non_fatal_sxid_warns_unless_allowed() -> None:
     doc = doc_from_outputs({"kernel_log": pub("fabricmanager", "SXid12028")})
     (r,) = xid.xid(doc, exp())
-    assert r.status is S.FAIL and "SXid 12028" in r.reason
+    assert r.status is S.WARN and "SXid 12028" in r.reason and "non-fatal" in r.reason
     (ok,) = xid.xid(doc, exp(sxid_allow=[12028]))
     assert ok.status is S.PASS
 
