@@ -48,6 +48,24 @@ class Fleet:
         return subprocess.run(["ssh", "-F", str(self.ssh_config), host, command], capture_output=True,
                               text=True, check=check, timeout=timeout, input=input)
 
+    def install_ray(self, hosts: list[str]) -> str:
+        """Ray (the pin, core only) in /opt/ray/venv on `hosts`, from the sandbox's package index, for tests that
+        run Ray by hand; the serving role installs ray[default] the same way. Returns the `ray` executable."""
+        from gridready.spec.serving import RAY_VERSION
+
+        index = f"http://{paths.BRIDGE_ADDR}:{paths.REPO_PORT}/pypi/simple/"
+        script = ("set -e; test -x /opt/ray/venv/bin/ray && exit 0; "
+                  "DEBIAN_FRONTEND=noninteractive apt-get install -y -q python3-venv >/dev/null; "
+                  "python3 -m venv /opt/ray/venv; /opt/ray/venv/bin/pip install -q --disable-pip-version-check "
+                  f"--index-url {index} --trusted-host {paths.BRIDGE_ADDR} ray=={RAY_VERSION}")
+        procs = [subprocess.Popen(["ssh", "-F", str(self.ssh_config), h, script], stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True) for h in hosts]
+        for h, proc in zip(hosts, procs, strict=True):
+            out, _ = proc.communicate(timeout=600)
+            if proc.returncode:
+                raise RuntimeError(f"{h}: installing Ray failed (exit {proc.returncode}): {out[-1500:]}")
+        return "/opt/ray/venv/bin/ray"
+
     def ansible_env(self) -> dict[str, str]:
         """Environment for ansible-playbook/ansible-runner: the repo's ansible.cfg, a fact cache of this fleet
         (host names node1.. repeat across fleets, so a shared fact cache would mix them up)."""

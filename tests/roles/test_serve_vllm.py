@@ -96,7 +96,11 @@ def test_units_and_ports(served) -> None:
     assert h.socket(f"tcp://{ip}:6379").is_listening
     assert h.socket("tcp://0.0.0.0:8000").is_listening
     unit_text = h.file(f"/etc/systemd/system/{UNIT}.service").content_string
-    assert "SIMULATED" in unit_text and "ExecStartPre=" in unit_text and "BindsTo=ray-head.service" in unit_text
+    assert "ExecStartPre=" in unit_text and "BindsTo=ray-head.service" in unit_text
+    # the real command line from the pinned package in Ray's venv; the engine itself says it is SIMULATED
+    assert "ExecStart=/opt/ray/venv/bin/vllm serve meta-llama/" in unit_text
+    summary = h.check_output("/opt/ray/venv/bin/python3 -m pip show vllm | grep ^Summary")
+    assert "SIMULATED" in summary
     env = h.file("/etc/gridready/ray.env").content_string
     assert f"VLLM_HOST_IP={ip}" in env and "NCCL_SOCKET_IFNAME=eth0" in env and "NCCL_IB_HCA==mlx5_0" in env
     for worker in workers:

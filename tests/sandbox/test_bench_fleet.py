@@ -44,6 +44,7 @@ def test_engine_joins_ray_and_serves_the_benchmark(fleet):
     f = fleet
     head, worker = f.names[:2]
     hip, wip = f.addresses[head], f.addresses[worker]
+    f.install_ray([head, worker])  # a fresh host has none: from the sandbox's package index, as the role does
     f.ssh(head, START.format(ray=RAY, ip=hip, extra="--head --port=6379 --include-dashboard=false"), timeout=180)
     try:
         f.ssh(worker, START.format(ray=RAY, ip=wip, extra=f"--address={hip}:6379"), timeout=180)

@@ -105,6 +105,7 @@ def test_ansible_play_and_testinfra_on_every_host(fleet: Fleet) -> None:
 
 def test_ray_cluster_runs_a_task_on_every_host(fleet: Fleet) -> None:
     head, *workers = fleet.names
+    fleet.install_ray(fleet.names)  # a fresh host has none: from the sandbox's package index, as the role does
     head_ip = fleet.addresses[head]
     common = ("RAY_USAGE_STATS_ENABLED=0 {ray} start --num-cpus=1 --memory=1000000000 "
               "--object-store-memory=100000000 --disable-usage-stats --node-ip-address={ip} {extra}")
