@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
-from gridready import console, matrix
+from gridready import console, matrix, secretscan
 from gridready.artifacts import RUN_ID, RunContext, customer_lock, new_run_id, validate_run_id, write_atomic
 from gridready.errors import GridreadyError, InvalidInput
 from gridready.exitcodes import ExitCode
@@ -82,7 +82,7 @@ def guarded(fn: Callable[..., T]) -> Callable[..., T]:
             return fn(*args, **kwargs)
         except GridreadyError as err:
             for line in str(err).splitlines():
-                console.error(line)
+                console.error(secretscan.redact(line))
             raise CommandExit(int(err.code)) from None
         except (CommandExit, KeyboardInterrupt):
             raise

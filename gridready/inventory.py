@@ -274,5 +274,6 @@ def load(name_or_path: str | os.PathLike[str]) -> Inventory:
         nodes = {g.name: len(groups.get(g.name, [])) for g in spec.node_groups}
         errors.extend(f"{file}: {where}: {what}" for where, what in rules.check(spec, nodes))
     if errors or spec is None:
-        raise InvalidInput(errors or [f"{file}: (file): could not be loaded"])
+        # a check may name a key, and a key can be a secret: credential shapes never reach a line
+        raise InvalidInput([secretscan.redact(e) for e in errors] or [f"{file}: (file): could not be loaded"])
     return Inventory(name=name, path=inv_dir, spec=spec, hosts=hostvars, groups=groups)
