@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import math
 import os
 import sys
 import traceback
@@ -12,7 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
-from gridready import console, matrix, secretscan
+from gridready import console, matrix, secretscan, vault
 from gridready.artifacts import RUN_ID, RunContext, customer_lock, new_run_id, validate_run_id, write_atomic
 from gridready.errors import GridreadyError, InvalidInput
 from gridready.exitcodes import ExitCode
@@ -35,13 +36,74 @@ def artifacts_root() -> Path:
     return Path(os.environ.get("GRIDREADY_ARTIFACTS") or project_root() / "artifacts")
 
 
+MAX_LOCK_WAIT_S = 86400.0  # a day: a CI job waiting longer for the lock is stuck, not patient
+
+
 @functools.cache
 def inventory(name: str) -> Inventory:
     """The validated inventory whose software pins are a supported row of the version matrix (exit 2 otherwise:
-    `inventories/<c>/cluster.yml: software.<key>: ...`); every task, `validate` first, goes through here."""
+    `inventories/<c>/cluster.yml: software.<key>: ...`), whose vault opens with the password file and defines
+    what the plain files reference, in an environment whose GRIDREADY_* settings are sound; every task,
+    `validate` first, goes through here."""
+    if not isinstance(name, str) or not name or any(c in name for c in "\0\n\r"):
+        raise InvalidInput("gridready.inventory: (invoke configuration): must be an inventory name or path "
+                           "(GRIDREADY_INVENTORY or gridready.inventory in invoke.yaml)")
+    check_environment()
     inv = load(name)
     matrix.require_supported(inv.spec, display_path(inv.path / "cluster.yml"))
+    lines = vault.check(inv.customer, inv.path, inv.vault_refs, display_path)
+    if lines:
+        raise InvalidInput(lines)
     return inv
+
+
+def check_environment() -> None:
+    """The GRIDREADY_* variables a run reads, checked before anything runs (exit 2 naming the variable)."""
+    run_id()
+    lock_wait_s()
+    if os.environ.get(vault.ENV):
+        vault.read_password(Path(os.environ[vault.ENV]))
+
+
+def lock_wait_s() -> float:
+    """GRIDREADY_LOCK_WAIT_S: finite seconds, 0 to a day (nan and inf would wait forever)."""
+    raw = os.environ.get("GRIDREADY_LOCK_WAIT_S") or "0"
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or not 0 <= value <= MAX_LOCK_WAIT_S:
+        raise InvalidInput(f"GRIDREADY_LOCK_WAIT_S: (environment): must be a number of seconds from 0 to "
+                           f"{MAX_LOCK_WAIT_S:.0f}")
+    return value
+
+
+def check_limit(inv: Inventory, limit: str | None) -> None:
+    """--limit must select at least one host of hosts.yml, resolved by Ansible's own pattern rules (groups,
+    wildcards, `~regex`, `!` and `&`); a pattern that selects none would run nothing and report success."""
+    if limit is None:
+        return
+    if not limit.strip() or any(c in limit for c in "\0\n\r"):
+        raise InvalidInput("--limit: (command line): must be an Ansible host pattern")
+    from ansible import constants as C  # noqa: N812 (ansible's own spelling)
+    from ansible.inventory.manager import InventoryManager
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.utils.display import Display
+
+    display = Display()
+    quiet, enabled = display.warning, C.INVENTORY_ENABLED
+    display.warning = lambda *a, **k: None  # type: ignore[method-assign]
+    C.INVENTORY_ENABLED = ["yaml"]  # hosts.yml read as YAML only: never run as an inventory script
+    try:
+        hosts = InventoryManager(loader=DataLoader(), sources=[str(inv.hosts_file)]).list_hosts(limit)
+    except Exception:  # an unparsable pattern is a usage error like an empty one
+        hosts = []
+    finally:
+        display.warning = quiet  # type: ignore[method-assign]
+        C.INVENTORY_ENABLED = enabled
+    if not hosts:
+        raise InvalidInput(f"--limit: (command line): the pattern {limit!r} matches no host of "
+                           f"{display_path(inv.hosts_file)}")
 
 
 def run_id() -> str:
@@ -50,16 +112,19 @@ def run_id() -> str:
 
 
 def context(inv: Inventory, **flags: Any) -> RunContext:
+    """Where a stage writes. A template inventory (a folder starting with `_`) is validated, never run: its
+    customer could be anyone's."""
+    if inv.name.startswith("_"):
+        raise InvalidInput(f"{display_path(inv.path)}: (directory name): a template inventory (name starting with "
+                           "'_') is only validated; copy it to inventories/<customer>/ to run stages")
+    check_limit(inv, flags.get("limit"))
     return RunContext(customer=inv.customer, run_id=run_id(), root=artifacts_root(), **flags)
 
 
 @contextlib.contextmanager
 def stage_lock(ctx: RunContext, stage: str) -> Iterator[None]:
     """Hold the customer's lock and claim this run's `stage` folder (exit 2 when either is taken)."""
-    try:
-        wait_s = float(os.environ.get("GRIDREADY_LOCK_WAIT_S") or 0)
-    except ValueError:
-        raise InvalidInput("GRIDREADY_LOCK_WAIT_S: (environment): must be a number of seconds") from None
+    wait_s = lock_wait_s()
     holder = f"run {ctx.run_id} stage {stage} (pid {os.getpid()})"
     with customer_lock(ctx.root, ctx.customer, holder, wait_s):
         ctx.claim_stage(stage)
@@ -88,7 +153,7 @@ def guarded(fn: Callable[..., T]) -> Callable[..., T]:
             raise
         except Exception as err:  # a bug: keep the trace out of the terminal, on disk for the report
             raw = _raw_run_id()
-            path = artifacts_root() / "internal-errors" / f"{raw if RUN_ID.match(raw) else new_run_id()}.txt"
+            path = artifacts_root() / "internal-errors" / f"{raw if RUN_ID.fullmatch(raw) else new_run_id()}.txt"
             write_atomic(path, traceback.format_exc())
             console.error(f"internal error: {type(err).__name__}: {err} (trace in {path})")
             raise CommandExit(int(ExitCode.INTERNAL)) from None

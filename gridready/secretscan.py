@@ -79,3 +79,20 @@ def find(data: Any, path: str = "") -> Iterator[tuple[str, str]]:
         yield path or "(top level)", "has the shape of a credential (token or private key); keep it in the vault"
     elif isinstance(data, str) and URL_CREDENTIALS.search(data):
         yield path or "(top level)", "a URL with a user:password part; credentials belong in the vault"
+
+
+# `{{ vault_x }}`, the whole value a reference to one vault variable (with a filter or a default it may be absent)
+VAULT_REF = re.compile(r"\{\{-?\s*(vault_[A-Za-z0-9_]+)\s*-?\}\}")
+
+
+def vault_references(data: Any, path: str = "") -> Iterator[tuple[str, str]]:
+    """(vault variable, key path) for every `{{ vault_x }}` among the values of a plain inventory file."""
+    if isinstance(data, dict):
+        for k, v in data.items():
+            yield from vault_references(v, _loc(path, k))
+    elif isinstance(data, list):
+        for i, v in enumerate(data):
+            yield from vault_references(v, _loc(path, i))
+    elif isinstance(data, str):
+        for var in VAULT_REF.findall(data):
+            yield var, path or "(top level)"
