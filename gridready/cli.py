@@ -186,3 +186,85 @@ def ensure_sandbox(inv: Inventory) -> None:
 
 def print_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj, indent=2) + "\n")
+
+
+RUNTIME_KEYS = {"inventory": str, "check": bool, "json": bool}
+RUNTIME_SUFFIXES = (".yaml", ".yml")
+
+
+def check_runtime_config(raw: str) -> None:
+    """`invoke -f <file>`: a YAML file of at most 1 MiB holding `gridready: {inventory: <name>}` (and invoke's own
+    sections). invoke itself skips a missing file (the default inventory would run instead), runs a `.py` one
+    and shows a traceback for a broken one; InvalidInput naming the file and key here."""
+    from gridready.yamlio import YamlError, load_yaml
+
+    path = Path(raw)
+    shown = display_path(path)
+    if path.suffix not in RUNTIME_SUFFIXES:
+        raise InvalidInput(f"{shown}: (file): gridready reads a YAML invoke file (.yaml or .yml)")
+    if not path.exists() and not path.is_symlink():
+        raise InvalidInput(f"{shown}: (file): missing (invoke -f names the inventory's invoke.yaml)")
+    try:
+        data = load_yaml(path)
+    except YamlError as err:
+        raise InvalidInput(f"{shown}: {err.where}: {err}") from None
+    section = data.get("gridready") if isinstance(data, dict) else None
+    if not isinstance(section, dict):
+        raise InvalidInput(f"{shown}: gridready: must be a mapping with inventory: <name> (e.g. gridready: "
+                           "{inventory: acme})")
+    for key, value in section.items():
+        kind = RUNTIME_KEYS.get(key) if isinstance(key, str) else None
+        if kind is None:
+            raise InvalidInput(f"{shown}: gridready.{secretscan.redact(str(key))}: unknown key (expected "
+                               f"{', '.join(RUNTIME_KEYS)})")
+        if not isinstance(value, kind) or (kind is str and not value):
+            raise InvalidInput(f"{shown}: gridready.{key}: must be a {'name' if kind is str else 'boolean'}")
+
+
+def _bad_value_flag(argv: list[str], err: ValueError) -> str:
+    """The flag whose value failed its type (invoke casts `--hosts x` with int() and lets the ValueError out)."""
+    for i, tok in enumerate(argv):
+        if tok.startswith("-") and "=" in tok and f"'{tok.split('=', 1)[1]}'" in str(err):
+            return tok.split("=", 1)[0]
+        if i and f"'{tok}'" in str(err) and argv[i - 1].startswith("-"):
+            return argv[i - 1]
+    return "(flag)"
+
+
+def install_usage_errors() -> None:
+    """Usage errors exit 2 with one line, as README's exit codes say: invoke exits 1 on an unknown flag or task,
+    shows a traceback for a flag value of the wrong type and for a broken `-f` file. invoke's Program looks its
+    steps up on itself when it calls them, after it imported tasks.py, so wrapping two of them here covers every
+    task's flags and the runtime config file."""
+    from invoke.exceptions import Exit, ParseError
+    from invoke.program import Program
+
+    if getattr(Program, "_gridready_usage_errors", False):
+        return
+    parse_tasks, update_config = Program.parse_tasks, Program.update_config
+
+    def fail(line: str) -> Exit:
+        return Exit(f"error: {secretscan.redact(line)}", code=int(ExitCode.INVALID))
+
+    def guarded_parse_tasks(self: Program) -> None:
+        try:
+            parse_tasks(self)
+        except ParseError as err:
+            raise fail(f"(command line): {err}") from None
+        except ValueError as err:
+            flag = _bad_value_flag(list(self.core.unparsed) if self.core else [], err)
+            raise fail(f"{flag}: (command line): not a value of the flag's type (a whole number where one "
+                       "is asked)") from None
+
+    def guarded_update_config(self: Program, merge: bool = True) -> None:
+        raw = self.args.config.value or os.environ.get("INVOKE_RUNTIME_CONFIG")
+        if raw:
+            try:
+                check_runtime_config(raw)
+            except InvalidInput as err:
+                raise fail(err.lines[0]) from None
+        update_config(self, merge)
+
+    Program.parse_tasks = guarded_parse_tasks  # type: ignore[method-assign]
+    Program.update_config = guarded_update_config  # type: ignore[method-assign]
+    Program._gridready_usage_errors = True  # type: ignore[attr-defined]
