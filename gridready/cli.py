@@ -146,7 +146,7 @@ def guarded(fn: Callable[..., T]) -> Callable[..., T]:
         try:
             return fn(*args, **kwargs)
         except GridreadyError as err:
-            for line in str(err).splitlines():
+            for line in err.lines if isinstance(err, InvalidInput) else str(err).splitlines():
                 console.error(secretscan.redact(line))
             raise CommandExit(int(err.code)) from None
         except (CommandExit, KeyboardInterrupt):

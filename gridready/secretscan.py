@@ -36,10 +36,15 @@ URL_CREDENTIALS = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/?#\s@]*:[^/?#\s@]*@"
 REDACTED = "<redacted>"
 
 
+CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
 def redact(line: str) -> str:
-    """`line` with every credential-shaped part replaced: error lines may name keys, and a key can be a secret."""
-    return URL_CREDENTIALS.sub(lambda m: m.group(0).split("://", 1)[0] + "://" + REDACTED + "@",
+    """`line` fit to print: every credential-shaped part replaced (error lines may name keys, and a key can be a
+    secret) and control characters escaped (a key with a newline would print as two lines)."""
+    line = URL_CREDENTIALS.sub(lambda m: m.group(0).split("://", 1)[0] + "://" + REDACTED + "@",
                                SECRET_VALUE.sub(REDACTED, line))
+    return CONTROL.sub(lambda m: repr(m.group(0))[1:-1], line)
 
 
 def _referenced(value: str) -> bool:
