@@ -31,7 +31,7 @@ ENGINE_ARG = re.compile(r"[a-z][a-z0-9_]{0,63}")  # vLLM's engine argument names
 CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 # Jinja's delimiters (variable, statement, comment): no value of cluster.yml is a template, and one reaching
 # Ansible would run on the controller (lookups included)
-TEMPLATE = re.compile(r"\{\{|\{%|\{#|\}\}|%\}|#\}")
+TEMPLATE = re.compile(r"\{\{|\{%|\{#")  # openings only: JSON values such as {"a": {"b": 1}} close with }}
 # Engine arguments gridready computes or owns through a field of the tier; an extra_engine_args entry would
 # override them (vLLM and SGLang spellings). trust_remote_code has its own field.
 ENGINE_OWNED = {

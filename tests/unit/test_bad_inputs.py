@@ -210,7 +210,8 @@ TEMPLATES = [
     ("template-router-gateway-route", cl(lambda d: d["serving"].update(router={"routes": [
         {"model": "llama", "targets": [{"tier": "llama"}], "fallback": ["{{x}}"]}]})),
      C + "serving.router.routes[0].fallback[0]"),
-    ("template-closing-only", at("description", "x }} y"), C + "description: must not hold a template"),
+    ("template-gpu-label", at("serving.kubernetes", {"gpu_product_label": "{{ x }}"}),
+     C + "serving.kubernetes.gpu_product_label: must not hold a template"),
 ]
 
 NEWLINES = [
