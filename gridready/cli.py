@@ -63,6 +63,15 @@ def check_environment() -> None:
     lock_wait_s()
     if os.environ.get(vault.ENV):
         vault.read_password(Path(os.environ[vault.ENV]))
+    for name in ("GRIDREADY_HOME", "GRIDREADY_ARTIFACTS", "GRIDREADY_STATE"):
+        raw = os.environ.get(name)
+        if not raw:
+            continue
+        path = Path(raw)
+        if any(c in raw for c in "\0\n\r") or (path.exists() and not path.is_dir()) or \
+                (name == "GRIDREADY_HOME" and not path.is_dir()):
+            raise InvalidInput(f"{name}: (environment): must name a directory"
+                               f"{' that exists' if name == 'GRIDREADY_HOME' else ' (made when absent)'}")
 
 
 def lock_wait_s() -> float:

@@ -485,6 +485,9 @@ ENVIRONMENT = [
     ("run-id-too-long", env(GRIDREADY_RUN_ID="r" * 65), "GRIDREADY_RUN_ID: (run id)"),
     ("vault-password-env-device", env(GRIDREADY_VAULT_PASSWORD_FILE="/dev/urandom"), PW + "/dev/urandom is not"),
     ("vault-password-env-missing", env(GRIDREADY_VAULT_PASSWORD_FILE="/nonexistent/pass"), PW + "cannot read"),
+    ("artifacts-is-a-file", env(GRIDREADY_ARTIFACTS="/etc/hostname"), "GRIDREADY_ARTIFACTS: (environment)"),
+    ("artifacts-is-a-device", env(GRIDREADY_ARTIFACTS="/dev/null"), "GRIDREADY_ARTIFACTS: (environment)"),
+    ("state-is-a-file", env(GRIDREADY_STATE="/etc/hostname"), "GRIDREADY_STATE: (environment)"),
 ]
 
 IN_PROCESS = [row for row in [*YAML_TYPOS, *TEMPLATES, *NEWLINES, *SECRETS, *VAULTS, *SERVE_TIME, *LIMITS, *PATHS,
