@@ -26,6 +26,8 @@ VAR_DIRS = ("group_vars", "host_vars")
 # RFC 1123 host name (what ssh is given; never an option such as -oProxyCommand=...)
 DNS_NAME = re.compile(r"(?=.{1,253}\.?\Z)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
                       r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?")
+# An Ansible group name (ansible-core's TRANSFORM_INVALID_GROUP_CHARS: letters, digits, `_`; `-` still accepted)
+GROUP_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,127}")
 SSH_USER = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,31}")  # useradd's NAME_REGEX, never an option
 
 
@@ -135,6 +137,9 @@ def _walk_groups(
     errors: list[str], path: str,
 ) -> list[str]:
     """Collect hosts of `name` and its children; returns the hosts of this group."""
+    if not GROUP_NAME.fullmatch(name):
+        errors.append(f"{file}: {path}: not a valid group name (^{GROUP_NAME.pattern}$)")
+        return []
     if body is None:
         body = {}
     if not isinstance(body, dict):
@@ -170,7 +175,7 @@ def _walk_groups(
         children = {}
     for child, child_body in children.items():
         members.extend(
-            _walk_groups(file, child, child_body, groups, hostvars, errors, f"{path}.children.{child}")
+            _walk_groups(file, str(child), child_body, groups, hostvars, errors, f"{path}.children.{child}")
         )
     unique = list(dict.fromkeys(members))
     groups[name] = list(dict.fromkeys(groups.get(name, []) + unique))

@@ -91,8 +91,11 @@ VAULT_REF = re.compile(r"\{\{-?\s*(vault_[A-Za-z0-9_]+)\s*-?\}\}")
 
 
 def vault_references(data: Any, path: str = "") -> Iterator[tuple[str, str]]:
-    """(vault variable, key path) for every `{{ vault_x }}` among the values of a plain inventory file."""
-    if isinstance(data, dict):
+    """(vault variable, key path) for every `{{ vault_x }}` among the values of a plain inventory file, and
+    (`!vault <ciphertext>`, key path) for every inline vault value (gridready.yamlio.VaultValue)."""
+    if isinstance(data, str) and data == VAULT_MARKER and getattr(data, "ciphertext", ""):
+        yield f"!vault {data.ciphertext}", path or "(top level)"  # type: ignore[attr-defined]
+    elif isinstance(data, dict):
         for k, v in data.items():
             yield from vault_references(v, _loc(path, k))
     elif isinstance(data, list):

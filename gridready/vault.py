@@ -140,16 +140,19 @@ def check(customer: str, inv_dir: Path, needed: dict[str, str], shown: Any = str
     file is usable, every vault file opens and holds a mapping, and every variable in `needed` (variable -> the
     `file: key` that references it) is defined as a non-empty string. Lines name files, keys and variables only."""
     files = vault_files(inv_dir)
+    inline = {ref.removeprefix("!vault "): where for ref, where in needed.items() if ref.startswith("!vault ")}
+    needed = {var: where for var, where in needed.items() if not var.startswith("!vault ")}
     if os.environ.get(ENV):
         try:
             read_password(Path(os.environ[ENV]))
         except InvalidInput as err:
             return err.lines
-    if not files:
+    if not files and not inline:
         return [f"{where}: {var} is referenced but no vault file defines it" for var, where in needed.items()]
     path = password_file(inv_dir, create=False)
     if path is None:
-        return [f"{ENV}: (environment): not set; {shown(files[0])} is encrypted (ansible-vault, vault id {customer})"]
+        what = shown(files[0]) if files else next(iter(inline.values())).split(": ", 1)[0]
+        return [f"{ENV}: (environment): not set; {what} is encrypted (ansible-vault, vault id {customer})"]
     try:
         vault = VaultLib([(customer, VaultSecret(read_password(path)))])
     except InvalidInput as err:
@@ -158,6 +161,12 @@ def check(customer: str, inv_dir: Path, needed: dict[str, str], shown: Any = str
     defined: dict[str, Any] = {}
     for file in files:
         lines.extend(_open(vault, file, shown(file), defined))
+    for ciphertext, where in inline.items():
+        try:
+            vault.decrypt(ciphertext.encode())
+        except (AnsibleError, ValueError, TypeError):
+            lines.append(f"{where}: (!vault): cannot be decrypted with {ENV} (wrong password, another vault id's "
+                         "password, or a damaged value)")
     if lines:
         return lines
     for var, where in needed.items():

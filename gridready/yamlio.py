@@ -49,8 +49,21 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool
 
 
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-# Ansible's !vault tag on single values: keep the node as an opaque marker, never decrypt here.
-_StrictLoader.add_constructor("!vault", lambda loader, node: "<vault-encrypted>")
+class VaultValue(str):
+    """An inline `!vault |` value: reads as the marker `<vault-encrypted>`; `ciphertext` is the vault text, which
+    only gridready.vault opens (in memory, at validate)."""
+
+    ciphertext: str = ""
+
+
+def _vault_value(loader: _StrictLoader, node: yaml.Node) -> VaultValue:
+    value = VaultValue("<vault-encrypted>")
+    value.ciphertext = loader.construct_scalar(node) if isinstance(node, yaml.ScalarNode) else ""
+    return value
+
+
+# Ansible's !vault tag on single values: an opaque marker here, never decrypted by the loader.
+_StrictLoader.add_constructor("!vault", _vault_value)
 # Ansible's !unsafe marks a scalar as never templated: the value itself, as data.
 _StrictLoader.add_constructor("!unsafe", lambda loader, node: loader.construct_scalar(node)
                               if isinstance(node, yaml.ScalarNode) else "<unsafe>")

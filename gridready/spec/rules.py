@@ -189,6 +189,24 @@ def mirror_trust(spec: ClusterSpec) -> Iterator[tuple[str, str]]:
                "(its signing key would come over the same unauthenticated connection)")
 
 
+def ranges(spec: ClusterSpec) -> Iterator[tuple[str, str]]:
+    """Bounds that come in pairs, and names that become path components on the nodes."""
+    cert = spec.certification
+    for key, low, high in (("certification.nccl.min_bytes", cert.nccl.min_bytes, cert.nccl.max_bytes),
+                           ("certification.fabric.min_bytes", cert.fabric.min_bytes, cert.fabric.max_bytes),
+                           ("certification.fabric.pair_min_bytes", cert.fabric.pair_min_bytes, cert.fabric.max_bytes)):
+        if low > high:
+            yield key, f"{low} is more than max_bytes ({high}): the sweep would measure nothing"
+    for i, group in enumerate(spec.node_groups):
+        for j, nic in enumerate(group.nics):
+            if nic.name in (".", ".."):  # /sys/class/infiniband/<name>
+                yield f"node_groups[{i}].nics[{j}].name", "must not be '.' or '..'"
+    for i, tier in enumerate(spec.serving.tiers):
+        for j, adapter in enumerate(tier.lora_adapters):
+            if adapter.name in (".", ".."):
+                yield f"serving.tiers[{i}].lora_adapters[{j}].name", "must not be '.' or '..'"
+
+
 def hardware(spec: ClusterSpec) -> Iterator[tuple[str, str]]:
     """Settings the node group's hardware cannot honour."""
     no_nvswitch = [g.name for g in spec.node_groups if not _nvswitch(g)]
@@ -337,4 +355,4 @@ def placement(spec: ClusterSpec, nodes: dict[str, int]) -> Iterator[tuple[str, s
 def check(spec: ClusterSpec, nodes: dict[str, int]) -> list[tuple[str, str]]:
     """Every rule but placement, which inventory.load runs last, once nothing else is wrong (its message
     assumes tiers that each fit their group)."""
-    return [*one_line(spec), *field_patterns(spec), *hardware(spec), *cross_tier(spec, nodes)]
+    return [*one_line(spec), *field_patterns(spec), *ranges(spec), *hardware(spec), *cross_tier(spec, nodes)]

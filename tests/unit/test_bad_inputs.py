@@ -162,6 +162,16 @@ def vault(text: str, pw: str = PASSWORD, truncate: int | None = None, rel: str =
     return setup
 
 
+def _inline_vault(pw: str) -> Setup:
+    """group_vars/all/main.yml with an inline `!vault |` value encrypted with `pw`."""
+    def setup(inv: Path, env_: dict[str, str]) -> None:
+        lib = VaultLib([("acme", VaultSecret(pw.encode()))])
+        blob = lib.encrypt(f"db-{CANARY}", lib.secrets[0][1], vault_id="acme").decode()
+        text = "db_pass: !vault |\n" + "".join(f"  {line}\n" for line in blob.splitlines())
+        write("group_vars/all/main.yml", text)(inv, env_)
+    return setup
+
+
 GOOD_VAULT = f"vault_gridready_vllm_api_key: key-{CANARY}\nvault_db_password: db-{CANARY}\n"
 REFERENCE = write("group_vars/all/main.yml", "db_password: '{{ vault_db_password }}'\n")
 
@@ -289,6 +299,12 @@ VAULTS = [
      VAULT + "vault_db_password: must be a non-empty string"),
     ("vault-reference-not-string", both(vault("vault_db_password: [1]\n"), password(), REFERENCE),
      VAULT + "vault_db_password: must be a non-empty string"),
+    ("inline-vault-wrong-password", both(password(), _inline_vault("another")),
+     GV + "db_pass: (!vault): cannot be decrypted"),
+    ("inline-vault-damaged", both(password(), write("group_vars/all/main.yml",
+                                                   "db_pass: !vault |\n  $ANSIBLE_VAULT;1.1;AES256\n  0102\n")),
+     GV + "db_pass: (!vault): cannot be decrypted"),
+    ("inline-vault-no-password", _inline_vault(PASSWORD), PW + "not set; inventories/acme/group_vars/all/main.yml"),
     ("vault-wrong-password-host-vars", both(vault(GOOD_VAULT, pw="x", rel="host_vars/gpu01/vault.yml"), password()),
      "inventories/acme/host_vars/gpu01/vault.yml: (vault): cannot be decrypted"),
 ]
@@ -414,6 +430,10 @@ LIMITS = [
      C + "certification.fabric.algo: nvls needs NVSwitch"),
     ("duplicate-netdev", cl(lambda d: [n.update(netdev="ibp12s0") for n in d["node_groups"][0]["nics"][:2]]),
      C + "node_groups[0]: duplicate NIC netdevs: ibp12s0"),
+    ("nccl-sweep-inverted", at("certification.nccl", {"min_bytes": 1 << 33, "max_bytes": 1 << 30}),
+     C + "certification.nccl.min_bytes: 8589934592 is more than max_bytes"),
+    ("fabric-pair-sweep-inverted", at("certification.fabric", {"pair_min_bytes": 1 << 34}),
+     C + "certification.fabric.pair_min_bytes"),
     ("validity-nan", raw(_doc_with("certification.validity_hours", ".nan")), C + "certification.validity_hours"),
 ]
 
@@ -442,6 +462,13 @@ PATHS = [
      T0 + ".extra_engine_args.chat_template: must not contain"),
     ("mirror-path-traversal", at("software", {"package_mirror": "https://m.example/cuda/../../x"}),
      C + "software.package_mirror: must not contain"),
+    ("nic-name-dot-dot", at("node_groups.0.nics.0.name", ".."), C + "node_groups[0].nics[0].name: must not be"),
+    ("lora-name-dot-dot", at("serving.tiers.0.lora_adapters", [{"name": "..", "path": "/srv/a"}]),
+     T0 + ".lora_adapters[0].name: must not be '.' or '..'"),
+    ("group-name-template", hosts(HOSTS.replace("all:\n  children:\n", "all:\n  children:\n    '{{ x }}': {}\n")),
+     H + "all.children.{{ x }}: not a valid group name"),
+    ("group-name-space", hosts(HOSTS.replace("all:\n  children:\n", "all:\n  children:\n    'rack 1': {}\n")),
+     H + "all.children.rack 1: not a valid group name"),
     ("group-vars-link-out", link("group_vars/all/main.yml", "/etc/hostname"),
      GV + "(file): a symbolic link out of the inventory directory"),
     ("group-vars-dir-link-root", link("group_vars/gpu_nodes", "/"),
