@@ -28,6 +28,11 @@ DNS_NAME = re.compile(r"(?=.{1,253}\.?\Z)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z
                       r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?")
 # An Ansible group name (ansible-core's TRANSFORM_INVALID_GROUP_CHARS: letters, digits, `_`; `-` still accepted)
 GROUP_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,127}")
+# ssh options that run a command on the controller (ssh_config(5)); ProxyJump reaches a bastion without one
+LOCAL_COMMAND = re.compile(r"(ProxyCommand|LocalCommand|KnownHostsCommand|PermitLocalCommand|ProxyUseFdpass)",
+                           re.IGNORECASE)
+SSH_ARG_VARS = ("ansible_ssh_common_args", "ansible_ssh_extra_args", "ansible_ssh_args", "ansible_scp_extra_args",
+                "ansible_sftp_extra_args")
 SSH_USER = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,31}")  # useradd's NAME_REGEX, never an option
 
 
@@ -40,6 +45,13 @@ def connection_problems(hvars: dict[str, Any]) -> list[tuple[str, str]]:
     port = hvars.get("ansible_port")
     if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535):
         out.append(("ansible_port", "must be a port number 1-65535"))
+    for var in SSH_ARG_VARS:
+        args = hvars.get(var)
+        if isinstance(args, str) and LOCAL_COMMAND.search(args):
+            out.append((var, "must not set ProxyCommand, LocalCommand or KnownHostsCommand (a command ssh runs on "
+                             "the controller); use ProxyJump for a bastion"))
+        elif args is not None and not isinstance(args, str):
+            out.append((var, "must be a string of ssh options"))
     user = hvars.get("ansible_user")
     if user is not None and not (isinstance(user, str) and SSH_USER.fullmatch(user)):
         out.append(("ansible_user", f"must be a user name (^{SSH_USER.pattern}$)"))

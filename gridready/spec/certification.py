@@ -120,10 +120,11 @@ class CertificationSpec(BaseModel):
     )
     outlier_action: Literal["warn", "fail"] = "warn"
     gate_timeout_s: PositiveInt = Field(900, description="timeout for each probe step on the node")
-    xid_allow: list[int] = Field(
+    xid_allow: list[NonNegativeInt] = Field(
         default_factory=lambda: [13, 31, 43, 45], description="application Xids that do not fail the node"
     )
-    sxid_allow: list[int] = Field(default_factory=list, description="NVSwitch SXids that do not fail the node")
+    sxid_allow: list[NonNegativeInt] = Field(
+        default_factory=list, description="NVSwitch SXids that do not fail the node")
     host: HostSettings = Field(default_factory=HostSettings)
     limits: Limits = Field(default_factory=Limits)
     fabric: FabricSettings = Field(default_factory=FabricSettings, description="the multi-node fabric phase")
