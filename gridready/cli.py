@@ -47,7 +47,7 @@ def inventory(name: str) -> Inventory:
     usage.check_environment(run_id)
     inv = load(name)
     matrix.require_supported(inv.spec, display_path(inv.path / "cluster.yml"))
-    lines = vault.check(inv.customer, inv.path, inv.vault_refs, display_path)
+    lines = vault.check(inv.customer, inv.path, vault.needed(inv), display_path)
     if lines:
         raise InvalidInput(lines)
     return inv

@@ -178,6 +178,15 @@ def check(customer: str, inv_dir: Path, needed: dict[str, str], shown: Any = str
     return lines
 
 
+def needed(inv: Any) -> dict[str, str]:
+    """The vault variables a plain file of `inv` (gridready.inventory.Inventory) references, less those `serve`
+    generates when absent (the API key, the router's master and client keys; a sandbox's Hugging Face token)."""
+    generated = {API_KEY_VAR, ROUTER_MASTER_VAR, *(k.vault_var for k in inv.spec.serving.router.keys)}
+    if (inv.path / "sandbox.yml").exists():
+        generated.add(HF_TOKEN_VAR)
+    return {var: where for var, where in inv.vault_refs.items() if var not in generated}
+
+
 def _open(vault: VaultLib, path: Path, shown: str, defined: dict[str, Any]) -> Iterator[str]:
     try:
         text = vault.decrypt(path.read_bytes())

@@ -662,8 +662,9 @@ def test_the_tables_hold_150_bad_inputs_across_every_input():
     host_vars(ansible_host="2001:db8::1"),
     both(vault(GOOD_VAULT), password(), REFERENCE),
     write("group_vars/all/main.yml", "x: !unsafe '{{ not a template }}'\nuse: \"{{ vault_absent | default('') }}\"\n"),
+    write("group_vars/all/main.yml", "gridready_vllm_api_key: \"{{ vault_gridready_vllm_api_key }}\"\n"),
 ], ids=["private-cidrs", "open-with-opt-in", "trust-remote-code", "dns-host", "ipv6-host", "vault-opens",
-        "unsafe-tag-and-default"])
+        "unsafe-tag-and-default", "serve-generates-the-api-key"])
 def test_the_good_forms_load(tmp_path, monkeypatch, setup):
     for name in [n for n in os.environ if n.startswith(SCRUBBED)]:
         monkeypatch.delenv(name)
