@@ -11,11 +11,12 @@ from collections.abc import Callable
 
 from invoke import Collection, Context, task
 
-from gridready import cli
+from gridready import cli, usage
 from gridready.artifacts import RunContext
 from gridready.contracts import StageSummary
 
 StageRun = Callable[[cli.Inventory, RunContext], StageSummary]
+usage.install_usage_errors()  # unknown flags, bad flag values and a broken -f file: exit 2 with one line
 
 HELP = {
     "check": "Ansible check mode (--check --diff): report what would change, change nothing",

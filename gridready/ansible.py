@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import threading
@@ -161,6 +162,23 @@ def scrubbed_env(inherited: dict[str, str], ours: dict[str, str]) -> dict[str, s
     return {**kept, **ours}
 
 
+def unsafe(value: Any) -> Any:
+    """`value` with every string marked as data for Ansible: `{"__ansible_unsafe": s}`, the form ansible-core's
+    JSON and YAML loaders turn back into an untrusted string (`_internal/_json/_profiles/_legacy.py`,
+    deserialize_unsafe). ansible-runner hands extravars over as JSON (`-e {...}`), where a wrap_var'd string
+    would lose its marking; this form keeps it, so a `{{ lookup(...) }}` from the inventory is never rendered,
+    whichever way the variables reach ansible-playbook (inline or `-e @file`, which is trusted as a template)."""
+    if isinstance(value, str):
+        return {"__ansible_unsafe": value}
+    if isinstance(value, Path):
+        return {"__ansible_unsafe": str(value)}
+    if isinstance(value, dict):
+        return {str(k): unsafe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [unsafe(v) for v in value]
+    return value
+
+
 def run_playbook(
     inv: Inventory,
     playbook: str,
@@ -183,6 +201,7 @@ def run_playbook(
     vault_file = vault.password_file(inv.path)
     if vault_file:
         cmdline += ["--vault-id", f"{inv.customer}@{vault_file}"]
+    cmdline = [shlex.quote(arg) for arg in cmdline]  # ansible-runner splits cmdline with shlex
     ours = {
         "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
         "ANSIBLE_ROLES_PATH": str(REPO / "roles"),
@@ -211,7 +230,7 @@ def run_playbook(
         project_dir=str(REPO),
         playbook=str(book),
         inventory=str(inv.hosts_file.resolve()),
-        extravars=extravars or {},
+        extravars=unsafe(extravars or {}),
         envvars=ours,
         limit=limit,
         tags=tags,

@@ -27,7 +27,7 @@ LOCK_FILE = ".lock"
 
 def validate_run_id(run_id: str, source: str = "GRIDREADY_RUN_ID") -> str:
     """The run id, or InvalidInput naming where it came from; never echoes more than the pattern."""
-    if not RUN_ID.match(run_id):
+    if not isinstance(run_id, str) or not RUN_ID.fullmatch(run_id):
         raise InvalidInput(f"{source}: (run id): must match {RUN_ID.pattern} (letters, digits, '-', '_')")
     return run_id
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
-from gridready import console, matrix
+from gridready import console, matrix, secretscan, usage, vault
 from gridready.artifacts import RUN_ID, RunContext, customer_lock, new_run_id, validate_run_id, write_atomic
 from gridready.errors import GridreadyError, InvalidInput
 from gridready.exitcodes import ExitCode
@@ -38,9 +38,18 @@ def artifacts_root() -> Path:
 @functools.cache
 def inventory(name: str) -> Inventory:
     """The validated inventory whose software pins are a supported row of the version matrix (exit 2 otherwise:
-    `inventories/<c>/cluster.yml: software.<key>: ...`); every task, `validate` first, goes through here."""
+    `inventories/<c>/cluster.yml: software.<key>: ...`), whose vault opens with the password file and defines
+    what the plain files reference, in an environment whose GRIDREADY_* settings are sound; every task,
+    `validate` first, goes through here."""
+    if not isinstance(name, str) or not name or any(c in name for c in "\0\n\r"):
+        raise InvalidInput("gridready.inventory: (invoke configuration): must be an inventory name or path "
+                           "(GRIDREADY_INVENTORY or gridready.inventory in invoke.yaml)")
+    usage.check_environment(run_id)
     inv = load(name)
     matrix.require_supported(inv.spec, display_path(inv.path / "cluster.yml"))
+    lines = vault.check(inv.customer, inv.path, vault.needed(inv), display_path)
+    if lines:
+        raise InvalidInput(lines)
     return inv
 
 
@@ -50,16 +59,19 @@ def run_id() -> str:
 
 
 def context(inv: Inventory, **flags: Any) -> RunContext:
+    """Where a stage writes. A template inventory (a folder starting with `_`) is validated, never run: its
+    customer could be anyone's."""
+    if inv.name.startswith("_"):
+        raise InvalidInput(f"{display_path(inv.path)}: (directory name): a template inventory (name starting with "
+                           "'_') is only validated; copy it to inventories/<customer>/ to run stages")
+    usage.check_limit(inv, flags.get("limit"))
     return RunContext(customer=inv.customer, run_id=run_id(), root=artifacts_root(), **flags)
 
 
 @contextlib.contextmanager
 def stage_lock(ctx: RunContext, stage: str) -> Iterator[None]:
     """Hold the customer's lock and claim this run's `stage` folder (exit 2 when either is taken)."""
-    try:
-        wait_s = float(os.environ.get("GRIDREADY_LOCK_WAIT_S") or 0)
-    except ValueError:
-        raise InvalidInput("GRIDREADY_LOCK_WAIT_S: (environment): must be a number of seconds") from None
+    wait_s = usage.lock_wait_s()
     holder = f"run {ctx.run_id} stage {stage} (pid {os.getpid()})"
     with customer_lock(ctx.root, ctx.customer, holder, wait_s):
         ctx.claim_stage(stage)
@@ -81,14 +93,14 @@ def guarded(fn: Callable[..., T]) -> Callable[..., T]:
         try:
             return fn(*args, **kwargs)
         except GridreadyError as err:
-            for line in str(err).splitlines():
-                console.error(line)
+            for line in err.lines if isinstance(err, InvalidInput) else str(err).splitlines():
+                console.error(secretscan.redact(line))
             raise CommandExit(int(err.code)) from None
         except (CommandExit, KeyboardInterrupt):
             raise
         except Exception as err:  # a bug: keep the trace out of the terminal, on disk for the report
             raw = _raw_run_id()
-            path = artifacts_root() / "internal-errors" / f"{raw if RUN_ID.match(raw) else new_run_id()}.txt"
+            path = artifacts_root() / "internal-errors" / f"{raw if RUN_ID.fullmatch(raw) else new_run_id()}.txt"
             write_atomic(path, traceback.format_exc())
             console.error(f"internal error: {type(err).__name__}: {err} (trace in {path})")
             raise CommandExit(int(ExitCode.INTERNAL)) from None

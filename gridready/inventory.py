@@ -5,6 +5,7 @@ Every problem becomes one line `<file>: <key.path>: <message>`; values are never
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from dataclasses import dataclass, field
@@ -20,8 +21,49 @@ from gridready.spec.gates import is_known_gate
 from gridready.spec.parallel import fit_problems
 from gridready.yamlio import YamlError, is_vault_file, load_yaml
 
-HOST_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+HOST_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,252}")
 VAR_DIRS = ("group_vars", "host_vars")
+# RFC 1123 host name (what ssh is given; never an option such as -oProxyCommand=...)
+DNS_NAME = re.compile(r"(?=.{1,253}\.?\Z)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+                      r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?")
+# An Ansible group name (ansible-core's TRANSFORM_INVALID_GROUP_CHARS: letters, digits, `_`; `-` still accepted)
+GROUP_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,127}")
+# ssh options that run a command on the controller (ssh_config(5)); ProxyJump reaches a bastion without one
+LOCAL_COMMAND = re.compile(r"(ProxyCommand|LocalCommand|KnownHostsCommand|PermitLocalCommand|ProxyUseFdpass)",
+                           re.IGNORECASE)
+SSH_ARG_VARS = ("ansible_ssh_common_args", "ansible_ssh_extra_args", "ansible_ssh_args", "ansible_scp_extra_args",
+                "ansible_sftp_extra_args")
+SSH_USER = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,31}")  # useradd's NAME_REGEX, never an option
+
+
+def connection_problems(hvars: dict[str, Any]) -> list[tuple[str, str]]:
+    """(variable, problem) for connection variables that are not what Ansible hands to ssh as they are."""
+    out: list[tuple[str, str]] = []
+    addr = hvars.get("ansible_host")
+    if addr is not None and not (isinstance(addr, str) and _is_address(addr)):
+        out.append(("ansible_host", "must be an IP address or a DNS host name (not an option, not a template)"))
+    port = hvars.get("ansible_port")
+    if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535):
+        out.append(("ansible_port", "must be a port number 1-65535"))
+    for var in SSH_ARG_VARS:
+        args = hvars.get(var)
+        if isinstance(args, str) and LOCAL_COMMAND.search(args):
+            out.append((var, "must not set ProxyCommand, LocalCommand or KnownHostsCommand (a command ssh runs on "
+                             "the controller); use ProxyJump for a bastion"))
+        elif args is not None and not isinstance(args, str):
+            out.append((var, "must be a string of ssh options"))
+    user = hvars.get("ansible_user")
+    if user is not None and not (isinstance(user, str) and SSH_USER.fullmatch(user)):
+        out.append(("ansible_user", f"must be a user name (^{SSH_USER.pattern}$)"))
+    return out
+
+
+def _is_address(value: str) -> bool:
+    try:
+        ipaddress.ip_address(value)
+    except ValueError:
+        return bool(DNS_NAME.fullmatch(value)) and not re.fullmatch(r"[0-9.]+", value)
+    return True
 
 
 def project_root() -> Path:
@@ -71,6 +113,7 @@ class Inventory:
     spec: ClusterSpec
     hosts: dict[str, dict[str, Any]] = field(default_factory=dict)  # host -> merged host vars
     groups: dict[str, list[str]] = field(default_factory=dict)  # group -> hosts (children included)
+    vault_refs: dict[str, str] = field(default_factory=dict)  # vault variable -> `file: key` of a plain file using it
 
     @property
     def hosts_file(self) -> Path:
@@ -106,6 +149,9 @@ def _walk_groups(
     errors: list[str], path: str,
 ) -> list[str]:
     """Collect hosts of `name` and its children; returns the hosts of this group."""
+    if not GROUP_NAME.fullmatch(name):
+        errors.append(f"{file}: {path}: not a valid group name (^{GROUP_NAME.pattern}$)")
+        return []
     if body is None:
         body = {}
     if not isinstance(body, dict):
@@ -120,13 +166,20 @@ def _walk_groups(
         errors.append(f"{file}: {path}.hosts: must be a mapping of host names")
         hosts = {}
     for host, hvars in hosts.items():
-        if not isinstance(host, str) or not HOST_NAME.match(host):
+        if not isinstance(host, str) or not HOST_NAME.fullmatch(host):
             errors.append(f"{file}: {path}.hosts.{host}: not a valid host name")
             continue
         if hvars is not None and not isinstance(hvars, dict):
             errors.append(f"{file}: {path}.hosts.{host}: host vars must be a mapping")
             continue
-        hostvars.setdefault(host, {}).update(hvars or {})
+        hvars = hvars or {}
+        for var, problem in connection_problems(hvars):
+            errors.append(f"{file}: {path}.hosts.{host}.{var}: {problem}")
+        known = hostvars.get(host, {}).get("ansible_host")
+        if known is not None and hvars.get("ansible_host") not in (None, known):
+            errors.append(f"{file}: {path}.hosts.{host}.ansible_host: the host already has another address "
+                          "in this file; one host, one address")
+        hostvars.setdefault(host, {}).update(hvars)
         members.append(host)
     children = body.get("children") or {}
     if not isinstance(children, dict):
@@ -134,18 +187,19 @@ def _walk_groups(
         children = {}
     for child, child_body in children.items():
         members.extend(
-            _walk_groups(file, child, child_body, groups, hostvars, errors, f"{path}.children.{child}")
+            _walk_groups(file, str(child), child_body, groups, hostvars, errors, f"{path}.children.{child}")
         )
     unique = list(dict.fromkeys(members))
     groups[name] = list(dict.fromkeys(groups.get(name, []) + unique))
     return unique
 
 
-def _load_hosts(path: Path, errors: list[str]) -> tuple[dict[str, list[str]], dict[str, dict[str, Any]]]:
+def _load_hosts(path: Path, errors: list[str], refs: dict[str, str]
+                ) -> tuple[dict[str, list[str]], dict[str, dict[str, Any]]]:
     file = _display(path)
     groups: dict[str, list[str]] = {}
     hostvars: dict[str, dict[str, Any]] = {}
-    if not path.exists():
+    if not path.exists() and not path.is_symlink():
         errors.append(f"{file}: (file): missing; an Ansible YAML inventory is required")
         return groups, hostvars
     try:
@@ -156,40 +210,72 @@ def _load_hosts(path: Path, errors: list[str]) -> tuple[dict[str, list[str]], di
     if not isinstance(data, dict) or not data:
         errors.append(f"{file}: (top level): must be a mapping of groups (e.g. all:)")
         return groups, hostvars
-    errors.extend(_secret_lines(file, data))
+    errors.extend(_secret_lines(file, data, refs=refs))
     for name, body in data.items():
         _walk_groups(file, str(name), body, groups, hostvars, errors, str(name))
+        if isinstance(body, dict) and isinstance(body.get("vars"), dict):
+            errors.extend(f"{file}: {name}.vars.{var}: {problem}"
+                          for var, problem in connection_problems(body["vars"]) if var != "ansible_host")
+    addresses: dict[tuple[Any, Any], str] = {}
+    for host, hvars in hostvars.items():
+        addr = hvars.get("ansible_host")
+        if isinstance(addr, str):
+            other = addresses.setdefault((addr, hvars.get("ansible_port")), host)
+            if other != host:
+                errors.append(f"{file}: {host}.ansible_host: the same address and port as host {other!r}")
     return groups, hostvars
 
 
-def _secret_lines(file: str, data: Any, path: str = "") -> list[str]:
+def _secret_lines(file: str, data: Any, path: str = "", refs: dict[str, str] | None = None) -> list[str]:
+    """Plain-text secrets of one file's data; `refs` collects the vault variables its values reference."""
+    if refs is not None:
+        for var, where in secretscan.vault_references(data, path):
+            refs.setdefault(var, f"{file}: {where}")
     return [f"{file}: {where}: {what}" for where, what in secretscan.find(data, path)]
 
 
-def _check_var_files(inv_dir: Path, errors: list[str]) -> None:
-    """group_vars/ and host_vars/, every file whatever its extension: they must parse, hold a mapping, and
-    keep secrets in ansible-vault files only (vault files are never read here)."""
+def _var_files(inv_dir: Path, errors: list[str]) -> list[Path]:
+    """The files under group_vars/ and host_vars/, walked without following links: a link that leaves the
+    inventory (to `/`, a device, another customer's folder) is refused, never walked or read."""
+    home = inv_dir.resolve()
+    found: list[Path] = []
     for sub in VAR_DIRS:
         top = inv_dir / sub
-        if not top.is_dir():
+        if not top.exists() and not top.is_symlink():
             continue
-        for path in sorted(top.rglob("*")):
-            if path.is_dir() and not path.is_symlink():
+        for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
+            for name in sorted(dirnames + filenames):
+                path = Path(dirpath) / name
+                if path.is_symlink() and not path.resolve().is_relative_to(home):
+                    errors.append(f"{_display(path)}: (file): a symbolic link out of the inventory directory")
+                elif name in filenames:
+                    found.append(path)
+        if top.is_symlink() and not top.resolve().is_relative_to(home):
+            errors.append(f"{_display(top)}: (file): a symbolic link out of the inventory directory")
+        elif top.exists() and not top.is_dir():
+            found.append(top)
+    return sorted(set(found))
+
+
+def _check_var_files(inv_dir: Path, errors: list[str], refs: dict[str, str]) -> None:
+    """group_vars/ and host_vars/, every file whatever its extension: they must parse, hold a mapping, and
+    keep secrets in ansible-vault files only (vault files are never read here)."""
+    for path in _var_files(inv_dir, errors):
+        file = _display(path)
+        try:
+            if is_vault_file(path):
                 continue
-            file = _display(path)
-            try:
-                if is_vault_file(path):
-                    continue
-                data = load_yaml(path)
-            except YamlError as err:
-                errors.append(f"{file}: {err.where}: {err}")
-                continue
-            if data is None:
-                continue
-            if not isinstance(data, dict):
-                errors.append(f"{file}: (top level): must be a mapping of variables")
-                continue
-            errors.extend(_secret_lines(file, data))
+            data = load_yaml(path)
+        except YamlError as err:
+            errors.append(f"{file}: {err.where}: {err}")
+            continue
+        if data is None:
+            continue
+        if not isinstance(data, dict):
+            errors.append(f"{file}: (top level): must be a mapping of variables")
+            continue
+        errors.extend(_secret_lines(file, data, refs=refs))
+        errors.extend(f"{file}: {var}: {problem}" for var, problem in connection_problems(data))
 
 
 def _cross_check(file: str, spec: ClusterSpec, groups: dict[str, list[str]], hosts_file: str) -> list[str]:
@@ -242,12 +328,12 @@ def load(name_or_path: str | os.PathLike[str]) -> Inventory:
         raise InvalidInput(f"{shown}: (inventory): no such inventory directory")
     name = inv_dir.name
     errors: list[str] = []
-    if not name.startswith("_") and not re.match(SLUG, name):
+    if not re.fullmatch(SLUG.strip("^$"), name.removeprefix("_")):
         errors.append(f"{shown}: (directory name): must match {SLUG}")
     cluster = inv_dir / "cluster.yml"
     file = _display(cluster)
     spec: ClusterSpec | None = None
-    if not cluster.exists():
+    if not cluster.exists() and not cluster.is_symlink():  # a dangling or looping link: read_capped says why
         errors.append(f"{file}: (file): missing")
     else:
         try:
@@ -264,8 +350,9 @@ def load(name_or_path: str | os.PathLike[str]) -> Inventory:
                     spec = ClusterSpec.model_validate(raw)
                 except ValidationError as err:
                     errors.extend(_pydantic_lines(file, err))
-    groups, hostvars = _load_hosts(inv_dir / "hosts.yml", errors)
-    _check_var_files(inv_dir, errors)
+    refs: dict[str, str] = {}
+    groups, hostvars = _load_hosts(inv_dir / "hosts.yml", errors, refs)
+    _check_var_files(inv_dir, errors, refs)
     if spec is not None:
         if not name.startswith("_") and spec.customer != name:
             errors.append(f"{file}: customer: must equal the inventory directory name ({name!r})")
@@ -273,6 +360,9 @@ def load(name_or_path: str | os.PathLike[str]) -> Inventory:
             errors.extend(_cross_check(file, spec, groups, _display(inv_dir / "hosts.yml")))
         nodes = {g.name: len(groups.get(g.name, [])) for g in spec.node_groups}
         errors.extend(f"{file}: {where}: {what}" for where, what in rules.check(spec, nodes))
+        if not errors:
+            errors.extend(f"{file}: {where}: {what}" for where, what in rules.placement(spec, nodes))
     if errors or spec is None:
-        raise InvalidInput(errors or [f"{file}: (file): could not be loaded"])
-    return Inventory(name=name, path=inv_dir, spec=spec, hosts=hostvars, groups=groups)
+        # a check may name a key, and a key can be a secret: credential shapes never reach a line
+        raise InvalidInput([secretscan.redact(e) for e in errors] or [f"{file}: (file): could not be loaded"])
+    return Inventory(name=name, path=inv_dir, spec=spec, hosts=hostvars, groups=groups, vault_refs=refs)

@@ -13,7 +13,7 @@ from typing import Any
 
 # whole words of a key (`hf_token`, `become_password`), not parts of others (`tokenizer`, `max_tokens`)
 SECRET_KEY = re.compile(
-    r"(?:^|[^a-z])(password|passwd|passphrase|secret|token|api[_-]?key|private[_-]?key|access[_-]?key"
+    r"(?:^|[^a-z])(pass|password|passwd|passphrase|pwd|secret|token|api[_-]?key|private[_-]?key|access[_-]?key"
     r"|credentials?)(?:$|[^a-z])",
     re.IGNORECASE,
 )
@@ -31,6 +31,20 @@ SECRET_VALUE = re.compile(
 # engine flags whose value is a secret: `--api-key X`, `--hf-token=X`
 SECRET_FLAG = re.compile(r"^--?[A-Za-z0-9-]*(api-key|token|password|secret)[A-Za-z0-9-]*(=.+)?$", re.IGNORECASE)
 VAULT_MARKER = "<vault-encrypted>"
+# user:password@ in a URL (RFC 3986 userinfo): apt sources, pip indexes and job events would carry it
+URL_CREDENTIALS = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/?#\s@]*:[^/?#\s@]*@")
+REDACTED = "<redacted>"
+
+
+CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def redact(line: str) -> str:
+    """`line` fit to print: every credential-shaped part replaced (error lines may name keys, and a key can be a
+    secret) and control characters escaped (a key with a newline would print as two lines)."""
+    line = URL_CREDENTIALS.sub(lambda m: m.group(0).split("://", 1)[0] + "://" + REDACTED + "@",
+                               SECRET_VALUE.sub(REDACTED, line))
+    return CONTROL.sub(lambda m: repr(m.group(0))[1:-1], line)
 
 
 def _referenced(value: str) -> bool:
@@ -45,6 +59,9 @@ def find(data: Any, path: str = "") -> Iterator[tuple[str, str]]:
     """(key path, what is wrong) for each plain-text secret in `data`; the value itself is never returned."""
     if isinstance(data, dict):
         for key, value in data.items():
+            if isinstance(key, str) and (SECRET_VALUE.search(key) or URL_CREDENTIALS.search(key)):
+                yield _loc(path, REDACTED), "a key has the shape of a credential; keep it in the vault"
+                continue
             where = _loc(path, key)
             if isinstance(key, str) and SECRET_KEY.search(key) and not NOT_SECRET_KEY.search(key) \
                     and isinstance(value, str | int) \
@@ -65,3 +82,25 @@ def find(data: Any, path: str = "") -> Iterator[tuple[str, str]]:
             yield from find(value, _loc(path, i))
     elif isinstance(data, str) and SECRET_VALUE.search(data):
         yield path or "(top level)", "has the shape of a credential (token or private key); keep it in the vault"
+    elif isinstance(data, str) and URL_CREDENTIALS.search(data):
+        yield path or "(top level)", "a URL with a user:password part; credentials belong in the vault"
+
+
+# `{{ vault_x }}`, the whole value a reference to one vault variable (with a filter or a default it may be absent)
+VAULT_REF = re.compile(r"\{\{-?\s*(vault_[A-Za-z0-9_]+)\s*-?\}\}")
+
+
+def vault_references(data: Any, path: str = "") -> Iterator[tuple[str, str]]:
+    """(vault variable, key path) for every `{{ vault_x }}` among the values of a plain inventory file, and
+    (`!vault <ciphertext>`, key path) for every inline vault value (gridready.yamlio.VaultValue)."""
+    if isinstance(data, str) and data == VAULT_MARKER and getattr(data, "ciphertext", ""):
+        yield f"!vault {data.ciphertext}", path or "(top level)"  # type: ignore[attr-defined]
+    elif isinstance(data, dict):
+        for k, v in data.items():
+            yield from vault_references(v, _loc(path, k))
+    elif isinstance(data, list):
+        for i, v in enumerate(data):
+            yield from vault_references(v, _loc(path, i))
+    elif isinstance(data, str):
+        for var in VAULT_REF.findall(data):
+            yield var, path or "(top level)"

@@ -9,7 +9,10 @@ Encryption and decryption use ansible-core's VaultLib, the library behind `ansib
 from __future__ import annotations
 
 import os
+import re
 import secrets
+import stat
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +22,13 @@ from ansible.parsing.vault import VaultLib, VaultSecret
 
 from gridready.artifacts import write_atomic
 from gridready.errors import InvalidInput
+from gridready.yamlio import VAULT_HEADER
+
+ENV = "GRIDREADY_VAULT_PASSWORD_FILE"
+MAX_PASSWORD_BYTES = 4096  # a password file holds one line; a device or a log file is not one
+# what goes on the runner's command line as `--vault-id <customer>@<path>`: no whitespace, quote or `@`
+PASSWORD_PATH = re.compile(r"[A-Za-z0-9_./+:=,~-]{1,4095}")
+ROUTER_MASTER_VAR = "vault_gridready_router_master_key"
 
 API_KEY_VAR = "vault_gridready_vllm_api_key"
 # The Hugging Face user access token: gated models (the Llama examples) download only with it. Ansible reads it
@@ -32,8 +42,9 @@ def vault_path(inv_dir: Path) -> Path:
 
 
 def password_file(inv_dir: Path) -> Path | None:
-    """GRIDREADY_VAULT_PASSWORD_FILE, else the inventory's own git-ignored `.vault-pass` when it has one."""
-    configured = os.environ.get("GRIDREADY_VAULT_PASSWORD_FILE")
+    """GRIDREADY_VAULT_PASSWORD_FILE, else the inventory's own git-ignored `.vault-pass` when it has one. Nothing
+    is ever made here (validate writes nothing)."""
+    configured = os.environ.get(ENV)
     if configured:
         return Path(configured)
     path = inv_dir / INVENTORY_PASSWORD_FILE
@@ -48,14 +59,36 @@ def _vault(customer: str, inv_dir: Path) -> VaultLib:
             f"the vLLM API key of {customer} lives in "
             f"{vault_path(inv_dir)} (ansible-vault, vault id {customer})"
         )
+    return VaultLib([(customer, VaultSecret(read_password(path)))])
+
+
+def read_password(path: Path) -> bytes:
+    """The password in `path`: a regular, non-executable file of at most MAX_PASSWORD_BYTES whose path can go
+    on Ansible's command line as it is. InvalidInput naming the variable otherwise; the password is never shown."""
+    where = f"{ENV}: (environment)"
+    if not PASSWORD_PATH.fullmatch(str(path)):
+        raise InvalidInput(f"{where}: the path may hold only letters, digits and ./_+:=,~- (no whitespace, quote "
+                           "or @): it goes on Ansible's command line as --vault-id <customer>@<path>")
     try:
-        password = path.read_bytes().strip()  # ansible-vault strips the password file's trailing newline
+        info = os.stat(path)
     except OSError as err:
-        raise InvalidInput(f"GRIDREADY_VAULT_PASSWORD_FILE: (environment): cannot read {path}: {err.strerror}") \
-            from None
+        raise InvalidInput(f"{where}: cannot read {path}: {err.strerror}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise InvalidInput(f"{where}: {path} is not a regular file (a device, FIFO or directory)")
+    if info.st_mode & 0o111:
+        raise InvalidInput(f"{where}: {path} is executable; Ansible would run it as a script, gridready reads it "
+                           "as the password")
+    if info.st_size > MAX_PASSWORD_BYTES:
+        raise InvalidInput(f"{where}: {path} has {info.st_size} bytes; a password file holds one line "
+                           f"(at most {MAX_PASSWORD_BYTES} bytes)")
+    try:
+        with path.open("rb") as fh:
+            password = fh.read(MAX_PASSWORD_BYTES + 1).strip()  # ansible-vault strips the trailing newline
+    except OSError as err:
+        raise InvalidInput(f"{where}: cannot read {path}: {err.strerror}") from None
     if not password:
-        raise InvalidInput(f"GRIDREADY_VAULT_PASSWORD_FILE: (environment): {path} is empty")
-    return VaultLib([(customer, VaultSecret(password))])
+        raise InvalidInput(f"{where}: {path} is empty")
+    return password
 
 
 def read(customer: str, inv_dir: Path) -> dict[str, Any]:
@@ -73,6 +106,95 @@ def read(customer: str, inv_dir: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise InvalidInput(f"{path}: (top level): must be a mapping of vault_* variables")
     return data
+
+
+def vault_files(inv_dir: Path) -> list[Path]:
+    """The ansible-vault files of group_vars/ and host_vars/ (regular files inside the inventory only)."""
+    out = []
+    for sub in ("group_vars", "host_vars"):
+        for dirpath, _, filenames in os.walk(inv_dir / sub, followlinks=False):
+            for name in sorted(filenames):
+                path = Path(dirpath) / name
+                try:
+                    if path.is_symlink() or not path.is_file() or path.stat().st_size > 1 << 20:
+                        continue
+                    with path.open("rb") as fh:
+                        head = fh.read(len(VAULT_HEADER))
+                except OSError:
+                    continue
+                if head == VAULT_HEADER.encode():
+                    out.append(path)
+    return out
+
+
+def check(customer: str, inv_dir: Path, needed: dict[str, str], shown: Any = str) -> list[str]:
+    """What `invoke validate` knows of the vault, decrypted in memory with ansible-core's VaultLib: the password
+    file is usable, every vault file opens and holds a mapping, and every variable in `needed` (variable -> the
+    `file: key` that references it) is defined as a non-empty string. Lines name files, keys and variables only."""
+    files = vault_files(inv_dir)
+    inline = {ref.removeprefix("!vault "): where for ref, where in needed.items() if ref.startswith("!vault ")}
+    needed = {var: where for var, where in needed.items() if not var.startswith("!vault ")}
+    if os.environ.get(ENV):
+        try:
+            read_password(Path(os.environ[ENV]))
+        except InvalidInput as err:
+            return err.lines
+    if not files and not inline:
+        return [f"{where}: {var} is referenced but no vault file defines it" for var, where in needed.items()]
+    path = password_file(inv_dir)
+    if path is None:
+        what = shown(files[0]) if files else next(iter(inline.values())).split(": ", 1)[0]
+        return [f"{ENV}: (environment): not set; {what} is encrypted (ansible-vault, vault id {customer})"]
+    try:
+        vault = VaultLib([(customer, VaultSecret(read_password(path)))])
+    except InvalidInput as err:
+        return err.lines
+    lines: list[str] = []
+    defined: dict[str, Any] = {}
+    for file in files:
+        lines.extend(_open(vault, file, shown(file), defined))
+    for ciphertext, where in inline.items():
+        try:
+            vault.decrypt(ciphertext.encode())
+        except (AnsibleError, ValueError, TypeError):
+            lines.append(f"{where}: (!vault): cannot be decrypted with {ENV} (wrong password, another vault id's "
+                         "password, or a damaged value)")
+    if lines:
+        return lines
+    for var, where in needed.items():
+        value = defined.get(var)
+        if var not in defined:
+            lines.append(f"{where}: {var} is referenced but no vault file defines it")
+        elif not isinstance(value, str) or not value.strip():
+            lines.append(f"{shown(files[0])}: {var}: must be a non-empty string")
+    return lines
+
+
+def needed(inv: Any) -> dict[str, str]:
+    """The vault variables a plain file of `inv` (gridready.inventory.Inventory) references, less those `serve`
+    generates when absent (the API key, the router's master and client keys)."""
+    generated = {API_KEY_VAR, ROUTER_MASTER_VAR, *(k.vault_var for k in inv.spec.serving.router.keys)}
+    return {var: where for var, where in inv.vault_refs.items() if var not in generated}
+
+
+def _open(vault: VaultLib, path: Path, shown: str, defined: dict[str, Any]) -> Iterator[str]:
+    try:
+        text = vault.decrypt(path.read_bytes())
+    except (AnsibleError, OSError, ValueError, TypeError):
+        yield (f"{shown}: (vault): cannot be decrypted with {ENV} (wrong password, another vault id's password, "
+               "or a damaged file)")
+        return
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError:
+        yield f"{shown}: (vault): the decrypted text is not YAML"
+        return
+    if data is None:
+        return
+    if not isinstance(data, dict):
+        yield f"{shown}: (top level): must be a mapping of vault_* variables"
+        return
+    defined.update({str(k): v for k, v in data.items()})
 
 
 def ensure_api_key(customer: str, inv_dir: Path) -> str:

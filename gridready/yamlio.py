@@ -27,22 +27,46 @@ class _StrictLoader(yaml.SafeLoader):
     """SafeLoader whose mappings fail on a repeated key instead of keeping the last one."""
 
 
+def _where(node: yaml.Node) -> str:
+    mark = node.start_mark
+    return f"line {mark.line + 1} column {mark.column + 1}"
+
+
 def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+    """Keys must be scalars (`a: {{ x }}` unquoted makes the value a mapping whose key is a mapping: YAML's most
+    common Ansible typo) and unique. `<<` merges are flattened first, as SafeLoader does."""
+    loader.flatten_mapping(node)
     seen: set[Any] = set()
     for key_node, _ in node.value:
+        if not isinstance(key_node, yaml.ScalarNode):
+            raise YamlError(_where(key_node), "a key must be a plain value, not a list or mapping (an unquoted "
+                                              "{{ ... }} template reads as one: quote the whole value)")
         key = loader.construct_object(key_node, deep=deep)
         if key in seen:
-            mark = key_node.start_mark
-            raise YamlError(
-                f"line {mark.line + 1} column {mark.column + 1}", f"duplicate key {key!r}"
-            )
+            raise YamlError(_where(key_node), f"duplicate key {key!r}")
         seen.add(key)
     return loader.construct_mapping(node, deep=deep)
 
 
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-# Ansible's !vault tag on single values: keep the node as an opaque marker, never decrypt here.
-_StrictLoader.add_constructor("!vault", lambda loader, node: "<vault-encrypted>")
+class VaultValue(str):
+    """An inline `!vault |` value: reads as the marker `<vault-encrypted>`; `ciphertext` is the vault text, which
+    only gridready.vault opens (in memory, at validate)."""
+
+    ciphertext: str = ""
+
+
+def _vault_value(loader: _StrictLoader, node: yaml.Node) -> VaultValue:
+    value = VaultValue("<vault-encrypted>")
+    value.ciphertext = loader.construct_scalar(node) if isinstance(node, yaml.ScalarNode) else ""
+    return value
+
+
+# Ansible's !vault tag on single values: an opaque marker here, never decrypted by the loader.
+_StrictLoader.add_constructor("!vault", _vault_value)
+# Ansible's !unsafe marks a scalar as never templated: the value itself, as data.
+_StrictLoader.add_constructor("!unsafe", lambda loader, node: loader.construct_scalar(node)
+                              if isinstance(node, yaml.ScalarNode) else "<unsafe>")
 
 
 def read_capped(path: Path) -> bytes:

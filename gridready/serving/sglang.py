@@ -74,6 +74,8 @@ def launch_args(plan: TierPlan, node_rank: int = 0, init_addr: str | None = None
         args += ["--enable-lora", "--max-loras-per-batch", str(tier.max_loras),
                  "--max-lora-rank", str(tier.max_lora_rank),
                  "--lora-paths", *(f"{a.name}={a.path}" for a in tier.lora_adapters)]
+    if tier.trust_remote_code:
+        args.append("--trust-remote-code")
     for key, value in tier.extra_engine_args.items():
         if isinstance(value, bool):
             if value:

@@ -47,7 +47,9 @@ def engine_kwargs(plan: TierPlan) -> dict[str, Any]:
         kw["quantization"] = tier.quantization
     if tier.lora_adapters:
         kw.update(enable_lora=True, max_loras=tier.max_loras, max_lora_rank=tier.max_lora_rank)
-    kw.update(tier.extra_engine_args)
+    if tier.trust_remote_code:
+        kw["trust_remote_code"] = True
+    kw.update(tier.extra_engine_args)  # names gridready computes are refused at load (spec.rules.ENGINE_OWNED)
     return kw
 
 

@@ -34,7 +34,7 @@ class FailurePolicy(StrEnum):
 class Floors(BaseModel):
     """Overrides of the catalog's floors for this customer (units in the names)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     bf16_gemm_tflops: NonNegativeFloat | None = None
     fp8_gemm_tflops: NonNegativeFloat | None = None
@@ -49,7 +49,7 @@ class Floors(BaseModel):
 
 
 class NcclSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     collectives: list[Collective] = Field(
         default_factory=lambda: ["all_reduce"], min_length=1,
@@ -60,15 +60,16 @@ class NcclSettings(BaseModel):
     max_bytes: PositiveInt = Field(8 << 30, description="largest message of the sweep")
     best_of: PositiveInt = Field(2, description="best of N runs, against flaky fabrics")
     multinode_fraction_of_nic: float = Field(
-        0.85, gt=0, le=1.2, description="multi-node floor as a share of the per-node NIC bandwidth (ring): healthy "
-        "runs reach 91-96% (46-48 GB/s per NDR400 NIC, nccl-tests#290); one of 8 rails lost caps a node at 84%"
+        0.85, gt=0, le=1.2, description="multi-node floor as a share of the per-node NIC bandwidth (ring; a fraction, "
+        "0.85 for 85 %): healthy runs reach 91-96% (46-48 GB/s per NDR400 NIC, nccl-tests#290); one of 8 rails lost "
+        "caps a node at 84%"
     )
 
 
 class HostSettings(BaseModel):
     """Host settings asserted and recorded, never changed (ANCH 3.10): the performance setting for bare metal."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     iommu: Literal["off_or_passthrough", "any"] = Field(
         "off_or_passthrough", description="IOMMU off or passthrough (iommu=pt); 'any' records it only"
@@ -83,7 +84,7 @@ class HostSettings(BaseModel):
 class Limits(BaseModel):
     """Error-counter limits (ANCH 3.4-3.8); the defaults follow the stricter anchors."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     sram_ce_aggregate: NonNegativeInt = Field(10_000, description="SRAM correctable, aggregate (AZ 10000)")
     sram_ue_aggregate: NonNegativeInt = Field(0, description="SRAM uncorrectable aggregate above this fails (AZ 0)")
@@ -96,11 +97,12 @@ class Limits(BaseModel):
         1000, description="NVLink CRC + replay counts during the certification run above this fail; any non-zero "
         "count (since reset) warns"
     )
-    max_gpu_temp_c: float | None = Field(None, description="override of the catalog's GPU temperature ceiling")
+    max_gpu_temp_c: float | None = Field(
+        None, ge=30, le=120, description="override of the catalog's GPU temperature ceiling, degrees Celsius")
 
 
 class CertificationSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     profile: Profile = Field(Profile.STANDARD, description="quick | standard | burn-in")
     dcgm_level: int | None = Field(None, ge=1, le=4, description="default from the profile: 1, 3, 4")
@@ -118,15 +120,16 @@ class CertificationSpec(BaseModel):
     failure_policy: FailurePolicy = FailurePolicy.QUARANTINE
     min_certified_nodes: PositiveInt = Field(1, description="with quarantine: fewer certified nodes is exit 5")
     outlier_mad_threshold: float = Field(
-        4.0, gt=0, description="flag a node this many spreads below the median of the other nodes of its SKU "
-        "group (spread: 1.4826 x their MAD, at least 3% of their median; certify/outliers.py)"
+        4.0, gt=0, le=100, description="flag a node this many spreads below the median of the other nodes of its "
+        "SKU group (spread: 1.4826 x their MAD, at least 3% of their median; certify/outliers.py)"
     )
     outlier_action: Literal["warn", "fail"] = "warn"
     gate_timeout_s: PositiveInt = Field(900, description="timeout for each probe step on the node")
-    xid_allow: list[int] = Field(
+    xid_allow: list[NonNegativeInt] = Field(
         default_factory=lambda: [13, 31, 43, 45], description="application Xids that do not fail the node"
     )
-    sxid_allow: list[int] = Field(default_factory=list, description="NVSwitch SXids that do not fail the node")
+    sxid_allow: list[NonNegativeInt] = Field(
+        default_factory=list, description="NVSwitch SXids that do not fail the node")
     host: HostSettings = Field(default_factory=HostSettings)
     limits: Limits = Field(default_factory=Limits)
     fabric: FabricSettings = Field(default_factory=FabricSettings, description="the multi-node fabric phase")

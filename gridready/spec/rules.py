@@ -2,6 +2,7 @@
 reaches a file, a systemd unit or a command line, and the constraints between tiers.
 
 Each rule yields (key path, message); inventory.load turns them into `<file>: <key.path>: <message>` lines.
+Patterns are applied with `fullmatch` (Python's `$` also matches before a final newline), never `match`.
 """
 
 from __future__ import annotations
@@ -10,30 +11,61 @@ import ipaddress
 import re
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urlsplit
 
 from gridready.spec.cluster import ClusterSpec
+from gridready.spec.parallel import resolve
 
 # Linux dev_valid_name() (net/core/dev.c): 1-15 bytes (IFNAMSIZ 16 with the NUL), not "." or "..", no '/',
 # ':' or whitespace; the character set is narrowed further to what NCCL/Gloo and systemd units take verbatim.
-IFNAME = re.compile(r"^(?!\.{1,2}$)[A-Za-z0-9_.@-]{1,15}$")
+IFNAME = re.compile(r"(?!\.{1,2}\Z)[A-Za-z0-9_.@-]{1,15}")
 # huggingface_hub validate_repo_id: namespace/name of letters, digits, '-', '_', '.', no leading '-' or '.',
 # no '--' or '..', at most 96 characters each.
-HF_ID = re.compile(r"^(?!.*(--|\.\.))[A-Za-z0-9][A-Za-z0-9_.-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.-]{0,95}$")
-REVISION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_./-]{0,127}$")  # a commit sha, tag or branch; never a flag
-SERVED_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/-]{0,127}$")
-ABS_PATH = re.compile(r"^/[A-Za-z0-9_.@+/-]{0,4095}$")
-ENGINE_ARG = re.compile(r"^[a-z][a-z0-9_]{0,63}$")  # vLLM's engine argument names (snake_case)
-CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+HF_ID = re.compile(r"(?!.*(--|\.\.))[A-Za-z0-9][A-Za-z0-9_.-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.-]{0,95}")
+# A pinned commit of the repository (the spec promises one): a branch or tag moves under the fleet.
+REVISION = re.compile(r"[0-9a-f]{40}")
+# The OpenAI `model` name: one path segment (it names unit files, metric labels and routes; no '/')
+SERVED_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
+ABS_PATH = re.compile(r"/[A-Za-z0-9_.@+/-]{0,4095}")
+ENGINE_ARG = re.compile(r"[a-z][a-z0-9_]{0,63}")  # vLLM's engine argument names (snake_case)
+CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+# Jinja's delimiters (variable, statement, comment): no value of cluster.yml is a template, and one reaching
+# Ansible would run on the controller (lookups included)
+TEMPLATE = re.compile(r"\{\{|\{%|\{#")  # openings only: JSON values such as {"a": {"b": 1}} close with }}
+# Engine arguments gridready computes or owns through a field of the tier; an extra_engine_args entry would
+# override them (vLLM and SGLang spellings). trust_remote_code has its own field.
+ENGINE_OWNED = {
+    "tensor_parallel_size": "tensor_parallel", "pipeline_parallel_size": "pipeline_parallel",
+    "data_parallel_size": "replicas", "tp_size": "tensor_parallel", "pp_size": "pipeline_parallel",
+    "dp_size": "replicas", "nnodes": "pipeline_parallel", "node_rank": "pipeline_parallel",
+    "dist_init_addr": "serving.sglang", "port": "port", "host": "(the leader's service address)",
+    "model": "model", "model_path": "model", "served_model_name": "served_name", "revision": "model.revision",
+    "download_dir": "(the node's model cache)", "distributed_executor_backend": "(ray across nodes, mp inside one)",
+    "max_model_len": "max_model_len", "context_length": "max_model_len",
+    "gpu_memory_utilization": "gpu_memory_utilization", "mem_fraction_static": "gpu_memory_utilization",
+    "max_num_seqs": "max_num_seqs", "max_running_requests": "max_num_seqs",
+    "max_num_batched_tokens": "max_num_batched_tokens", "enable_prefix_caching": "enable_prefix_caching",
+    "enable_chunked_prefill": "enable_chunked_prefill", "dtype": "dtype", "quantization": "quantization",
+    "kv_cache_dtype": "kv_cache_dtype", "enable_lora": "lora_adapters", "max_loras": "max_loras",
+    "max_lora_rank": "max_lora_rank", "lora_modules": "lora_adapters", "lora_paths": "lora_adapters",
+    "trust_remote_code": "trust_remote_code", "api_key": "(the vault)", "ray_address": "(the tier's Ray cluster)",
+}
+# firewall_clients broader than these take in the internet, or most of it (serving.firewall_clients_any)
+MIN_CLIENT_PREFIX = {4: 8, 6: 16}
 MAX_VALIDITY_HOURS = 24 * 366
 # An apt source URI (sources.list(5)): a scheme apt ships a method for, then no whitespace (a space would start
 # the suite field of the one-line format).
-MIRROR_URL = re.compile(r"^(https?|file):/{1,3}[A-Za-z0-9._~:/?#@!$&'()*+,;=%-]+$")
+MIRROR_URL = re.compile(r"(https?|file):/{1,3}[A-Za-z0-9._~:/?#@!$&'()*+,;=%-]+")
 # Ray's fixed ports on every node of a tier (roles/gridready_ray_node/defaults/main.yml; Ray's "Configuring
 # Ray" port list): an engine port equal to one of these cannot bind, or would expose Ray's.
 RAY_PORTS = {8265: "the Ray dashboard", 10001: "the Ray client server", 6380: "Ray's node manager",
              6381: "Ray's object manager", 6382: "Ray's runtime env agent", 6383: "Ray's dashboard agent (gRPC)",
              52365: "Ray's dashboard agent", 8080: "Ray's metrics export"}
 RAY_WORKER_PORTS = range(11000, 12000)
+# vault variables the engines and the model download read (gridready.vault); a router client key is another
+ENGINE_VAULT_VARS = {"vault_gridready_vllm_api_key": "the engines' API key",
+                     "vault_gridready_hf_token": "the Hugging Face token",
+                     "vault_gridready_router_master_key": "the router's master key"}
 
 
 def _strings(value: Any, path: str) -> Iterator[tuple[str, str]]:
@@ -48,16 +80,58 @@ def _strings(value: Any, path: str) -> Iterator[tuple[str, str]]:
 
 
 def one_line(spec: ClusterSpec) -> Iterator[tuple[str, str]]:
-    """No value of cluster.yml may carry a newline or another control character: each one ends up in an
-    environment file, a unit, a manifest or an argument list, where a newline starts a new entry."""
+    """No value of cluster.yml may carry a newline or another control character (each one ends up in an
+    environment file, a unit, a manifest or an argument list, where a newline starts a new entry), nor a template
+    delimiter: the values are data, and Ansible would render a template on the controller."""
     for path, text in _strings(spec.model_dump(mode="json"), ""):
         if CONTROL.search(text):
             yield path, "must be one line without control characters"
+        elif TEMPLATE.search(text):
+            yield path, "must not hold a template delimiter ({{, {%, {#): values of cluster.yml are data"
 
 
 def _match(pattern: re.Pattern[str], value: str | None, path: str, what: str) -> Iterator[tuple[str, str]]:
-    if value is not None and not pattern.match(value):
-        yield path, f"must be {what} (pattern {pattern.pattern})"
+    if value is not None and not pattern.fullmatch(value):
+        yield path, f"must be {what} (pattern ^{pattern.pattern}$)"
+
+
+def _traverses(path: str) -> bool:
+    """A `..` or `.` component (a path that leaves, or hides in, the folder it names)."""
+    return any(part in ("..", ".") for part in path.split("/"))
+
+
+def _no_traversal(value: str | None, path: str) -> Iterator[tuple[str, str]]:
+    if value is not None and _traverses(value):
+        yield path, "must not contain a '.' or '..' path component"
+
+
+def firewall(spec: ClusterSpec) -> Iterator[tuple[str, str]]:
+    """CIDR networks; one that takes in the internet (or most of it) only with serving.firewall_clients_any."""
+    serving = spec.serving
+    for i, client in enumerate(serving.firewall_clients):
+        try:
+            net = ipaddress.ip_network(client, strict=True)
+        except ValueError:
+            yield f"serving.firewall_clients[{i}]", "must be a CIDR network such as 192.0.2.0/24 (no host bits set)"
+            continue
+        if net.prefixlen < MIN_CLIENT_PREFIX[net.version] and not serving.firewall_clients_any:
+            yield (f"serving.firewall_clients[{i}]", f"/{net.prefixlen} opens every tier's API and metrics ports "
+                   f"(Triton's have no authentication) to {net.num_addresses} addresses; narrow it, or set "
+                   "serving.firewall_clients_any: true to mean it")
+
+
+def engine_args(key: str, args: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    """extra_engine_args: vLLM names, values that cannot read as a flag, nothing gridready computes."""
+    for arg, value in args.items():
+        where = f"{key}.extra_engine_args.{arg}"
+        if not ENGINE_ARG.fullmatch(arg):
+            yield where, f"must be a vLLM engine argument name (^{ENGINE_ARG.pattern}$)"
+        elif arg in ENGINE_OWNED:
+            yield where, f"gridready sets this argument itself; use the tier's {ENGINE_OWNED[arg]}"
+        elif isinstance(value, str) and value.startswith("-"):
+            yield where, "value must not start with '-' (it would read as a flag)"
+        elif isinstance(value, str) and _traverses(value) and "/" in value:
+            yield where, "must not contain a '.' or '..' path component"
 
 
 def field_patterns(spec: ClusterSpec) -> Iterator[tuple[str, str]]:
@@ -69,42 +143,48 @@ def field_patterns(spec: ClusterSpec) -> Iterator[tuple[str, str]]:
     serving = spec.serving
     yield from _match(IFNAME, serving.socket_ifname, "serving.socket_ifname", iface)
     yield from _match(IFNAME, serving.kubernetes.socket_ifname, "serving.kubernetes.socket_ifname", iface)
-    for i, client in enumerate(serving.firewall_clients):
-        try:
-            ipaddress.ip_network(client, strict=True)
-        except ValueError:
-            yield f"serving.firewall_clients[{i}]", "must be a CIDR network such as 192.0.2.0/24 (no host bits set)"
+    yield from _no_traversal(serving.kubernetes.model_cache_path, "serving.kubernetes.model_cache_path")
+    yield from firewall(spec)
     yield from mirror_trust(spec)
     yield from python_index_trust(spec)
     if spec.certification.validity_hours > MAX_VALIDITY_HOURS:
         yield "certification.validity_hours", f"must be at most {MAX_VALIDITY_HOURS} (a year)"
     for i, tier in enumerate(serving.tiers):
         key = f"serving.tiers[{i}]"
-        yield from _match(SERVED_NAME, tier.served_name, f"{key}.served_name", "a model name")
+        yield from _match(SERVED_NAME, tier.served_name, f"{key}.served_name", "a model name without '/'")
         yield from _match(HF_ID, tier.model.hf_id, f"{key}.model.hf_id", "a Hugging Face repo id (namespace/name)")
-        yield from _match(REVISION, tier.model.revision, f"{key}.model.revision", "a commit, tag or branch")
+        yield from _match(REVISION, tier.model.revision, f"{key}.model.revision",
+                          "a pinned commit (40 hex digits; a branch or tag moves)")
         yield from _match(ABS_PATH, tier.model.local_path, f"{key}.model.local_path", "an absolute path")
+        yield from _no_traversal(tier.model.local_path, f"{key}.model.local_path")
+        if tier.embedding is not None:
+            yield from _no_traversal(tier.embedding.model_file, f"{key}.embedding.model_file")
         for j, adapter in enumerate(tier.lora_adapters):
-            if not (ABS_PATH.match(adapter.path) or HF_ID.match(adapter.path)):
-                yield f"{key}.lora_adapters[{j}].path", "must be an absolute path or a Hugging Face repo id"
-        for arg, value in tier.extra_engine_args.items():
-            if not ENGINE_ARG.match(arg):
-                yield f"{key}.extra_engine_args.{arg}", f"must be a vLLM engine argument name ({ENGINE_ARG.pattern})"
-            elif isinstance(value, str) and value.startswith("-"):
-                yield f"{key}.extra_engine_args.{arg}", "value must not start with '-' (it would read as a flag)"
+            where = f"{key}.lora_adapters[{j}].path"
+            if not (ABS_PATH.fullmatch(adapter.path) or HF_ID.fullmatch(adapter.path)):
+                yield where, "must be an absolute path or a Hugging Face repo id"
+            else:
+                yield from _no_traversal(adapter.path, where)
+        yield from engine_args(key, tier.extra_engine_args)
 
 
 def mirror_trust(spec: ClusterSpec) -> Iterator[tuple[str, str]]:
     """A plain-http mirror needs a pinned key fingerprint. apt verifies the Release signature with the keyring
     (apt-secure(8), https://manpages.debian.org/bookworm/apt/apt-secure.8.en.html), but the provision role
     downloads that keyring from the mirror itself: over http, whoever can change the packages can change the key
-    too. The pin is checked on every node against the downloaded key (library/gridready_openpgp_key.py)."""
+    too. The pin is checked on every node against the downloaded key (library/gridready_openpgp_key.py).
+    Credentials in the URL would reach every node's apt sources and the job events: apt's auth.conf is the place."""
     pins = spec.software
     url = pins.package_mirror
     if url is None:
         return
-    if not MIRROR_URL.match(url):
+    if not MIRROR_URL.fullmatch(url):
         yield "software.package_mirror", "must be an http, https or file URL without whitespace"
+    elif "@" in urlsplit(url).netloc:
+        yield "software.package_mirror", ("must not carry a user or password (they would reach every node's apt "
+                                           "sources and the job events); use apt's auth.conf from the vault")
+    elif _traverses(urlsplit(url).path.rstrip("/")):
+        yield "software.package_mirror", "must not contain a '.' or '..' path component"
     elif url.lower().startswith("http://") and not pins.package_mirror_key_fingerprint:
         yield ("software.package_mirror", "a plain-http mirror needs software.package_mirror_key_fingerprint "
                "(its signing key would come over the same unauthenticated connection)")
@@ -125,6 +205,52 @@ def python_index_trust(spec: ClusterSpec) -> Iterator[tuple[str, str]]:
     elif url.lower().startswith("http://") and not spec.software.python_index_plain_http:
         yield ("software.python_index", "a plain-http index needs software.python_index_plain_http: true "
                "(pip would otherwise ignore it, and nothing authenticates its packages)")
+
+
+def ranges(spec: ClusterSpec) -> Iterator[tuple[str, str]]:
+    """Bounds that come in pairs, and names that become path components on the nodes."""
+    cert = spec.certification
+    for key, low, high in (("certification.nccl.min_bytes", cert.nccl.min_bytes, cert.nccl.max_bytes),
+                           ("certification.fabric.min_bytes", cert.fabric.min_bytes, cert.fabric.max_bytes),
+                           ("certification.fabric.pair_min_bytes", cert.fabric.pair_min_bytes, cert.fabric.max_bytes)):
+        if low > high:
+            yield key, f"{low} is more than max_bytes ({high}): the sweep would measure nothing"
+    for i, group in enumerate(spec.node_groups):
+        for j, nic in enumerate(group.nics):
+            if nic.name in (".", ".."):  # /sys/class/infiniband/<name>
+                yield f"node_groups[{i}].nics[{j}].name", "must not be '.' or '..'"
+    for i, tier in enumerate(spec.serving.tiers):
+        for j, adapter in enumerate(tier.lora_adapters):
+            if adapter.name in (".", ".."):
+                yield f"serving.tiers[{i}].lora_adapters[{j}].name", "must not be '.' or '..'"
+
+
+def hardware(spec: ClusterSpec) -> Iterator[tuple[str, str]]:
+    """Settings the node group's hardware cannot honour."""
+    no_nvswitch = [g.name for g in spec.node_groups if not _nvswitch(g)]
+    if no_nvswitch:
+        if spec.certification.nccl.algo == "nvls":
+            yield ("certification.nccl.algo", f"nvls needs NVSwitch, which {', '.join(no_nvswitch)} lacks "
+                   "(NVLink SHARP runs on the switches); use ring or tree")
+        if spec.certification.fabric.algo == "nvls":
+            yield ("certification.fabric.algo", f"nvls needs NVSwitch, which {', '.join(no_nvswitch)} lacks; "
+                   "use ring or tree")
+    for i, tier in enumerate(spec.serving.tiers):
+        group = spec.group(tier.node_group) if tier.node_group else spec.node_groups[0]
+        if group is None or tier.embedding is None:
+            continue
+        for j, ig in enumerate(tier.embedding.instance_groups):
+            beyond = sorted({g for g in ig.gpus or [] if g >= group.gpus_per_node})
+            if beyond:
+                yield (f"serving.tiers[{i}].embedding.instance_groups[{j}].gpus",
+                       f"GPU index {beyond[0]} is beyond the {group.gpus_per_node} GPUs of {group.name} (0-"
+                       f"{group.gpus_per_node - 1})")
+
+
+def _nvswitch(group: Any) -> bool:
+    sku = group.catalog_sku
+    shape = sku.shape(group.gpus_per_node, group.platform) if sku.shapes else None
+    return bool(shape.nvswitch if shape is not None else sku.nvswitch)
 
 
 def tier_ports(tier: Any) -> list[tuple[str, int]]:
@@ -174,6 +300,9 @@ def cross_tier(spec: ClusterSpec, nodes: dict[str, int]) -> Iterator[tuple[str, 
                 yield key, f"{port} is already the port of {api_ports[port]}"
             own.setdefault(port, name)
         api_ports.setdefault(tier.port, f"serving.tiers[{i}] ({tier.name})")
+    if clash := _ray_clash(serving.ray_port, -1):
+        yield "serving.ray_port", clash
+    yield from router(spec)
     demand: dict[str, int] = {}
     for tier in serving.tiers:
         group = spec.group(tier.node_group) if tier.node_group else spec.node_groups[0]
@@ -188,5 +317,60 @@ def cross_tier(spec: ClusterSpec, nodes: dict[str, int]) -> Iterator[tuple[str, 
             yield "serving.tiers", f"the tiers on {name} need {need} GPUs together, more than it has ({have})"
 
 
+def router(spec: ClusterSpec) -> Iterator[tuple[str, str]]:
+    """Routes name tiers that exist; the router has a port and keys of its own (it runs on the first tier's
+    head, beside the engines and Ray)."""
+    serving, rs = spec.serving, spec.serving.router
+    tiers = {t.name for t in serving.tiers}
+    for i, route in enumerate(rs.routes):
+        for j, target in enumerate(route.targets):
+            if target.tier not in tiers:
+                yield f"serving.router.routes[{i}].targets[{j}].tier", f"no tier named {target.tier!r}"
+        for j, name in enumerate(route.fallback):
+            if name not in tiers:
+                yield f"serving.router.routes[{i}].fallback[{j}]", f"no tier named {name!r}"
+    if not rs.enabled:
+        return
+    if clash := _ray_clash(rs.port, serving.ray_port):
+        yield "serving.router.port", clash
+    for i, tier in enumerate(serving.tiers):
+        for name, port in tier_ports(tier):
+            if port == rs.port:
+                yield "serving.router.port", f"{port} is already serving.tiers[{i}].{name}"
+    seen: dict[str, str] = {}
+    for i, key in enumerate(rs.keys):
+        if key.vault_var in ENGINE_VAULT_VARS:
+            yield (f"serving.router.keys[{i}].vault_var", f"{key.vault_var} is {ENGINE_VAULT_VARS[key.vault_var]}; "
+                   "a client key of the router needs a vault variable of its own")
+        elif key.vault_var in seen:
+            yield f"serving.router.keys[{i}].vault_var", f"already the variable of key {seen[key.vault_var]!r}"
+        seen.setdefault(key.vault_var, key.name)
+    names = [k.name for k in rs.keys]
+    for dupe in sorted({n for n in names if names.count(n) > 1}):
+        yield "serving.router.keys", f"duplicate key name {dupe!r}"
+
+
+def placement(spec: ClusterSpec, nodes: dict[str, int]) -> Iterator[tuple[str, str]]:
+    """serve's placement (gridready.serving.topology.plan_tiers) on every node of hosts.yml: each tier, in
+    spec order, takes whole nodes of its group that no earlier tier took. What cannot be placed with every node
+    certified never can."""
+    left = dict(nodes)
+    for i, tier in enumerate(spec.serving.tiers):
+        group = spec.group(tier.node_group) if tier.node_group else spec.node_groups[0]
+        if group is None:
+            continue
+        have = left.get(group.name, 0)
+        par = resolve(tier, group, have)
+        need = par.nodes_per_replica * tier.replicas
+        if need > have or not have:
+            taken = nodes.get(group.name, 0) - have
+            yield (f"serving.tiers[{i}]", f"needs {need} whole node(s) of {group.name}; {have} left of "
+                   f"{nodes.get(group.name, 0)} after the tiers before it took {taken} (tiers never share a node)")
+            continue
+        left[group.name] = have - need
+
+
 def check(spec: ClusterSpec, nodes: dict[str, int]) -> list[tuple[str, str]]:
-    return [*one_line(spec), *field_patterns(spec), *cross_tier(spec, nodes)]
+    """Every rule but placement, which inventory.load runs last, once nothing else is wrong (its message
+    assumes tiers that each fit their group)."""
+    return [*one_line(spec), *field_patterns(spec), *ranges(spec), *hardware(spec), *cross_tier(spec, nodes)]

@@ -17,7 +17,7 @@ from pydantic import (
 
 from gridready.spec.decision import DecisionSpec
 from gridready.spec.embedding import EmbeddingSettings
-from gridready.spec.names import IMAGE_REF, SLUG
+from gridready.spec.names import IMAGE_REF, K8S_QUANTITY, SLUG
 from gridready.spec.router import RouterSpec
 from gridready.spec.sglang import SglangSettings
 from gridready.spec.sglang import problems as sglang_problems
@@ -37,7 +37,7 @@ REFUSED_ENGINES = {
 
 
 class ModelSource(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     hf_id: str | None = Field(None, description="Hugging Face id, e.g. meta-llama/Llama-3.1-8B-Instruct")
     revision: str | None = Field(None, description="pinned commit of the Hugging Face repository")
@@ -58,7 +58,7 @@ class ModelSource(BaseModel):
 
 
 class Slo(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     ttft_ms_p99: PositiveFloat | None = Field(None, description="time to first token, p99, ms")
     tpot_ms_p99: PositiveFloat | None = Field(None, description="time per output token, p99, ms")
@@ -67,7 +67,7 @@ class Slo(BaseModel):
 
 
 class LoraAdapter(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$", description="the `model` name clients ask for")
     path: str = Field(description="adapter directory present on every node (or a Hugging Face id)")
@@ -76,7 +76,7 @@ class LoraAdapter(BaseModel):
 class Autoscaling(BaseModel):
     """Ray Serve replica bounds (target kubernetes); on fixed pools min = max = replicas."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     min_replicas: PositiveInt | None = Field(None, description="default: the tier's replicas")
     max_replicas: PositiveInt | None = Field(None, description="default: the tier's replicas")
@@ -96,7 +96,7 @@ API_KEY_ENGINES = frozenset({"vllm", "sglang"})
 
 
 class Tier(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     name: str = Field(pattern=SLUG, description="unit vllm-<name>, RayService <name>; never `vllm`")
     engine: Literal["vllm", "triton-trtllm", "sglang", "triton-embedding"] = Field(
@@ -125,8 +125,12 @@ class Tier(BaseModel):
     max_loras: PositiveInt = Field(4, description="adapters resident at once (with lora_adapters)")
     max_lora_rank: PositiveInt = Field(16, description="largest adapter rank (with lora_adapters)")
     extra_engine_args: dict[str, str | int | float | bool] = Field(
-        default_factory=dict, description="other vLLM engine arguments by their kwarg name (snake_case)"
+        default_factory=dict, description="other vLLM engine arguments by their kwarg name (snake_case); never one "
+                                          "gridready computes (parallelism, port, host, model) or trust_remote_code"
     )
+    trust_remote_code: bool = Field(
+        False, description="run the model repository's own Python code on every node (vLLM --trust-remote-code); "
+                           "only for a repository pinned by revision whose code you have read")
     autoscaling: Autoscaling = Field(default_factory=Autoscaling)
     drain_timeout_s: PositiveInt = Field(
         60, le=3600, description="in-flight requests may finish this long when a replica or engine is stopped")
@@ -201,7 +205,7 @@ NAMESPACE = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"  # an RFC 1123 label, as Kub
 class KubernetesServing(BaseModel):
     """Settings of target kubernetes (KubeRay RayService per tier)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     namespace: str = Field("gridready-serving", pattern=NAMESPACE)
     ray_image: str = Field(
@@ -217,15 +221,16 @@ class KubernetesServing(BaseModel):
     rdma_resource: str | None = Field("rdma/ib", description="device-plugin resource per worker pod; null: none")
     socket_ifname: str = Field("eth0", description="pod interface for NCCL/Gloo bootstrap sockets")
     gpu_product_label: str | None = Field(None, description="nodeSelector nvidia.com/gpu.product, e.g. NVIDIA-H200")
-    shm_size: str = Field("64Gi", description="/dev/shm (emptyDir medium Memory) of the worker pods")
+    shm_size: str = Field("64Gi", pattern=K8S_QUANTITY,
+                          description="/dev/shm (emptyDir medium Memory) of the worker pods, a quantity (64Gi)")
     model_cache_path: str = Field(
         "/var/lib/gridready/hf", pattern=r"^/[A-Za-z0-9_.@+/-]{0,4095}$",
         description="node-local Hugging Face cache (hostPath, HF_HOME of the GPU pods): weights download once per node",
     )
-    ephemeral_storage: str = Field("50Gi", pattern=r"^\d+(Ki|Mi|Gi|Ti)$",
+    ephemeral_storage: str = Field("50Gi", pattern=K8S_QUANTITY,
                                    description="ephemeral-storage request of each GPU pod (torch.compile cache, logs)")
-    worker_cpu: str = "32"
-    worker_memory: str = "512Gi"
+    worker_cpu: str = Field("32", pattern=K8S_QUANTITY, description="CPU request of each GPU pod (32, 31500m)")
+    worker_memory: str = Field("512Gi", pattern=K8S_QUANTITY, description="memory request of each GPU pod (512Gi)")
     upgrade_strategy: Literal["None", "NewCluster"] = Field(
         "None", description="None on fixed pools; NewCluster needs twice the GPUs during an upgrade"
     )
@@ -239,7 +244,7 @@ class EngineHealth(BaseModel):
     """Target hosts: a timer per engine unit asks its health URL and restarts a hung engine (none of vLLM, SGLang
     or Triton notifies systemd's watchdog). On Kubernetes the pods' liveness probes do the same."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     enabled: bool = True
     interval_s: int = Field(15, ge=5, le=3600, description="seconds between two probes of an engine")
@@ -263,7 +268,7 @@ class RayNodeSizing(BaseModel):
 
 
 class ServingSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     target: Literal["hosts", "kubernetes"] = "hosts"
     kubeconfig: str | None = Field(None, description="path of the kubeconfig (target kubernetes)")
@@ -280,6 +285,10 @@ class ServingSpec(BaseModel):
         default_factory=list,
         description="CIDRs besides the cluster members and the controller allowed to the API and metrics ports",
     )
+    firewall_clients_any: bool = Field(
+        False, description="accept firewall_clients that take in the whole internet or most of it (0.0.0.0/0, ::/0, "
+                           "an IPv4 network wider than /8, IPv6 wider than /16): Triton's ports have no "
+                           "authentication and every tier's API and metrics ports open to them")
     network_isolated: bool = Field(
         False,
         description="only the tier's nodes and its clients reach the serving hosts (a private network); without "

@@ -23,7 +23,7 @@ LLMAPI_MODELS = ("tensorrt_llm",)
 class VersionOverride(BaseModel):
     """Replace pins of gridready/data/triton_versions.yml for one tier (all or nothing per key)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     image: str | None = None
     image_digest: str | None = Field(None, pattern=r"^sha256:[0-9a-f]{64}$")
@@ -34,7 +34,7 @@ class VersionOverride(BaseModel):
 
 
 class TritonSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     mode: Literal["llmapi", "engine"] = Field(
         "llmapi",

@@ -25,7 +25,7 @@ SWEEP = [0, 1000, 8000]
 TIER = {
     "name": "embed", "engine": "triton-embedding", "served_name": "bge-small", "port": 8100,
     "tensor_parallel": 1,
-    "model": {"hf_id": "BAAI/bge-small-en-v1.5", "revision": "main"},
+    "model": {"hf_id": "BAAI/bge-small-en-v1.5", "revision": "5c38ec7c405ec4b44b94cc5a9bb96e735b38267a"},
     "slo": {"e2e_ms_p99": 1500, "goodput_min": 0.9},
     "embedding": {
         "model_file": "onnx/model.onnx", "max_batch_size": 32,

@@ -35,7 +35,8 @@ PLAYBOOK = """\
 def _extravars(tmp: Path) -> dict[str, Any]:
     tier = Tier(name=TIER, engine="triton-trtllm", served_name=SERVED, tensor_parallel=1,
                 pipeline_parallel=1, port=9000,
-                model={"hf_id": "meta-llama/Llama-3.1-8B-Instruct", "revision": "0e9e39f2"})
+                model={"hf_id": "meta-llama/Llama-3.1-8B-Instruct",
+                       "revision": "0e9e39f249a16976918f6564b8830bc894c89659"})
     plan = triton.make_plan(tier, TritonSettings(mode="engine"), sku=catalog.lookup("h200"),
                             parallel=Parallelism(1, 1, 8), simulated=True)
     repo = triton.write_repository(plan, tmp / "repo")

@@ -137,3 +137,42 @@ def test_hostvars_leave_no_decrypted_vault_or_environment_on_disk(tmp_path, monk
     assert hv["node1"]["ansible_host"]
     written = [p for p in tmp_path.rglob("*") if p not in before]
     assert written == []
+
+
+def _lookup(marker: Path) -> str:
+    return "{{ lookup('pipe', 'touch " + str(marker) + "') }}"
+
+
+def test_a_template_in_a_value_reaches_the_play_as_data(local_inv, tmp_path):
+    """Issue 32: a value from the inventory holding a lookup is written literally by a real play; the lookup never
+    runs on the controller."""
+    out = tmp_path / "markers"
+    out.mkdir()
+    pwned = tmp_path / "pwned"
+    result = ansible.run_playbook(local_inv, str(PLAY), tmp_path / "s1",
+                                  extravars={"marker_dir": str(out), "marker_text": _lookup(pwned)})
+    assert result.status == "successful"
+    assert (out / "node-a.txt").read_text() == _lookup(pwned) + "\n"
+    assert not pwned.exists()
+
+
+def test_unsafe_marks_hold_where_ansible_trusts_the_file(tmp_path):
+    """`-e @file` is loaded trusted as a template (ansible-core utils/vars.py load_extra_vars); the marked values
+    stay literal there too, while the same file without the marks runs the lookup (the control)."""
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.template import Templar
+
+    pwned = tmp_path / "pwned"
+    text = _lookup(pwned)
+    path = tmp_path / "extravars.json"
+    path.write_text(json.dumps(ansible.unsafe({"v": text, "nested": {"l": [text]}, "n": 3, "b": True})))
+    data = DataLoader().load_from_file(str(path), trusted_as_template=True)
+    templar = Templar(loader=DataLoader(), variables=data)
+    assert templar.template(data["v"]) == text
+    assert templar.template(data["nested"]) == {"l": [text]}
+    assert (data["n"], data["b"]) == (3, True)
+    assert not pwned.exists()
+    path.write_text(json.dumps({"v": text}))
+    data = DataLoader().load_from_file(str(path), trusted_as_template=True)
+    Templar(loader=DataLoader(), variables=data).template(data["v"])
+    assert pwned.exists()  # the control: unmarked, Ansible would have run it

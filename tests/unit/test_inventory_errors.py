@@ -216,7 +216,7 @@ CASES += [
     ("hf-id-double-dot", _set("serving.tiers.0.model.hf_id", "meta-llama/../../etc"), None, None,
      C + "serving.tiers[0].model.hf_id: must be a Hugging Face repo id"),
     ("revision-is-a-flag", _set("serving.tiers.0.model.revision", "--help"), None, None,
-     C + "serving.tiers[0].model.revision: must be a commit, tag or branch"),
+     C + "serving.tiers[0].model.revision: must be a pinned commit"),
     ("revision-newline", _set("serving.tiers.0.model.revision", "main\n--api-key"), None, None,
      C + "serving.tiers[0].model.revision: must be one line without control characters"),
     ("local-path-relative", _set("serving.tiers.0.model", {"local_path": "models/llama"}), None, None,

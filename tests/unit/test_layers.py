@@ -25,7 +25,7 @@ LAYERS: dict[str, int] = {
     "spec": 2,
     "artifacts": 3, "inventory": 3, "matrix": 3,
     "contracts": 4, "provision_vars": 4, "sample": 4, "vault": 4, "probe": 4,
-    "certify": 5, "bench": 5, "monitoring": 5, "discovery": 5, "ansible": 5,
+    "certify": 5, "bench": 5, "monitoring": 5, "discovery": 5, "ansible": 5, "usage": 5,
     "report": 6, "serving": 6,
     "stacks": 7,
     "pulumi": 8,

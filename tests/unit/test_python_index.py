@@ -21,7 +21,7 @@ def _load(tmp_path, monkeypatch, software: dict):
 
 @pytest.mark.parametrize(("software", "expected"), [
     ({"python_index": "http://10.0.0.5:8080/simple/"}, C + "a plain-http index needs"),
-    ({"python_index": "https://user:secret@pypi.example.internal/simple/"}, C + "must be an http(s) URL"),
+    ({"python_index": "https://user:secret@pypi.example.internal/simple/"}, C + "a URL with a user:password part"),
     ({"python_index": "https://pypi.example.internal/simple/\n"}, C + "must be an http(s) URL"),
     ({"python_index": "ftp://pypi.example.internal/simple/"}, C + "must be an http(s) URL"),
     ({"python_index": "https://pypi.example.internal/simple/?token=x"}, C + "must be an http(s) URL"),

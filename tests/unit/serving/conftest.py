@@ -31,7 +31,8 @@ def cluster_yml(customer: str, tiers: list[dict[str, Any]], target: str = "hosts
 
 def vllm_tier(**over: Any) -> dict[str, Any]:
     tier = {"name": "llama70b", "engine": "vllm", "served_name": "llama-3.3-70b",
-            "model": {"hf_id": "meta-llama/Llama-3.3-70B-Instruct", "revision": "6f6073b4"}}
+            "model": {"hf_id": "meta-llama/Llama-3.3-70B-Instruct",
+                      "revision": "6f6073b423013f6a7d4d9f39144961bfbfbc386b"}}
     tier.update(over)
     return tier
 

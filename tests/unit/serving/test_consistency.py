@@ -21,7 +21,8 @@ PROMETHEUS = {"monitoring.coreos.com": "the customer's kube-prometheus-stack"}
 
 def triton_tier(**over: Any) -> dict[str, Any]:
     tier = {"name": "llama70b-trt", "engine": "triton-trtllm", "served_name": "llama-3.3-70b-trt", "port": 8100,
-            "model": {"hf_id": "meta-llama/Llama-3.3-70B-Instruct", "revision": "6f6073b4"},
+            "model": {"hf_id": "meta-llama/Llama-3.3-70B-Instruct",
+                      "revision": "6f6073b423013f6a7d4d9f39144961bfbfbc386b"},
             "tensor_parallel": 8, "pipeline_parallel": 2,
             "triton": {"mode": "engine", "versions": {"image_digest": DIGEST}}}
     tier.update(over)

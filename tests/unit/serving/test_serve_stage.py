@@ -174,7 +174,8 @@ def test_triton_tiers_ride_along_then_get_their_own_tagged_runs(make_inv, write_
     monkeypatch.setattr(serve_deploy.ansible, "run_playbook", run_playbook)
     monkeypatch.setenv("GRIDREADY_SERVE_SKIP_BENCH", "1")
     trt = {"engine": "triton-trtllm", "tensor_parallel": 8, "pipeline_parallel": 1,
-           "model": {"hf_id": "meta-llama/Llama-3.1-8B-Instruct", "revision": "0e9e39f2"}}
+           "model": {"hf_id": "meta-llama/Llama-3.1-8B-Instruct",
+                     "revision": "0e9e39f249a16976918f6564b8830bc894c89659"}}
     inv = make_inv(3, [vllm_tier(pipeline_parallel=1), {**trt, "name": "trt-a", "served_name": "a", "port": 9000},
                        {**trt, "name": "trt-b", "served_name": "b", "port": 9100}])
     (inv.path / "sandbox.yml").write_text("defaults: {}\n")

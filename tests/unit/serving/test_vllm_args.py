@@ -31,7 +31,7 @@ def test_serve_args(make_inv, nodes, backend):
     assert _opt(args, "--pipeline-parallel-size") == str(nodes)
     assert _opt(args, "--distributed-executor-backend") == backend
     assert _opt(args, "--served-model-name") == "llama-3.3-70b"
-    assert _opt(args, "--revision") == "6f6073b4"
+    assert _opt(args, "--revision") == "6f6073b423013f6a7d4d9f39144961bfbfbc386b"
     assert (_opt(args, "--host"), _opt(args, "--port")) == ("0.0.0.0", "8000")
     assert _opt(args, "--max-model-len") == "8192"
     assert _opt(args, "--gpu-memory-utilization") == "0.9"

@@ -36,7 +36,7 @@ def test_single_node_command_uses_documented_flags(make_inv):
     args = sglang.launch_args(plan)
     # "Model and tokenizer", "HTTP server", "API related", "Runtime options" tables
     assert _opt(args, "--model-path") == "meta-llama/Llama-3.3-70B-Instruct"
-    assert _opt(args, "--revision") == "6f6073b4"
+    assert _opt(args, "--revision") == "6f6073b423013f6a7d4d9f39144961bfbfbc386b"
     assert _opt(args, "--served-model-name") == "llama-3.3-70b"
     assert (_opt(args, "--host"), _opt(args, "--port")) == ("0.0.0.0", "8000")  # never SGLang's 127.0.0.1
     assert (_opt(args, "--tp-size"), _opt(args, "--pp-size")) == ("8", "1")

@@ -46,7 +46,7 @@ def test_key_covers_every_part() -> None:
         plan("70b", 8, 1, mode="engine", versions={"cuda": "13.1"}),
         plan("70b", 8, 1, mode="engine", versions={"image_digest": "sha256:" + "0" * 64}),
         plan("70b", 8, 1, mode="engine", tier_over={"model": {"hf_id": "meta-llama/Llama-3.3-70B-Instruct",
-                                                              "revision": "ffff"}}),
+                                                              "revision": "f" * 40}}),
         plan("70b", 8, 1, mode="engine", tier_over={"max_model_len": 4096}),
         plan("70b", 4, 1, mode="engine"),
     ]

@@ -127,14 +127,14 @@ def test_generated_scripts_are_valid_bash(tmp_path: Path, settings: dict, tp: in
                                                 ("google/gemma-2-9b-it", "gemma")])
 def test_the_convert_script_is_the_model_familys(hf_id: str, family: str) -> None:
     p = plan("8b", mode="engine", simulated=False, versions={"image_digest": "sha256:" + "5e" * 32},
-             tier_over={"model": {"hf_id": hf_id, "revision": "0123abcd"}})
+             tier_over={"model": {"hf_id": hf_id, "revision": "0123abcd" * 5}})
     assert f"/app/examples/models/core/{family}/convert_checkpoint.py --model_dir" in build_script(p).text
 
 
 def test_a_model_of_no_known_family_needs_model_family() -> None:
     from gridready.errors import InvalidInput
 
-    over = {"model": {"hf_id": "acme/house-model-13b", "revision": "0123abcd"}}
+    over = {"model": {"hf_id": "acme/house-model-13b", "revision": "0123abcd" * 5}}
     with pytest.raises(InvalidInput, match=r"triton.model_family: cannot tell"):
         plan("8b", mode="engine", tier_over=over)
     p = plan("8b", mode="engine", tier_over=over, model_family="llama")

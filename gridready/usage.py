@@ -1,0 +1,157 @@
+"""Usage errors of the command line and the environment: one line, exit 2, before anything runs (README "Exit
+codes"). gridready.cli calls these; tasks.py installs the guards on invoke's Program."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from gridready import secretscan, vault
+from gridready.errors import InvalidInput
+from gridready.exitcodes import ExitCode
+from gridready.inventory import Inventory, display_path
+
+MAX_LOCK_WAIT_S = 86400.0  # a day: a CI job waiting longer for the lock is stuck, not patient
+
+
+def check_environment(run_id: Callable[[], str]) -> None:
+    """The GRIDREADY_* variables a run reads, checked before anything runs (exit 2 naming the variable);
+    `run_id` is the command line's (gridready.cli.run_id)."""
+    run_id()
+    lock_wait_s()
+    if os.environ.get(vault.ENV):
+        vault.read_password(Path(os.environ[vault.ENV]))
+    for name in ("GRIDREADY_HOME", "GRIDREADY_ARTIFACTS", "GRIDREADY_STATE"):
+        raw = os.environ.get(name)
+        if not raw:
+            continue
+        path = Path(raw)
+        if any(c in raw for c in "\0\n\r") or (path.exists() and not path.is_dir()) or \
+                (name == "GRIDREADY_HOME" and not path.is_dir()):
+            raise InvalidInput(f"{name}: (environment): must name a directory"
+                               f"{' that exists' if name == 'GRIDREADY_HOME' else ' (made when absent)'}")
+
+
+def lock_wait_s() -> float:
+    """GRIDREADY_LOCK_WAIT_S: finite seconds, 0 to a day (nan and inf would wait forever)."""
+    raw = os.environ.get("GRIDREADY_LOCK_WAIT_S") or "0"
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or not 0 <= value <= MAX_LOCK_WAIT_S:
+        raise InvalidInput(f"GRIDREADY_LOCK_WAIT_S: (environment): must be a number of seconds from 0 to "
+                           f"{MAX_LOCK_WAIT_S:.0f}")
+    return value
+
+
+def check_limit(inv: Inventory, limit: str | None) -> None:
+    """--limit must select at least one host of hosts.yml, resolved by Ansible's own pattern rules (groups,
+    wildcards, `~regex`, `!` and `&`); a pattern that selects none would run nothing and report success."""
+    if limit is None:
+        return
+    if not limit.strip() or any(c in limit for c in "\0\n\r"):
+        raise InvalidInput("--limit: (command line): must be an Ansible host pattern")
+    from ansible import constants as C  # noqa: N812 (ansible's own spelling)
+    from ansible.inventory.manager import InventoryManager
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.utils.display import Display
+
+    display = Display()
+    quiet, enabled = display.warning, C.INVENTORY_ENABLED
+    display.warning = lambda *a, **k: None  # type: ignore[method-assign]
+    C.INVENTORY_ENABLED = ["yaml"]  # hosts.yml read as YAML only: never run as an inventory script
+    try:
+        hosts = InventoryManager(loader=DataLoader(), sources=[str(inv.hosts_file)]).list_hosts(limit)
+    except Exception:  # an unparsable pattern is a usage error like an empty one
+        hosts = []
+    finally:
+        display.warning = quiet  # type: ignore[method-assign]
+        C.INVENTORY_ENABLED = enabled
+    if not hosts:
+        raise InvalidInput(f"--limit: (command line): the pattern {limit!r} matches no host of "
+                           f"{display_path(inv.hosts_file)}")
+
+
+RUNTIME_KEYS = {"inventory": str, "check": bool, "json": bool}
+RUNTIME_SUFFIXES = (".yaml", ".yml")
+
+
+def check_runtime_config(raw: str) -> None:
+    """`invoke -f <file>`: a YAML file of at most 1 MiB holding `gridready: {inventory: <name>}` (and invoke's own
+    sections). invoke itself skips a missing file (the default inventory would run instead), runs a `.py` one
+    and shows a traceback for a broken one; InvalidInput naming the file and key here."""
+    from gridready.yamlio import YamlError, load_yaml
+
+    path = Path(raw)
+    shown = display_path(path)
+    if path.suffix not in RUNTIME_SUFFIXES:
+        raise InvalidInput(f"{shown}: (file): gridready reads a YAML invoke file (.yaml or .yml)")
+    if not path.exists() and not path.is_symlink():
+        raise InvalidInput(f"{shown}: (file): missing (invoke -f names the inventory's invoke.yaml)")
+    try:
+        data = load_yaml(path)
+    except YamlError as err:
+        raise InvalidInput(f"{shown}: {err.where}: {err}") from None
+    section = data.get("gridready") if isinstance(data, dict) else None
+    if not isinstance(section, dict):
+        raise InvalidInput(f"{shown}: gridready: must be a mapping with inventory: <name> (e.g. gridready: "
+                           "{inventory: acme})")
+    for key, value in section.items():
+        kind = RUNTIME_KEYS.get(key) if isinstance(key, str) else None
+        if kind is None:
+            raise InvalidInput(f"{shown}: gridready.{secretscan.redact(str(key))}: unknown key (expected "
+                               f"{', '.join(RUNTIME_KEYS)})")
+        if not isinstance(value, kind) or (kind is str and not value):
+            raise InvalidInput(f"{shown}: gridready.{key}: must be a {'name' if kind is str else 'boolean'}")
+
+
+def _bad_value_flag(argv: list[str], err: ValueError) -> str:
+    """The flag whose value failed its type (invoke casts `--hosts x` with int() and lets the ValueError out)."""
+    for i, tok in enumerate(argv):
+        if tok.startswith("-") and "=" in tok and f"'{tok.split('=', 1)[1]}'" in str(err):
+            return tok.split("=", 1)[0]
+        if i and f"'{tok}'" in str(err) and argv[i - 1].startswith("-"):
+            return argv[i - 1]
+    return "(flag)"
+
+
+def install_usage_errors() -> None:
+    """Usage errors exit 2 with one line, as README's exit codes say: invoke exits 1 on an unknown flag or task,
+    shows a traceback for a flag value of the wrong type and for a broken `-f` file. invoke's Program looks its
+    steps up on itself when it calls them, after it imported tasks.py, so wrapping two of them here covers every
+    task's flags and the runtime config file."""
+    from invoke.exceptions import Exit, ParseError
+    from invoke.program import Program
+
+    if getattr(Program, "_gridready_usage_errors", False):
+        return
+    parse_tasks, update_config = Program.parse_tasks, Program.update_config
+
+    def fail(line: str) -> Exit:
+        return Exit(f"error: {secretscan.redact(line)}", code=int(ExitCode.INVALID))
+
+    def guarded_parse_tasks(self: Program) -> None:
+        try:
+            parse_tasks(self)
+        except ParseError as err:
+            raise fail(f"(command line): {err}") from None
+        except ValueError as err:
+            flag = _bad_value_flag(list(self.core.unparsed) if self.core else [], err)
+            raise fail(f"{flag}: (command line): not a value of the flag's type (a whole number where one "
+                       "is asked)") from None
+
+    def guarded_update_config(self: Program, merge: bool = True) -> None:
+        raw = self.args.config.value or os.environ.get("INVOKE_RUNTIME_CONFIG")
+        if raw:
+            try:
+                check_runtime_config(raw)
+            except InvalidInput as err:
+                raise fail(err.lines[0]) from None
+        update_config(self, merge)
+
+    Program.parse_tasks = guarded_parse_tasks  # type: ignore[method-assign]
+    Program.update_config = guarded_update_config  # type: ignore[method-assign]
+    Program._gridready_usage_errors = True  # type: ignore[attr-defined]
