@@ -76,8 +76,10 @@ class Fleet:
     def ansible_playbook(self, playbook: str | Path, *args: str, check: bool = True,
                          timeout: float = 1200) -> subprocess.CompletedProcess[str]:
         cmd = [str(VENV_BIN / "ansible-playbook"), "-i", str(self.hosts_file), str(playbook), *args]
-        password = self.inventory / ".vault-pass"  # the inventory's vault (fleet.prepare_inventory made both)
-        if password.exists():
+        from gridready import vault  # the password the product reads: the environment's, else .vault-pass
+
+        password = vault.password_file(self.inventory)
+        if password is not None:
             cmd[1:1] = ["--vault-password-file", str(password)]
         return subprocess.run(cmd, capture_output=True, text=True, env=self.ansible_env(), check=check,
                               timeout=timeout, cwd=paths.repo_root())
