@@ -62,7 +62,7 @@ MUTANTS = [
            "elif t > gmax or (tm is not None and tm > exp.sku.max_mem_temp_c):", "elif t > gmax:", CERTIFY_TESTS,
            "thermal.temperature: the memory-temperature check dropped"),
     Mutant("pcie-replay-limit-dropped", "gridready/certify/pcie.py",
-           '            if m["replays"] > limit:\n', "            if False:\n", CERTIFY_TESTS,
+           ' and m["replays"] > (limit := exp.spec.limits.pcie_replays):', " and False:", CERTIFY_TESTS,
            "pcie: the replay limit dropped"),
     Mutant("pcie-nic-width-dropped", "gridready/certify/pcie.py",
            ' or (e.get("width_current") or 0) < e["width_max"]:', ":", CERTIFY_TESTS,

@@ -120,6 +120,15 @@ def test_captured_replays_within_the_limit_pass() -> None:
     assert bad.status is S.FAIL and "3 PCIe replays since reset (limit 2)" in bad.reason
 
 
+def test_pcie_replay_limit_zero_allows_none() -> None:
+    """A limit of 0 is a limit (it once read as "no limit" and passed any count)."""
+    doc = h200_doc()
+    (r,) = [r for r in pcie.pcie_link(doc, exp("h200", 2, "passthrough", limits={"pcie_replays": 0})) if r.gpu == 0]
+    assert r.status is S.FAIL and r.reason == "GPU 0 (0000:00:06.0): 3 PCIe replays since reset (limit 0)"
+    (ok,) = [r for r in pcie.pcie_link(doc, exp("h200", 2, "passthrough", limits={"pcie_replays": 0})) if r.gpu == 1]
+    assert ok.status is S.PASS and ok.measured["replays"] == 0
+
+
 def _cx7(lnksta: str) -> dict[str, Any]:
     text = pub("lspci", "EXCERPT-gpu-cx7-and-benign-downgraded-switchport")
     nic = text.index("1a:00.0 Ethernet controller")
