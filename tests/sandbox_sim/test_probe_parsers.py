@@ -1,20 +1,15 @@
 """The probe's own parsers (gridready/probe, the certification owner's) read the simulated outputs as they read
-the real fixtures: same keys, the faults visible where the gates look. Skipped where a parser is not there."""
+the real fixtures: same keys, the faults visible where the gates look."""
 
 from __future__ import annotations
 
-import pytest
-
+from gridready.probe import dcgm, hca, nvsmi
+from gridready.probe import kernel_log as klog
+from gridready.probe import nccl_tests as nccl
+from gridready.probe import sysfs as psys
 from gridready.sandbox.sim import simcore, sysfs
 
 from .conftest import FIXTURES, call
-
-nvsmi = pytest.importorskip("gridready.probe.nvsmi")
-nccl = pytest.importorskip("gridready.probe.nccl_tests")
-dcgm = pytest.importorskip("gridready.probe.dcgm")
-hca = pytest.importorskip("gridready.probe.hca")
-klog = pytest.importorskip("gridready.probe.kernel_log")
-psys = pytest.importorskip("gridready.probe.sysfs")
 
 FX = FIXTURES / "h200x2"
 QUERY = (FX / "README.md").read_text().split("--query-gpu=")[1].split(" --format")[0]
@@ -28,10 +23,38 @@ def test_query_csv_parses_like_the_fixture(use_profile):
     assert [r["pcie.link.width.current"] for r in sim] == [16, 16, 16, 8, 16, 16, 16, 16]
 
 
+# Per-GPU fields of `nvidia-smi -q` that differ between two healthy H200s on one driver: identities, live readings,
+# and what the capture's VM shows (passthrough, 3 PCIe replays on GPU 0) against the sample's bare metal.
+Q_PER_BOARD = {"bus_id", "serial", "uuid", "temperature_c", "memory_temperature_c", "power_draw_w",
+               "virtualization_mode"}
+
+
+def _keys(d: dict, at: str = "") -> set[str]:
+    """Every key path of a nested dict: {"a", "a.b", ...}."""
+    out = {f"{at}{k}" for k in d}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out |= _keys(v, f"{at}{k}.")
+    return out
+
+
 def test_q_tree_parses_like_the_fixture(healthy):
+    """The healthy sample's `nvidia-smi -q` reads, field by field, as the real h200x2 capture does: the same keys at
+    every depth and, on each of its 8 GPUs, the values of the capture's GPU except the per-board ones."""
     sim = nvsmi.parse_q(call("nvidia_smi", ["-q"])[1])
     real = nvsmi.parse_q((FX / "nvidia-smi-q.txt").read_text())
-    assert set(real) <= set(sim)
+    assert (sim["driver_version"], sim["cuda_version"]) == (real["driver_version"], real["cuda_version"]) \
+        == ("580.159.04", "13.0")
+    assert sim["attached_gpus"] == len(sim["gpus"]) == 8 and real["attached_gpus"] == len(real["gpus"]) == 2
+    assert len({g["bus_id"] for g in sim["gpus"]}) == len({g["uuid"] for g in sim["gpus"]}) == 8
+    ref = real["gpus"][1]  # GPU 1 of the capture: no PCIe replays
+    assert ref["pcie"]["replays"] == 0 and ref["power_limit_w"] == 700.0 and ref["remap"]["pending"] is False
+    for g in sim["gpus"]:
+        assert _keys(g) == _keys(ref)
+        assert {k: v for k, v in g.items() if k not in Q_PER_BOARD} == {
+            k: v for k, v in ref.items() if k not in Q_PER_BOARD}
+        assert 20 <= g["temperature_c"] <= 60 and 20 <= g["memory_temperature_c"] <= 60
+        assert 50 <= g["power_draw_w"] <= 150  # idle, like the capture's 77.92 W
 
 
 def test_nccl_text_parses_like_the_fixture(use_profile, monkeypatch):
