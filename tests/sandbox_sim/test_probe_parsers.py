@@ -3,6 +3,8 @@ the real fixtures: same keys, the faults visible where the gates look."""
 
 from __future__ import annotations
 
+import pytest
+
 from gridready.probe import dcgm, hca, nvsmi
 from gridready.probe import kernel_log as klog
 from gridready.probe import nccl_tests as nccl
@@ -89,3 +91,23 @@ def test_sysfs_endpoints(use_profile, tmp_path, monkeypatch):
     assert len(eps) >= 16
     mods = psys.modules() or []
     assert "nvidia" in mods and "nvidia_peermem" not in mods  # the default host: inbox RDMA, no nvidia-peermem
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "the simulated all_reduce_perf -J writes its own layout (one row per placement, `gridready_simulated`, no "
+    "`config`), not nccl-tests 2.19.6's; gridready/sandbox/sim/nccl_tests.py is being moved to its own package: make "
+    "it write tests/fixtures/h200x1/nccl-tests-J's layout there, then drop this mark"))
+def test_simulated_json_reads_as_its_own_text(use_profile, tmp_path, monkeypatch):
+    """The JSON path of collect() on the simulator: its -J file must read as its stdout does (the real files do,
+    tests/unit/probe/test_parsers.py), else the probe falls back to the text and the JSON path is never exercised."""
+    use_profile(gpus=2, platform="passthrough")
+    monkeypatch.setenv("NCCL_NVLS_ENABLE", "0")
+    argv = ["-b", "64M", "-e", "256M", "-f", "2", "-g", "2", "-c", "1", "-J", str(tmp_path / "r.json")]
+    out = call("nccl_tests", argv, prog="all_reduce_perf")[1]
+    txt = nccl.parse_text(out)
+    js = nccl.parse_json((tmp_path / "r.json").read_text())
+    assert len(txt["rows"]) == 3
+    assert [(r["bytes"], r["oop"]["busbw"], r["ip"]["busbw"]) for r in js["rows"]] == [
+        (r["bytes"], r["oop"]["busbw"], r["ip"]["busbw"]) for r in txt["rows"]]
+    for key in ("ranks", "hosts", "validation", "collective", "out_of_bounds", "avg_busbw"):
+        assert js[key] == txt[key], key
