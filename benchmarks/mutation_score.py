@@ -3,11 +3,11 @@
     nice -n 19 python benchmarks/mutation_score.py --until 06:45 --write docs/mutation.md
     python benchmarks/mutation_score.py --modules gridready/certify/pcie.py --report-only   # figures of a past run
 
-Not a CI gate (tens of minutes on two cores): a command to run before a change is done. The repository's tracked
-files are copied to --workdir (never the working tree; a second run reuses the copy and mutmut's results, and a
-changed source file is mutated again); mutmut mutates the modules of MODULES there and runs, for each mutant, the
-tests of TESTS that cover it (mutmut's per-function test selection). Modules run one at a time, in MODULES' order,
-until --until (UTC): figures are of the mutants run by then, and say how many were not run.
+Not a CI gate (tens of minutes on two cores): a command to run before a change is done. The repository is copied
+to --workdir (never the working tree; a second run reuses the copy and mutmut's results, and a changed source file
+is mutated again); mutmut mutates the modules of MODULES there and runs, for each mutant, the tests of TESTS that
+cover it (mutmut's per-function test selection). One `mutmut run` over every module, stopped at --until (UTC):
+figures are of the mutants run by then, and say how many were not run.
 
 Score = killed / (killed + survived + no tests + timeout + suspicious): a mutant no test reaches counts against it.
 Goal (issue #35): 85% in certify/ and the probe's parsers, 75% in spec/ and serving/.
@@ -29,27 +29,33 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 MUTMUT = Path(sys.executable).with_name("mutmut")
-# package -> modules, in the order they run (the issue's named modules first)
+# package -> modules, run in ORDER (the issue's named modules first). certify's fabric/multinode/isolation are left
+# out: their tests, tests/unit/fabric, compare GateStatus with str in sets, which mutmut's trampolines break.
 MODULES = {
     "certify": ["nccl", "memory_errors", "thermal", "pcie", "nvlink", "xid", "compute", "software", "host_settings",
                 "diagnostics", "judge", "result", "expectations", "measurements", "hca", "outliers", "quarantine",
-                "inventory", "transfer", "multinode", "fabric", "isolation"],
+                "inventory", "transfer"],
     "probe": ["nvsmi", "nccl_tests", "lspci", "dcgm", "hca", "kernel_log", "sysfs", "gpu_burn", "nvbandwidth"],
     "spec": ["rules"],
     "serving": ["vllm", "sglang"],
 }
+ORDER = [("probe", "nvsmi"), ("certify", "nccl"), ("certify", "memory_errors"), ("certify", "thermal"),
+         ("certify", "pcie"), ("spec", "rules"), ("serving", "vllm"), ("serving", "sglang"), ("probe", "nccl_tests"),
+         ("probe", "lspci"), ("probe", "kernel_log")]
 GOAL = {"certify": 85, "probe": 85, "spec": 75, "serving": 75}
 TESTS = ["tests/unit/certify/test_gate_boundaries.py", "tests/unit/certify/test_gates_h200x2.py",
          "tests/unit/certify/test_gates_public.py", "tests/unit/certify/test_judge.py",
          "tests/unit/certify/test_collective_floors.py", "tests/unit/certify/test_dcgm_precision.py",
          "tests/unit/certify/test_peermem_gate.py", "tests/unit/certify/test_roce_host_gates.py",
-         "tests/unit/probe", "tests/unit/fabric",
+         "tests/unit/probe",
          "tests/unit/test_hf_id_rule.py", "tests/unit/test_inventory_errors.py",
          "tests/unit/serving/test_engine_edges.py", "tests/unit/serving/test_vllm_args.py",
          "tests/unit/serving_sglang/test_launch.py"]
 # fails on this machine before any mutation: its simulated dcgmi subprocess imports the shared checkout's gridready,
 # whose sandbox package is being moved (tests/unit/certify/test_shapes.py and test_simulated.py likewise, left out)
-DESELECT = ["tests/unit/certify/test_dcgm_precision.py::test_the_report_says_which_precision_ran"]
+DESELECT = ["tests/unit/certify/test_dcgm_precision.py::test_the_report_says_which_precision_ran",
+            # runs `invoke` in a subprocess from a temporary inventory, where mutmut's import hook finds no source
+            "tests/unit/test_inventory_errors.py::test_invoke_exits_2_before_anything_runs"]
 STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", None: "not run", 34: "skipped",
           36: "timeout", -24: "timeout", 24: "timeout", 152: "timeout", 255: "timeout", 37: "killed"}
 IGNORE = shutil.ignore_patterns(".git", ".venv", "artifacts", "build", "__pycache__", ".pytest_cache", ".ruff_cache",
@@ -84,13 +90,12 @@ def prepare(work: Path, paths: list[str]) -> None:
     (work / "pyproject.toml").write_text((REPO / "pyproject.toml").read_text() + cfg)
 
 
-def run_module(work: Path, pkg: str, mod: str, deadline: float, max_children: int) -> str:
-    """`mutmut run` over one module's mutants; killed at the deadline (mutmut keeps what it finished)."""
-    glob = f"gridready.{pkg}.{mod}.*"
+def run_mutmut(work: Path, globs: list[str], deadline: float, max_children: int) -> str:
+    """One `mutmut run` over `globs`; interrupted at the deadline (mutmut keeps the results it has)."""
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     env.pop("CI", None)
     log = (work / "mutation-run.log").open("a")
-    proc = subprocess.Popen([str(MUTMUT), "run", "--max-children", str(max_children), glob], cwd=work, env=env,
+    proc = subprocess.Popen([str(MUTMUT), "run", "--max-children", str(max_children), *globs], cwd=work, env=env,
                             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     while proc.poll() is None:
         if time.time() > deadline:
@@ -186,16 +191,16 @@ def main(argv: list[str] | None = None) -> int:
     notes = []
     if not args.report_only:
         prepare(args.workdir, [module_path(p, m) for p, mods in modules.items() for m in mods])
-        for pkg, mods in modules.items():
-            for mod in mods:
-                if time.time() > deadline:
-                    notes.append(f"{pkg}/{mod}: not started (deadline)")
-                    continue
-                t0 = time.monotonic()
-                how = run_module(args.workdir, pkg, mod, deadline, args.max_children)
-                c = figures(args.workdir, module_path(pkg, mod))
-                notes.append(f"{pkg}/{mod}: {how} after {time.monotonic() - t0:.0f} s, {dict(c)}")
-                print(notes[-1], flush=True)
+        todo = [pm for pm in ORDER if pm[1] in modules.get(pm[0], [])]
+        todo += [(p, m) for p, mods in modules.items() for m in mods if (p, m) not in todo]
+        for pkg, mod in todo:  # one run per module, so that a deadline leaves whole modules, the first ones first
+            if time.time() > deadline:
+                notes.append(f"{pkg}/{mod}: not started (deadline)")
+                continue
+            t0 = time.monotonic()
+            how = run_mutmut(args.workdir, [f"gridready.{pkg}.{mod}.*"], deadline, args.max_children)
+            notes.append(f"{pkg}/{mod}: mutmut {how} after {time.monotonic() - t0:.0f} s")
+            print(notes[-1], flush=True)
     text, _ = table(args.workdir, modules)
     print(text)
     if args.write:
