@@ -167,3 +167,49 @@ def test_old_driver_retired_pages_pending(flag: str, pending: bool, status: S) -
     assert g["retired_pages"] == {"pending": pending, "single_bit": 0, "double_bit": 0}
     (r,) = memory_errors.row_remap(doc_from_outputs({"nvidia_smi_q": edited}), exp("h100", 1))
     assert r.status is status, r.reason
+
+
+# ---- PCIe: each source of a GPU link reading alone; which NICs carry GPU traffic -------------------------------
+
+def test_gpu_link_read_from_nvidia_smi_q_alone() -> None:
+    """Only `nvidia-smi -q` (no query CSV, NVML or sysfs): its GPU Link Info decides, GPU 1 trained at x8."""
+    text = (H200 / "nvidia-smi-q.txt").read_text()
+    cut = text.index("GPU 00000000:00:07.0")
+    q = text[:cut] + text[cut:].replace("Current                                : 16x",
+                                        "Current                                : 8x", 1)
+    res = pcie.pcie_link(doc_from_outputs({"nvidia_smi_q": q}), exp("h200", 2, "passthrough"))
+    by_gpu = {r.gpu: r for r in res}
+    assert by_gpu[0].status is S.PASS and by_gpu[0].measured["gen_max"] == 5 and by_gpu[0].measured["width_max"] == 16
+    assert by_gpu[1].status is S.FAIL and by_gpu[1].reason == "GPU 1 (0000:00:07.0): link trained at x8, expected x16"
+    assert by_gpu[0].measured["replays"] == 3  # GPU 0's "Replays Since Reset" of the capture
+
+
+def test_gpu_link_read_from_the_query_csv_alone() -> None:
+    csv = (H200 / "nvidia-smi-query-gpu.csv").read_text().splitlines()
+    csv[2] = csv[2].replace(", 5, 5, 16, 16,", ", 5, 4, 16, 16,")  # GPU 1: capable of Gen4 only
+    res = pcie.pcie_link(doc_from_outputs({"nvidia_smi_query": "\n".join(csv) + "\n"}), exp("h200", 2, "passthrough"))
+    by_gpu = {r.gpu: r for r in res}
+    assert by_gpu[0].status is S.PASS and by_gpu[0].measured["gen_max"] == 5
+    assert by_gpu[1].status is S.FAIL and "capable of only Gen4 x16" in by_gpu[1].reason
+
+
+def _nic(bdf: str, vendor: str | None, desc: str, width: int) -> dict[str, Any]:
+    return {"bdf": bdf, "kind": "nic", "vendor": vendor, "desc": desc, "source": "pcie_endpoints", "gen_current": 5,
+            "gen_max": 5, "width_current": width, "width_max": 16}
+
+
+def test_fabric_nics_by_vendor_or_name_and_management_nics_ignored() -> None:
+    doc = {"system": {"pcie_endpoints": [
+        _nic("0000:1a:00.0", "0x15b3", "", 8),  # Mellanox by vendor id alone
+        _nic("0000:2a:00.0", None, "Mellanox Technologies MT2910 Family [ConnectX-7]", 8),
+        _nic("0000:3a:00.0", None, "Ethernet controller: ConnectX-7 Family", 16),
+        _nic("0000:4a:00.0", None, "MT43244 BlueField-3 integrated ConnectX-7 network controller", 8),
+        _nic("0000:5a:00.0", "0x14e4", "Broadcom Inc. BCM57414 NetXtreme-E 10Gb/25Gb", 1),  # a management LOM
+        {"bdf": "0000:6a:00.0", "kind": "nic", "vendor": "0x1af4", "desc": "Virtio network device"},  # no link
+    ]}}
+    res = [r for r in pcie.pcie_link(doc, exp("h100", 1)) if r.hca]
+    assert {r.hca: r.status for r in res} == {"0000:1a:00.0": S.FAIL, "0000:2a:00.0": S.FAIL, "0000:3a:00.0": S.PASS,
+                                              "0000:4a:00.0": S.FAIL}
+    ok = next(r for r in res if r.hca == "0000:3a:00.0")
+    assert ok.reason == "NIC 0000:3a:00.0: Gen5 x16" and ok.evidence == "system.pcie_endpoints"
+    assert ok.expected is not None and ok.expected.equals == "Gen5 x16"
