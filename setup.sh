@@ -6,6 +6,8 @@ cd "$(dirname "$0")"
 
 APT_PACKAGES=(debootstrap systemd-container iproute2 openssh-client util-linux dpkg-dev gnupg zstd curl
               ca-certificates python3-venv procps psmisc)
+# CI (CI=true) skips no test but the GPU ones (tests/expected_skips.py): the browser test needs Debian's chromium
+if [ "${CI:-}" = "true" ]; then APT_PACKAGES+=(chromium); fi
 
 if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
   missing=()

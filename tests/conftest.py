@@ -6,6 +6,7 @@ import os
 import pytest
 
 from sandbox.pytest_plugin import fleet, make_fleet, make_module_fleet  # noqa: F401
+from tests.skip_guard import pytest_make_collect_report, pytest_runtest_makereport  # noqa: F401  (CI: no silent skips)
 
 
 @pytest.fixture(scope="session")

@@ -8,8 +8,10 @@ Text rows: `size count type redop [root] | time algbw busbw #wrong|error | time 
 `#wrong` prints `N/A` where nccl-tests did not check the result (src/util.cu prints N/A unless reportErrors):
 every column with `-c 0` (header `validation: 0`), and the in-place column of sendrecv_perf always
 (src/sendrecv.cu sets reportErrors = in_place ? 0 : 1), which is by design, not "validation off".
-JSON (`-J file.json`): {"config": {...}, "results": [{"size", "count", "type", "redop", "root",
-"out_of_place": {"time", "alg_bw", "bus_bw", "nwrong"}, "in_place": {...}}], ...}.
+JSON (`-J file.json`, 2.19.6, tests/fixtures/h200x1/nccl-tests-J): {"args": [<binary>, ...], "config": {"devices":
+[{"hostname", ...}], "validation", ...}, "results": [{"size", "count", "type", "redop", "root", "out_of_place":
+{"time", "alg_bw", "bus_bw", "nwrong"}, "in_place": {...}}], "average_bus_bandwidth": {"bandwidth", "okay"},
+"out_of_bounds": {"count", "okay"}, "errors": [""], "nccl_version", "env": [<the whole environment>]}.
 """
 
 from __future__ import annotations
@@ -117,8 +119,13 @@ def parse_text(text: str) -> dict[str, Any]:
     return out
 
 
+def _count(v: Any) -> Any:
+    """`nwrong` is written as a float (0.0); parse_text reads the same column as an int."""
+    return int(v) if isinstance(v, float) and v.is_integer() else v
+
+
 def parse_json(text: str) -> dict[str, Any]:
-    """The `-J` JSON file -> the same shape as parse_text."""
+    """The `-J` JSON file -> what parse_text gives for the same run (the JSON's times and rates unrounded)."""
     doc = json.loads(text)
     rows = []
     for r in doc.get("results", []):
@@ -126,7 +133,7 @@ def parse_json(text: str) -> dict[str, Any]:
             if not isinstance(p, dict):
                 return None
             return {"time_us": p.get("time", p.get("cpu_time")), "algbw": p.get("alg_bw"),
-                    "busbw": p.get("bus_bw"), "wrong": p.get("nwrong")}
+                    "busbw": p.get("bus_bw"), "wrong": _count(p.get("nwrong"))}
         rows.append({"bytes": int(str(r["size"])), "count": r.get("count"), "type": r.get("type"),
                      "redop": r.get("redop"), "oop": part(r.get("out_of_place")), "ip": part(r.get("in_place"))})
     oob = None
@@ -136,10 +143,17 @@ def parse_json(text: str) -> dict[str, Any]:
         elif "bounds" in k and isinstance(v, dict):
             oob = int(v.get("count") or v.get("value") or 0)
     cfg = doc.get("config") or {}
-    return {"rows": rows, "wrong_kind": "count", "out_of_bounds": oob, "avg_busbw": doc.get("average_bus_bandwidth"),
-            "ranks": len(cfg.get("devices", [])) or cfg.get("ngpus") or 0, "hosts": [],
+    avg = doc.get("average_bus_bandwidth")
+    if isinstance(avg, dict):
+        avg = avg.get("bandwidth")
+    devices = cfg.get("devices") or []
+    hosts = list(dict.fromkeys(d["hostname"] for d in devices if d.get("hostname")))
+    binary = os.path.basename(str((doc.get("args") or [""])[0]))
+    return {"rows": rows, "wrong_kind": "count", "out_of_bounds": oob, "avg_busbw": avg,
+            "ranks": len(devices) or cfg.get("ngpus") or 0, "hosts": hosts,
             "validation": cfg.get("validation"), "elided": False, "nccl_version": doc.get("nccl_version"),
-            "collective": cfg.get("collective"), "errors": []}
+            "collective": cfg.get("collective") or (binary.removesuffix("_perf") if binary.endswith("_perf") else None),
+            "errors": [e for e in doc.get("errors") or [] if e]}  # [""] when there were none
 
 
 def validated_busbw(row: dict[str, Any]) -> float | None:

@@ -8,7 +8,7 @@ import pytest
 
 from gridready.probe import dcgm, gpu_burn, kernel_log, lspci, nccl_tests, nvsmi
 from gridready.probe.sysfs import gen_of
-from tests.unit.certify.fixtures_io import H200, pub, read
+from tests.unit.certify.fixtures_io import FIX, H200, pub, read
 
 
 def test_query_csv_h200() -> None:
@@ -136,21 +136,53 @@ def test_nccl_tests_wrong_and_error_columns() -> None:
     assert all(r["oop"]["wrong"] is None for r in off["rows"])
 
 
-def test_nccl_tests_h200_text_and_json_agree() -> None:
+def test_nccl_tests_h200_text() -> None:
     text = nccl_tests.parse_text((H200 / "all_reduce_perf.txt").read_text())
     assert text["ranks"] == 2 and text["avg_busbw"] == pytest.approx(110.211)
     big = {r["bytes"]: r["oop"]["busbw"] for r in text["rows"]}
     assert big[4 << 30] == pytest.approx(346.98)
-    # the -J layout of nccl-tests (results[].out_of_place/in_place), built from the same rows
-    import json
-    doc = {"config": {"ngpus": 2, "validation": 1}, "results": [
-        {"size": r["bytes"], "count": r["count"], "type": r["type"], "redop": r["redop"], "root": "-1",
-         "out_of_place": {"time": r["oop"]["time_us"], "alg_bw": r["oop"]["algbw"], "bus_bw": r["oop"]["busbw"],
-                          "nwrong": r["oop"]["wrong"]},
-         "in_place": {"time": r["ip"]["time_us"], "alg_bw": r["ip"]["algbw"], "bus_bw": r["ip"]["busbw"],
-                      "nwrong": r["ip"]["wrong"]}} for r in text["rows"]]}
-    js = nccl_tests.parse_json(json.dumps(doc))
-    assert [r["oop"]["busbw"] for r in js["rows"]] == [r["oop"]["busbw"] for r in text["rows"]]
+
+
+NCCL_J = FIX / "h200x1" / "nccl-tests-J"  # one real run per collective: -J JSON and stdout (README.md there)
+COLLECTIVES = ["all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv"]
+
+
+def _close(js: float | None, txt: float | None) -> bool:
+    """The text table rounds to 4-6 significant digits (e.g. 197060 for 197060.237851)."""
+    return js == txt if js is None or txt is None else js == pytest.approx(txt, rel=1e-3, abs=0.01)
+
+
+@pytest.mark.parametrize("coll", COLLECTIVES)
+def test_nccl_tests_real_json_reads_as_its_own_text(coll: str) -> None:
+    """The same nccl-tests 2.19.6 run read from its -J file and from its stdout: every row, value by value, and the
+    run's header facts (what the gates read from `parsed`, whichever of the two collect() kept)."""
+    js = nccl_tests.parse_json((NCCL_J / f"{coll}_perf.json").read_text())
+    txt = nccl_tests.parse_text((NCCL_J / f"{coll}_perf.txt").read_text())
+    assert [r["bytes"] for r in js["rows"]] == [r["bytes"] for r in txt["rows"]] == [64 << 20, 128 << 20, 256 << 20]
+    for j, t in zip(js["rows"], txt["rows"], strict=True):
+        assert (j["count"], j["type"], j["redop"]) == (t["count"], t["type"], t["redop"])
+        for side in ("oop", "ip"):
+            for key in ("time_us", "algbw", "busbw"):
+                assert _close(j[side][key], t[side][key]), (coll, j["bytes"], side, key, j[side][key], t[side][key])
+            assert j[side]["wrong"] == t[side]["wrong"]  # 0, or None where nccl-tests printed N/A
+    for key in ("ranks", "hosts", "validation", "collective", "out_of_bounds", "errors", "wrong_kind", "nccl_version"):
+        assert js[key] == txt[key], key
+    assert _close(js["avg_busbw"], txt["avg_busbw"])
+    assert (js["ranks"], js["hosts"], js["collective"], js["nccl_version"]) == (1, ["vm"], coll, 22809)
+
+
+def test_nccl_tests_real_json_unchecked_columns_and_rates() -> None:
+    """sendrecv checks only its out-of-place column (src/sendrecv.cu) and is the one collective whose busbw is not 0
+    on one GPU; alltoall leaves in-place unchecked too (`nwrong` null in the JSON, N/A in the text)."""
+    sr = nccl_tests.parse_json((NCCL_J / "sendrecv_perf.json").read_text())
+    assert [r["ip"]["wrong"] for r in sr["rows"]] == [None] * 3 and [r["oop"]["wrong"] for r in sr["rows"]] == [0] * 3
+    assert sr["rows"][0]["oop"]["busbw"] == pytest.approx(1625.150028) and sr["avg_busbw"] == pytest.approx(49427.87681)
+    assert nccl_tests.validated_busbw(sr["rows"][0]) == pytest.approx(1625.150028)  # the checked column only
+    a2a = nccl_tests.parse_json((NCCL_J / "alltoall_perf.json").read_text())
+    assert [r["ip"]["wrong"] for r in a2a["rows"]] == [None] * 3 and a2a["rows"][0]["redop"] == "none"
+    ar = nccl_tests.parse_json((NCCL_J / "all_reduce_perf.json").read_text())
+    assert [r["oop"]["busbw"] for r in ar["rows"]] == [0.0] * 3  # one rank: nothing crosses a bus
+    assert [r["oop"]["algbw"] for r in ar["rows"]] == [1916.656832, 2021.323928, 2078.617391]
 
 
 def test_kernel_log_gpud_dmesg() -> None:

@@ -6,33 +6,43 @@ from anywhere else Ray's ports, its worker range and the ephemeral range are clo
 
 from __future__ import annotations
 
+import base64
 from pathlib import Path
+from typing import Any
 
-import jinja2
 import yaml
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar, trust_as_template
 
 ROLE = Path(__file__).resolve().parents[3] / "roles" / "gridready_ray_node"
 
 
-def _render(**over: object) -> list[str]:
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(ROLE / "templates"), undefined=jinja2.StrictUndefined)
-    values = {
-        "ansible_managed": "managed",
+def _render(**host: Any) -> list[str]:
+    """The table as the role's template task renders it: Ansible's own templating over the role's defaults and
+    vars/main.yml (the internal __ variables included), the values playbooks/serve.yml sets per host, and what the
+    role's own tasks read on the host (the ssh client address, the slurped ip_local_port_range)."""
+    variables: dict[str, Any] = {}
+    for part in ("defaults", "vars"):
+        for key, value in yaml.safe_load((ROLE / part / "main.yml").read_text()).items():
+            variables[key] = trust_as_template(value) if isinstance(value, str) else value
+    variables.update({
+        "ansible_managed": "managed", "inventory_hostname": "gpu01",
+        "ansible_facts": {"env": {"SSH_CLIENT": "198.51.100.7 51234 22"}},
+        "__gridready_ray_node_port_range": {"content": base64.b64encode(b"32768\t60999\n").decode()},
+        "gridready_ray_node_role": "head",
         "gridready_ray_node_firewall_members": ["10.0.0.1", "10.0.0.2"],
-        "__gridready_ray_node_clients": ["192.0.2.0/24"],
-        "__gridready_ray_node_ray_ports": [6380, 6381, 6379, 8265, 10001],
-        "__gridready_ray_node_worker_range": "11000-11999",
-        "__gridready_ray_node_ephemeral_range": "32768-60999",
-        "__gridready_ray_node_client_ports": [8000, 8080],
-        "gridready_ray_node_internal_ports": [],
-        **over,
-    }
-    text = env.get_template("gridready-ray.nft.j2").render(**values)
+        "gridready_ray_node_firewall_clients": ["192.0.2.0/24"],
+        "gridready_ray_node_api_ports": [8000],
+        **host,
+    })
+    templar = Templar(loader=DataLoader(), variables=variables)
+    text = templar.template(trust_as_template((ROLE / "templates" / "gridready-ray.nft.j2").read_text()))
     return [line.strip() for line in text.splitlines() if line.strip() and not line.strip().startswith("#")]
 
 
 def test_members_reach_every_port_before_any_drop() -> None:
     rules = _render()
+    assert "elements = { 10.0.0.1, 10.0.0.2 }" in rules
     chain = rules[rules.index("chain input {") + 1:]
     first_drop = next(i for i, r in enumerate(chain) if r.endswith("drop"))
     assert "ip saddr @members accept" in chain[:first_drop]  # no port list: all traffic between members
@@ -40,11 +50,29 @@ def test_members_reach_every_port_before_any_drop() -> None:
 
 
 def test_ephemeral_and_ray_ports_are_closed_to_everyone_else() -> None:
+    """A head: every port of defaults/main.yml (node manager 6380 ... dashboard agent 52365, GCS 6379, dashboard
+    8265, client server 10001), the worker range and the host's ephemeral range."""
     rules = _render()
-    assert "tcp dport { 6380, 6381, 6379, 8265, 10001, 11000-11999, 32768-60999 } drop" in rules
+    assert ("tcp dport { 6380, 6381, 6382, 6383, 52365, 6379, 8265, 10001, 11000-11999, 32768-60999 } drop"
+            in rules)
     assert "udp dport { 32768-60999 } drop" in rules
-    api = [r for r in rules if r.startswith("tcp dport { 8000, 8080 }")]
+    api = [r for r in rules if r.startswith("tcp dport { 8000, 8080 }")]  # the API and Ray's metrics export
     assert api == ["tcp dport { 8000, 8080 } ip saddr @clients accept", "tcp dport { 8000, 8080 } drop"]
+
+
+def test_a_worker_closes_its_own_ports_only_and_the_controller_is_a_client() -> None:
+    rules = _render(gridready_ray_node_role="worker", gridready_ray_node_api_ports=[],
+                    __gridready_ray_node_port_range={"content": base64.b64encode(b"20000\t40000\n").decode()})
+    assert "tcp dport { 6380, 6381, 6382, 6383, 52365, 11000-11999, 20000-40000 } drop" in rules
+    assert "udp dport { 20000-40000 } drop" in rules
+    assert "elements = { 192.0.2.0/24, 198.51.100.7 }" in rules  # the clients and the ssh controller
+    assert "tcp dport { 8080 } ip saddr @clients accept" in rules
+
+
+def test_without_clients_or_controller_the_api_is_closed() -> None:
+    rules = _render(gridready_ray_node_firewall_clients=[], ansible_facts={"env": {}})
+    assert "set clients {" not in rules and "tcp dport { 8000, 8080 } drop" in rules
+    assert not any("@clients" in r for r in rules)
 
 
 def test_the_role_reads_the_ephemeral_range_of_the_host() -> None:
@@ -64,8 +92,8 @@ def test_no_working_firewall_fails_the_host_unless_isolated() -> None:
 
 
 def test_engine_internal_ports_are_closed_to_everyone_but_the_members() -> None:
-    rules = _render(gridready_ray_node_internal_ports=[5757])
-    assert "tcp dport { 6380, 6381, 6379, 8265, 10001, 5757, 11000-11999, 32768-60999 } drop" in rules
+    rules = _render(gridready_ray_node_role="worker", gridready_ray_node_internal_ports=[5757])
+    assert "tcp dport { 6380, 6381, 6382, 6383, 52365, 5757, 11000-11999, 32768-60999 } drop" in rules
 
 
 def test_sglang_nodes_get_the_tier_firewall_before_their_engine() -> None:
