@@ -585,3 +585,53 @@ def build_repo(out_dir: Path, repo_os: str = "debian12") -> Path:
         if f.name != ".complete":
             shutil.copy2(f, out_dir / f.name)
     return out_dir
+
+
+# ---- the simulated Docker Engine repository (download.docker.com/linux/<distro> under the sandbox) ---------------
+
+# Docker's packages of the Debian/Ubuntu repository: docker-ce, docker-ce-cli, containerd.io ("Install using the apt
+# repository", https://docs.docker.com/engine/install/debian/); versions carry Docker's epoch 5 and the distro suffix.
+DOCKER = f"5:{V['docker']}-1~debian.12~bookworm"
+CONTAINERD = f"{V['containerd']}-1~debian.12~bookworm"
+DOCKER_NOTE = "SIMULATED by gridready's sandbox: no Docker Engine inside; containers are the image's command in a " \
+              "private mount namespace"
+
+
+def docker_packages() -> list[Pkg]:
+    lib = {f"{LIB}/gridready_sim/{n}": (SIM_DIR / n).read_bytes() for n in ("__init__.py", "docker.py")}
+    containerd = Pkg("containerd.io", CONTAINERD, "An open and reliable container runtime", arch=ARCH,
+                     section="devel", provides=["containerd", "runc"], conflicts=["containerd", "runc"],
+                     start_units=["containerd.service"])  # fmt: skip
+    containerd.files.update(lib)
+    _exe(containerd, "/usr/bin/containerd", _wrapper("containerd", "docker", prog=True))
+    containerd.units["containerd.service"] = _unit("containerd container runtime", "/usr/bin/containerd",
+                                                   after="network.target local-fs.target")
+    cli = Pkg("docker-ce-cli", DOCKER, "Docker CLI: the open-source application container engine", arch=ARCH,
+              section="admin", conflicts=["docker.io"])  # fmt: skip
+    cli.files.update(lib)
+    _exe(cli, "/usr/bin/docker", _wrapper("docker", "docker", prog=True))
+    ce = Pkg("docker-ce", DOCKER, "Docker: the open-source application container engine",
+             [f"containerd.io (>= {V['containerd']})", "docker-ce-cli"], arch=ARCH, section="admin",
+             conflicts=["docker.io"], start_units=["docker.service"])  # fmt: skip
+    ce.files.update(lib)
+    _exe(ce, "/usr/bin/dockerd", _wrapper("dockerd", "docker", prog=True))
+    # (the real docker-ce also depends on iptables for its bridge network; the simulated dockerd makes none)
+    # docker-ce's docker.service: dockerd -H fd:// --containerd=/run/containerd/containerd.sock, after containerd
+    # (moby contrib/init/systemd/docker.service)
+    ce.units["docker.service"] = _unit(
+        "Docker Application Container Engine",
+        "/usr/bin/dockerd -H fd:// --containerd=/run/containerd/containerd.sock",
+        after="network-online.target containerd.service", extra="ExecReload=/bin/kill -s HUP $MAINPID\n")
+    return [containerd, cli, ce]
+
+
+def build_docker_repo(out_dir: Path) -> Path:
+    """The flat repository of the simulated Docker packages (Packages, Release) in out_dir."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    built = [build_deb(p, out_dir) for p in docker_packages()]
+    write_index(out_dir, built)
+    text = (out_dir / "Release").read_text().replace("SIMULATED NVIDIA packages", "SIMULATED Docker packages")
+    text = text.replace("SIMULATED NVIDIA driver/DCGM/NCCL stack", "SIMULATED Docker Engine (docker-ce)")
+    (out_dir / "Release").write_text(text)
+    return out_dir
