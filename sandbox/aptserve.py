@@ -162,7 +162,7 @@ def _sources_hash() -> str:
     h = hashlib.sha256(b"repo-v3")
     for f in files:
         if f.is_file() and "__pycache__" not in f.parts:
-            h.update(str(f.relative_to(pkg)).encode() + b"\0" + f.read_bytes())
+            h.update(str(f.relative_to(pkg.parent)).encode() + b"\0" + f.read_bytes())
     return h.hexdigest()[:16]
 
 

@@ -319,7 +319,10 @@ def parse_run(argv: list[str]) -> tuple[dict[str, list[str]], str, list[str]]:
 
 def run(argv: list[str]) -> int:
     opts, ref, cmd = parse_run(argv)
-    st = daemon()
+    try:
+        st = daemon()
+    except DockerError as err:  # `docker run` exits 125 when the error is Docker's own
+        raise DockerError(str(err), 125) from None
     one = {k: v[-1] for k, v in opts.items() if k not in REPEATED}
     runtime = one.get("--runtime", "runc")
     if runtime not in st["runtimes"]:  # moby daemon: "unknown or invalid runtime name: <name>"
@@ -335,6 +338,17 @@ def run(argv: list[str]) -> int:
         raise DockerError(f"Error response from daemon: Conflict. The container name \"/{name}\" is already in use "
                           f"by container \"{rec.get('id', '')}\". You have to remove (or rename) that container to "
                           "be able to reuse that name.", 125)
+    volumes = []
+    for v in opts.get("--volume", []):
+        parts = v.split(":")
+        if len(parts) not in (2, 3) or not parts[1].startswith("/"):
+            raise DockerError(f"Error response from daemon: invalid volume specification: '{v}'", 125)
+        mode = parts[2] if len(parts) == 3 else "rw"
+        if mode not in ("ro", "rw"):
+            raise DockerError(f"Error response from daemon: invalid mode: {mode}", 125)
+        if not parts[0].startswith("/"):
+            raise DockerError(f"SIMULATED docker: named volumes ({parts[0]}) are not simulated, only bind mounts", 125)
+        volumes.append({"src": parts[0], "dst": parts[1], "ro": mode == "ro"})
     img = local_image(ref)
     if img is None:
         if one.get("--pull") == "never":
@@ -344,19 +358,9 @@ def run(argv: list[str]) -> int:
             img = pull(ref)
         except DockerError as err:
             raise DockerError(str(err), 125) from None
-    volumes = []
-    for v in opts.get("--volume", []):
-        parts = v.split(":")
-        if len(parts) not in (2, 3) or not parts[0].startswith("/") or not parts[1].startswith("/"):
-            raise DockerError(f"Error response from daemon: invalid volume specification: '{v}'", 125)
-        mode = parts[2] if len(parts) == 3 else "rw"
-        if mode not in ("ro", "rw"):
-            raise DockerError(f"Error response from daemon: invalid mode: {mode}", 125)
-        volumes.append({"src": parts[0], "dst": parts[1], "ro": mode == "ro"})
-        # -v creates a missing host path as a directory ("Bind mounts", "Differences between --volume and
-        # --mount", https://docs.docker.com/engine/storage/bind-mounts/)
-        if not os.path.exists(parts[0]):
-            os.makedirs(parts[0], exist_ok=True)
+    for v in volumes:  # -v creates a missing host path as a directory ("Bind mounts", "Differences between
+        if not os.path.exists(v["src"]):  # --volume and --mount", https://docs.docker.com/engine/storage/bind-mounts/)
+            os.makedirs(v["src"], exist_ok=True)
     cfg = img["config"]["config"]
     env = dict(e.split("=", 1) for e in cfg.get("Env", []))
     for e in opts.get("--env", []):
