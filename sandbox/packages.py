@@ -597,24 +597,54 @@ DOCKER_NOTE = "SIMULATED by gridready's sandbox: no Docker Engine inside; contai
               "private mount namespace"
 
 
+DOCKER_LIB = "/usr/lib/gridready-sim-docker"  # shipped once, by docker-ce-cli (docker-ce depends on it)
+
+
+def _docker_wrapper(tool: str) -> bytes:
+    return (
+        "#!/usr/bin/python3\n"
+        f"# gridready-sim: SIMULATED {tool} (package docker-ce-cli, {DOCKER_LIB})\n"
+        "import sys\n\n"
+        f"sys.path.insert(0, {DOCKER_LIB!r})\n"
+        "from gridready_sim.docker import main\n\n"
+        f"sys.exit(main(sys.argv[1:], prog={tool!r}))\n"
+    ).encode()
+
+
+CONTAINERD_SCRIPT = b"""#!/usr/bin/python3
+# gridready-sim: SIMULATED containerd (package containerd.io): the simulated dockerd needs nothing from it; it runs
+# so that its unit is active, as docker.service expects.
+import signal
+import sys
+import threading
+
+if "--version" in sys.argv[1:] or sys.argv[1:2] == ["-v"]:
+    print("containerd containerd.io 1.7.28 gridready-sim (SIMULATED)")
+    sys.exit(0)
+stop = threading.Event()
+signal.signal(signal.SIGTERM, lambda *_: stop.set())
+print("SIMULATED containerd (gridready-sim): serving nothing", flush=True)
+while not stop.wait(3600):
+    pass
+"""
+
+
 def docker_packages() -> list[Pkg]:
-    lib = {f"{LIB}/gridready_sim/{n}": (SIM_DIR / n).read_bytes() for n in ("__init__.py", "docker.py")}
     containerd = Pkg("containerd.io", CONTAINERD, "An open and reliable container runtime", arch=ARCH,
                      section="devel", provides=["containerd", "runc"], conflicts=["containerd", "runc"],
                      start_units=["containerd.service"])  # fmt: skip
-    containerd.files.update(lib)
-    _exe(containerd, "/usr/bin/containerd", _wrapper("containerd", "docker", prog=True))
+    _exe(containerd, "/usr/bin/containerd", CONTAINERD_SCRIPT)
     containerd.units["containerd.service"] = _unit("containerd container runtime", "/usr/bin/containerd",
                                                    after="network.target local-fs.target")
     cli = Pkg("docker-ce-cli", DOCKER, "Docker CLI: the open-source application container engine", arch=ARCH,
               section="admin", conflicts=["docker.io"])  # fmt: skip
-    cli.files.update(lib)
-    _exe(cli, "/usr/bin/docker", _wrapper("docker", "docker", prog=True))
+    for n in ("__init__.py", "docker.py"):
+        cli.files[f"{DOCKER_LIB}/gridready_sim/{n}"] = (SIM_DIR / n).read_bytes()
+    _exe(cli, "/usr/bin/docker", _docker_wrapper("docker"))
     ce = Pkg("docker-ce", DOCKER, "Docker: the open-source application container engine",
-             [f"containerd.io (>= {V['containerd']})", "docker-ce-cli"], arch=ARCH, section="admin",
+             [f"containerd.io (>= {V['containerd']})", f"docker-ce-cli (= {DOCKER})"], arch=ARCH, section="admin",
              conflicts=["docker.io"], start_units=["docker.service"])  # fmt: skip
-    ce.files.update(lib)
-    _exe(ce, "/usr/bin/dockerd", _wrapper("dockerd", "docker", prog=True))
+    _exe(ce, "/usr/bin/dockerd", _docker_wrapper("dockerd"))
     # (the real docker-ce also depends on iptables for its bridge network; the simulated dockerd makes none)
     # docker-ce's docker.service: dockerd -H fd:// --containerd=/run/containerd/containerd.sock, after containerd
     # (moby contrib/init/systemd/docker.service)

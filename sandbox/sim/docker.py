@@ -131,19 +131,6 @@ def dockerd(argv: list[str]) -> int:
     return 0
 
 
-def containerd(argv: list[str]) -> int:
-    """containerd of containerd.io: the simulated dockerd needs nothing from it; it runs so its unit is active."""
-    if "--version" in argv or argv[:1] == ["-v"]:
-        print("containerd containerd.io 1.7.28 gridready-sim (SIMULATED)")
-        return 0
-    print("SIMULATED containerd (gridready-sim): serving nothing", flush=True)
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    while not stop.wait(3600):
-        pass
-    return 0
-
-
 def daemon() -> dict:
     """The running daemon's state, or Docker's message when it is not running (docker/cli client: "Cannot
     connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?")."""
@@ -508,8 +495,6 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if name == "dockerd":
         return dockerd(args)
-    if name == "containerd":
-        return containerd(args)
     try:
         if not args or args[0] in ("--help", "-h"):
             print("Usage:  docker [OPTIONS] COMMAND (SIMULATED by gridready's sandbox: run, rm, stop, pull, "
