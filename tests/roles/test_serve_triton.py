@@ -23,6 +23,7 @@ from gridready.serving import triton, triton_versions
 from gridready.spec.parallel import Parallelism
 from gridready.spec.serving import Tier
 from gridready.spec.triton import TritonSettings
+from tests.roles.serve_run import provision_docker
 
 pytestmark = pytest.mark.sandbox
 TIER = "trt-8b"
@@ -35,24 +36,6 @@ PLAYBOOK = """\
   gather_facts: false
   roles:
     - role: gridready_triton_trtllm
-"""
-# What provision runs for the Triton tiers: the NVIDIA repository (the toolkit's source), Docker Engine, then the
-# container toolkit, which configures Docker's nvidia runtime.
-DOCKER = """\
-- name: Docker with the NVIDIA runtime, as provision installs it
-  hosts: node1
-  gather_facts: true
-  tasks:
-    - name: The NVIDIA repository
-      ansible.builtin.include_role:
-        name: gridready_nvidia_driver
-        tasks_from: repository.yml
-    - name: Docker Engine
-      ansible.builtin.include_role:
-        name: gridready_container_engine
-    - name: The NVIDIA Container Toolkit
-      ansible.builtin.include_role:
-        name: gridready_container_toolkit
 """
 
 
@@ -84,9 +67,7 @@ def triton_host(make_module_fleet, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("triton-role")
     (tmp / "vars.json").write_text(json.dumps(_extravars(tmp, fleet.inventory)))
     (tmp / "play.yml").write_text(PLAYBOOK)
-    (tmp / "docker.yml").write_text(DOCKER)
-    docker = fleet.ansible_playbook(tmp / "docker.yml", check=False)
-    assert docker.returncode == 0, docker.stdout[-4000:]
+    provision_docker(fleet, tmp)
     # the checkpoint the engine is converted from (serve's gridready_model_weights downloads it there)
     snapshot = f"/var/lib/gridready/models/{HF_ID}/{REVISION}"
     fleet.ssh("node1", f"mkdir -p {snapshot} && echo '{{\"architectures\": [\"LlamaForCausalLM\"]}}' "
