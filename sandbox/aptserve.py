@@ -4,8 +4,12 @@
   unpacked from its .deb (`apt-get download` + `dpkg-deb -x`) into the cache dir, never installed.
 - a static HTTP server on 10.77.0.1:8088 serving `nvidia/`, the flat repository of simulated NVIDIA packages that
   `sandbox.packages.build_repo(out_dir)` builds (an empty repository until that module exists), signed
-  with a sandbox-only gpg key made once per cache dir and served at `keys/gridready-sandbox-archive-keyring.gpg`,
-  and `pypi/simple/`, the hosts' Python package index (sandbox/pypi.py).
+  with a sandbox-only gpg key made once per cache dir and served at `keys/gridready-sandbox-archive-keyring.gpg`
+  (binary) and `.asc` (armored, the form Docker's documentation installs as /etc/apt/keyrings/docker.asc);
+  beside it `docker/`, the flat repository of the simulated Docker Engine (`sandbox.packages.build_docker_repo`,
+  signed with the same key), and `v2/`, the sandbox's container registry (`sandbox.images`: the SIMULATED Triton
+  images under their real references, Registry HTTP API V2 layout), and `pypi/simple/`, the hosts'
+  Python package index (sandbox/pypi.py).
 The first fleet starts them, the last one down stops them (saved PIDs, under the allocator lock).
 """
 
@@ -26,12 +30,13 @@ from pathlib import Path
 from typing import Any
 
 from gridready.errors import GridreadyError
-from sandbox import packages, paths, proc, pypi
+from sandbox import images, packages, paths, proc, pypi
 from sandbox.proc import run
 
 ACNG_DEBS = ("apt-cacher-ng", "libevent-pthreads-2.1-7", "libc-ares2", "libwrap0")
 KEY_UID = "gridready sandbox repository (SIMULATED packages) <sandbox@gridready.invalid>"
 KEYRING_NAME = "gridready-sandbox-archive-keyring.gpg"
+ARMORED_KEY_NAME = "gridready-sandbox-archive-keyring.asc"
 
 
 def _www() -> Path:
@@ -152,11 +157,13 @@ def _start_acng() -> dict[str, int]:
 def _sources_hash() -> str:
     """Hash of what the repository is built from (packages.py and the simulator), to rebuild on change."""
     pkg = Path(__file__).parent
-    files = [pkg / "packages.py", *sorted((pkg / "sim").rglob("*"))]
-    h = hashlib.sha256(b"repo-v2")
+    files = [pkg / "packages.py", pkg / "images.py", pkg / "image_tools.py", *sorted((pkg / "sim").rglob("*")),
+             *sorted((pkg / "engine").glob("*.py")), *sorted((pkg / "data").glob("*")),
+             pkg.parent / "gridready" / "data" / "triton_versions.yml"]
+    h = hashlib.sha256(b"repo-v3")
     for f in files:
         if f.is_file() and "__pycache__" not in f.parts:
-            h.update(str(f.relative_to(pkg)).encode() + b"\0" + f.read_bytes())
+            h.update(str(f.relative_to(pkg.parent)).encode() + b"\0" + f.read_bytes())
     return h.hexdigest()[:16]
 
 
@@ -190,6 +197,9 @@ def _refresh_repo() -> Path:
             _release(repo)
             _checksums(repo)
             _sign(repo)
+            docker = packages.build_docker_repo(repo / "docker")
+            _sign(docker)
+            images.write_registry(repo / "registry")
         except Exception as err:  # a broken simulator build must not stop every fleet: keep the last repo
             shutil.rmtree(tmp, ignore_errors=True)
             log = paths.RUN_ROOT / "log" / "repo-build.log"
@@ -214,11 +224,15 @@ def _refresh_repo() -> Path:
     www = _www()
     (www / "keys").mkdir(parents=True, exist_ok=True)
     shutil.copy(_keyring(), www / "keys" / KEYRING_NAME)
-    link = www / "nvidia"
-    tmp_link = www / f".nvidia-{os.getpid()}"
-    tmp_link.unlink(missing_ok=True)
-    tmp_link.symlink_to(repo)
-    tmp_link.replace(link)
+    shutil.copy(_armored_keyring(), www / "keys" / ARMORED_KEY_NAME)
+    for name, target in (("nvidia", repo), ("docker", repo / "docker"), ("v2", repo / "registry" / "v2")):
+        if not target.exists():  # an empty repository (failed first build): no Docker repository, no registry
+            continue
+        link = www / name
+        tmp_link = www / f".{name}-{os.getpid()}"
+        tmp_link.unlink(missing_ok=True)
+        tmp_link.symlink_to(target)
+        tmp_link.replace(link)
     return repo
 
 
@@ -263,6 +277,18 @@ def _gnupg() -> Path:
 
 def _keyring() -> Path:
     return paths.cache_dir() / "repo-key" / KEYRING_NAME
+
+
+def _armored_keyring() -> Path:
+    """The same public key, ASCII-armored (apt reads a Signed-By file ending in .asc as armored, sources.list(5))."""
+    out = paths.cache_dir() / "repo-key" / ARMORED_KEY_NAME
+    if not out.exists() or out.stat().st_mtime < _keyring().stat().st_mtime:
+        home = _gnupg()
+        with open(out, "wb") as fh:
+            subprocess.run(["gpg", "--batch", "--homedir", str(home), "--armor", "--export", KEY_UID], stdout=fh,
+                           check=True)
+        run(["gpgconf", "--homedir", str(home), "--kill", "gpg-agent"], check=False)
+    return out
 
 
 def _sign(repo: Path) -> None:

@@ -585,3 +585,83 @@ def build_repo(out_dir: Path, repo_os: str = "debian12") -> Path:
         if f.name != ".complete":
             shutil.copy2(f, out_dir / f.name)
     return out_dir
+
+
+# ---- the simulated Docker Engine repository (download.docker.com/linux/<distro> under the sandbox) ---------------
+
+# Docker's packages of the Debian/Ubuntu repository: docker-ce, docker-ce-cli, containerd.io ("Install using the apt
+# repository", https://docs.docker.com/engine/install/debian/); versions carry Docker's epoch 5 and the distro suffix.
+DOCKER = f"5:{V['docker']}-1~debian.12~bookworm"
+CONTAINERD = f"{V['containerd']}-1~debian.12~bookworm"
+DOCKER_NOTE = "SIMULATED by gridready's sandbox: no Docker Engine inside; containers are the image's command in a " \
+              "private mount namespace"
+
+
+DOCKER_LIB = "/usr/lib/gridready-sim-docker"  # shipped once, by docker-ce-cli (docker-ce depends on it)
+
+
+def _docker_wrapper(tool: str) -> bytes:
+    return (
+        "#!/usr/bin/python3\n"
+        f"# gridready-sim: SIMULATED {tool} (package docker-ce-cli, {DOCKER_LIB})\n"
+        "import sys\n\n"
+        f"sys.path.insert(0, {DOCKER_LIB!r})\n"
+        "from gridready_sim.docker import main\n\n"
+        f"sys.exit(main(sys.argv[1:], prog={tool!r}))\n"
+    ).encode()
+
+
+CONTAINERD_SCRIPT = b"""#!/usr/bin/python3
+# gridready-sim: SIMULATED containerd (package containerd.io): the simulated dockerd needs nothing from it; it runs
+# so that its unit is active, as docker.service expects.
+import signal
+import sys
+import threading
+
+if "--version" in sys.argv[1:] or sys.argv[1:2] == ["-v"]:
+    print("containerd containerd.io 1.7.28 gridready-sim (SIMULATED)")
+    sys.exit(0)
+stop = threading.Event()
+signal.signal(signal.SIGTERM, lambda *_: stop.set())
+print("SIMULATED containerd (gridready-sim): serving nothing", flush=True)
+while not stop.wait(3600):
+    pass
+"""
+
+
+def docker_packages() -> list[Pkg]:
+    containerd = Pkg("containerd.io", CONTAINERD, "An open and reliable container runtime", arch=ARCH,
+                     section="devel", provides=["containerd", "runc"], conflicts=["containerd", "runc"],
+                     start_units=["containerd.service"])  # fmt: skip
+    _exe(containerd, "/usr/bin/containerd", CONTAINERD_SCRIPT)
+    containerd.units["containerd.service"] = _unit("containerd container runtime", "/usr/bin/containerd",
+                                                   after="network.target local-fs.target")
+    cli = Pkg("docker-ce-cli", DOCKER, "Docker CLI: the open-source application container engine", arch=ARCH,
+              section="admin", conflicts=["docker.io"])  # fmt: skip
+    for n in ("__init__.py", "docker.py"):
+        cli.files[f"{DOCKER_LIB}/gridready_sim/{n}"] = (SIM_DIR / n).read_bytes()
+    _exe(cli, "/usr/bin/docker", _docker_wrapper("docker"))
+    ce = Pkg("docker-ce", DOCKER, "Docker: the open-source application container engine",
+             [f"containerd.io (>= {V['containerd']})", f"docker-ce-cli (= {DOCKER})"], arch=ARCH, section="admin",
+             conflicts=["docker.io"], start_units=["docker.service"])  # fmt: skip
+    _exe(ce, "/usr/bin/dockerd", _docker_wrapper("dockerd"))
+    # (the real docker-ce also depends on iptables for its bridge network; the simulated dockerd makes none)
+    # docker-ce's docker.service: dockerd -H fd:// --containerd=/run/containerd/containerd.sock, after containerd
+    # (moby contrib/init/systemd/docker.service)
+    ce.units["docker.service"] = _unit(
+        "Docker Application Container Engine",
+        "/usr/bin/dockerd -H fd:// --containerd=/run/containerd/containerd.sock",
+        after="network-online.target containerd.service", extra="ExecReload=/bin/kill -s HUP $MAINPID\n")
+    return [containerd, cli, ce]
+
+
+def build_docker_repo(out_dir: Path) -> Path:
+    """The flat repository of the simulated Docker packages (Packages, Release) in out_dir."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    built = [build_deb(p, out_dir) for p in docker_packages()]
+    write_index(out_dir, built)
+    text = (out_dir / "Release").read_text().replace("SIMULATED NVIDIA packages", "SIMULATED Docker packages")
+    text = text.replace("SIMULATED NVIDIA driver/DCGM/NCCL stack", "SIMULATED Docker Engine (docker-ce)")
+    (out_dir / "Release").write_text(text)
+    return out_dir

@@ -107,6 +107,9 @@ class HardwareProfile(BaseModel):
         description="kernel module version loaded at boot when it differs from the installed driver (a driver "
         "upgraded without a reboot: NVML mismatch); None means the installed driver's",
     )
+    engine_timing: dict[str, dict[str, float]] = Field(
+        default_factory=dict, description="SIMULATED engine timing per engine (e.g. {triton-trtllm: {itl_ms: 16}}): "
+        "timing keys of sandbox/engine/profile.py Profile, passed by the simulated tools of the sandbox's images")
     rdma_stack: Literal["inbox", "doca"] = Field(
         "inbox", description="the host's RDMA stack: inbox (the distribution's ib_core, no peer-memory API: "
         "`modprobe nvidia-peermem` fails with EINVAL) or doca (DOCA-OFED/MLNX_OFED, nvidia-peermem loads)",

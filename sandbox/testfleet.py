@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gridready import vault
+from sandbox import config, geninv, paths
 from sandbox import fleet as fleet_api
-from sandbox import geninv, paths
 
 VENV_BIN = Path(sys.executable).parent
 
@@ -76,11 +77,9 @@ class Fleet:
     def ansible_playbook(self, playbook: str | Path, *args: str, check: bool = True,
                          timeout: float = 1200) -> subprocess.CompletedProcess[str]:
         cmd = [str(VENV_BIN / "ansible-playbook"), "-i", str(self.hosts_file), str(playbook), *args]
-        from gridready import vault  # the password the product reads: the environment's, else .vault-pass
-
-        password = vault.password_file(self.inventory)
-        if password is not None:
-            cmd[1:1] = ["--vault-password-file", str(password)]
+        pw = vault.password_file(self.inventory)  # the inventory's vault (its Hub token), as gridready.ansible opens it
+        if pw is not None:
+            cmd[1:1] = ["--vault-id", f"{config.customer_of(self.inventory)}@{pw}"]
         return subprocess.run(cmd, capture_output=True, text=True, env=self.ansible_env(), check=check,
                               timeout=timeout, cwd=paths.repo_root())
 

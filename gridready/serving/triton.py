@@ -1,6 +1,6 @@
 """Triton Inference Server with TensorRT-LLM: the API the serve stage, the role and the stack use.
 
-    plan = triton.plan_for(tier_plan, simulated=...)          # or triton.make_plan(tier, settings, sku=..., ...)
+    plan = triton.plan_for(tier_plan, site_pins=...)          # or triton.make_plan(tier, settings, sku=..., ...)
     repo = triton.write_repository(plan, stage_dir / "triton" / tier.name / "repo")
     rec  = triton.ensure_engine(plan, cache_root, builder)      # engine mode, cache on this machine
     vars = triton.hosts_extravars(plan, repo, hosts=[...])      # target hosts: role gridready_triton_trtllm
@@ -36,6 +36,7 @@ from gridready.serving.triton_launch import (
 )
 from gridready.serving.triton_pbtxt import PLACEHOLDER, RepositoryError, render
 from gridready.serving.triton_plan import ENGINES_DIR, TritonPlan, make_plan
+from gridready.serving.triton_versions import SitePins
 from gridready.serving.triton_wiring import check_ensemble
 from gridready.spec.serving import Tier
 from gridready.spec.triton import TritonSettings
@@ -56,15 +57,15 @@ def settings_of(tier: Tier) -> TritonSettings:
     return value if isinstance(value, TritonSettings) else TritonSettings.model_validate(value or {})
 
 
-def plan_for(tier_plan: Any, *, simulated: bool, source: str = "cluster.yml") -> TritonPlan:
-    """From gridready.serving.topology.TierPlan (certified nodes, TP/PP already sized); `source` prefixes errors
-    (topology.cluster_file(inv))."""
+def plan_for(tier_plan: Any, *, site_pins: SitePins | None = None, source: str = "cluster.yml") -> TritonPlan:
+    """From gridready.serving.topology.TierPlan (certified nodes, TP/PP already sized); `site_pins`: the
+    inventory's pins (triton_versions.site_pins); `source` prefixes errors (topology.cluster_file(inv))."""
     return make_plan(
         tier_plan.tier,
         settings_of(tier_plan.tier),
         sku=tier_plan.group.catalog_sku,
         parallel=tier_plan.parallel,
-        simulated=simulated,
+        site_pins=site_pins,
         source=source,
     )
 
@@ -97,7 +98,6 @@ def _manifest(plan: TritonPlan, files: Iterable[str]) -> dict[str, Any]:
         "engine_key": key.digest if key else None,
         "engine_entry": key.dirname if key else None,
         "ports": plan.ports,
-        "simulated": plan.simulated,
         "files": sorted(files),
     }
 
@@ -187,29 +187,13 @@ def write_rendered(repo: Repository, dest: Path) -> Repository:
 
 
 def ensure_engine(
-    plan: TritonPlan, cache_root: Path, build: Callable[[Path], Mapping[str, str] | None] | None = None
+    plan: TritonPlan, cache_root: Path, build: Callable[[Path], Mapping[str, str] | None]
 ) -> EngineRecord | None:
     """Engine mode: reuse or build the engine in `cache_root`; `build(tmpdir)` runs the build script in the
-    serving image (simulated plans get a labelled stand-in). LLM-API mode has no engine: None."""
+    serving image. LLM-API mode has no engine: None."""
     if plan.mode != "engine":
         return None
-    return engine_cache.ensure(Path(cache_root), engine_key(plan), build or _simulated_builder(plan), name=plan.name)
-
-
-def _simulated_builder(plan: TritonPlan) -> Callable[[Path], Mapping[str, str]]:
-    if not plan.simulated:
-        raise ValueError(f"tier {plan.name}: a real engine build needs a builder that runs the serving image")
-
-    def build(tmp: Path) -> Mapping[str, str]:
-        eng = tmp / "engine"
-        eng.mkdir(parents=True)
-        mapping = {"world_size": plan.world_size, "tp_size": plan.tp, "pp_size": plan.pp}
-        (eng / "config.json").write_text(json.dumps({"SIMULATED": True, "mapping": mapping}))
-        for rank in range(plan.world_size):
-            (eng / f"rank{rank}.engine").write_text(f"SIMULATED TensorRT engine, rank {rank}\n")
-        return {"simulated": "true"}
-
-    return build
+    return engine_cache.ensure(Path(cache_root), engine_key(plan), build, name=plan.name)
 
 
 def engine_records_from_events(events: Iterable[Mapping[str, Any]]) -> list[dict[str, str]]:
@@ -230,10 +214,9 @@ def hosts_extravars(
     """Variables of role gridready_triton_trtllm for this tier (see roles/.../meta/argument_specs.yml).
 
     `hosts`: node addresses of the tier, leader first. The engine build script runs in the serving image with
-    the host cache mounted at /engines; when simulated it runs on the host against `engine_cache_dir`.
+    the host cache (`engine_cache_dir`) mounted at /engines.
     """
     s = plan.settings
-    cache = engine_cache_dir if plan.simulated else ENGINES_DIR
     return {
         "gridready_triton_trtllm_tier": plan.name,
         "gridready_triton_trtllm_mode": plan.mode,
@@ -242,7 +225,7 @@ def hosts_extravars(
         "gridready_triton_trtllm_launch_script": launch_script(plan, hosts),
         "gridready_triton_trtllm_bind_address": bind_address(hosts),
         "gridready_triton_trtllm_build_script": (
-            build_script(plan, cache_dir=cache).text if plan.mode == "engine" else ""
+            build_script(plan, cache_dir=ENGINES_DIR).text if plan.mode == "engine" else ""
         ),
         "gridready_triton_trtllm_engine_cache_dir": engine_cache_dir,
         "gridready_triton_trtllm_nodes": plan.nodes,
@@ -254,9 +237,6 @@ def hosts_extravars(
         "gridready_triton_trtllm_openai_port": plan.ports.get("openai", 0),
         "gridready_triton_trtllm_frontend": s.frontend,
         "gridready_triton_trtllm_startup_timeout_s": s.startup_timeout_s,
-        "gridready_triton_trtllm_max_num_seqs": plan.max_batch_size,
-        "gridready_triton_trtllm_max_model_len": plan.max_seq_len,
-        "gridready_triton_trtllm_simulated": plan.simulated,
     }
 
 
@@ -278,5 +258,4 @@ def summary_entry(
         "image": plan.release.image_ref,
         "versions": repo.manifest.get("versions", {}),
         "engines": engines,
-        "simulated": plan.simulated,
     }

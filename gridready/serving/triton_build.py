@@ -140,8 +140,6 @@ if os.environ.get("GRIDREADY_INPUTS_SHA256"):
 files = {{os.path.relpath(os.path.join(r, f), d): os.path.getsize(os.path.join(r, f))
          for r, _, fs in os.walk(d) for f in fs if f != "{marker}"}}
 try:
-    if sys.argv[3:] == ["SIMULATED"]:
-        raise ImportError("SIMULATED build: no TensorRT-LLM image")
     import tensorrt, tensorrt_llm, torch
     found = {{"tensorrt_llm": tensorrt_llm.__version__, "tensorrt": tensorrt.__version__,
              "cuda": torch.version.cuda or ""}}
@@ -162,19 +160,8 @@ class BuildScript:
     text: str
 
 
-def _simulated_build(plan: TritonPlan, tmp: str) -> list[str]:
-    """Sandbox stand-in for convert + trtllm-build: labelled files, one per rank (no GPU, no image)."""
-    cfg = json.dumps({"SIMULATED": True, "mapping": {"world_size": plan.world_size, "tp_size": plan.tp,
-                                                    "pp_size": plan.pp}})
-    engine = f"{tmp}/{ENGINE_SUBDIR}"
-    lines = [f"mkdir -p {shlex.quote(engine)}", f"echo {shlex.quote(cfg)} > {shlex.quote(engine + '/config.json')}"]
-    for rank in range(plan.world_size):
-        lines.append(f"echo 'SIMULATED TensorRT engine, rank {rank}' > {shlex.quote(f'{engine}/rank{rank}.engine')}")
-    return lines
-
-
 def build_script(plan: TritonPlan, *, cache_dir: str = ENGINES_DIR) -> BuildScript:
-    """`cache_dir`: where the cache is mounted (ENGINES_DIR in the image; a host path when simulated).
+    """`cache_dir`: where the cache is mounted in the image (ENGINES_DIR).
 
     With content inputs (content_inputs) their sha256, computed when the script runs, is part of the key the
     entry's marker must name: changed weights or adapters rebuild the entry, unchanged ones reuse it. The entry
@@ -204,7 +191,7 @@ def build_script(plan: TritonPlan, *, cache_dir: str = ENGINES_DIR) -> BuildScri
     build += ["--input_timing_cache", f"{ENGINES_DIR}/timing.cache"]
     build += ["--output_timing_cache", f"{ENGINES_DIR}/timing.cache"]
     want = q(json.dumps({"digest": key.digest, "key": key.as_dict()}, sort_keys=True))
-    steps = _simulated_build(plan, tmp) if plan.simulated else [shlex.join(conv), shlex.join(build)]
+    steps = [shlex.join(conv), shlex.join(build)]
     text = "\n".join(
         [
             "#!/bin/bash",
@@ -218,7 +205,7 @@ def build_script(plan: TritonPlan, *, cache_dir: str = ENGINES_DIR) -> BuildScri
             f"rm -rf {qt} && mkdir -p {qt}",
             *steps,
             f"rm -rf {q(tmp + '/' + CHECKPOINT_SUBDIR)}",
-            f"python3 - {qt} {want}{' SIMULATED' if plan.simulated else ''} <<'PY'",
+            f"python3 - {qt} {want} <<'PY'",
             _MARK.format(marker=MARKER).rstrip(),
             "PY",
             f"rm -rf {qe} && mv {qt} {qe}",

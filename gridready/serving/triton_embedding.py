@@ -1,6 +1,6 @@
 """Triton for a fixed-cost model (engine triton-embedding): plan, model repository, launch, role variables.
 
-    plan = triton_embedding.plan_for(tier_plan, simulated=...)
+    plan = triton_embedding.plan_for(tier_plan, site_pins=...)
     repo = triton_embedding.write_repository(plan, stage_dir / "triton" / tier.name / "repo", delay_us=None)
     vars = triton_embedding.hosts_extravars(plan, repo, hosts=[...])   # role gridready_triton_trtllm, mode embedding
 
@@ -22,11 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gridready.errors import InvalidInput
 from gridready.serving import weights
 from gridready.serving.triton import MANIFEST, MODEL_NAME, Repository, write_rendered
 from gridready.serving.triton_launch import REPO_DIR, REPO_IN, bind_address
 from gridready.serving.triton_pbtxt import Enum, RepositoryError, render
-from gridready.serving.triton_versions import FixedCostPin, fixed_cost_pin
+from gridready.serving.triton_versions import FixedCostPin, SitePins, fixed_cost_pin
 from gridready.spec.embedding import EmbeddingSettings, Tensor
 from gridready.spec.serving import Tier
 
@@ -40,7 +41,6 @@ class EmbeddingPlan:
     gpus: int  # GPUs of the node the tier uses (its tensor_parallel)
     gpus_per_node: int
     pin: FixedCostPin
-    simulated: bool
 
     @property
     def name(self) -> str:
@@ -67,11 +67,16 @@ def settings_of(tier: Tier) -> EmbeddingSettings:
     return tier.embedding
 
 
-def plan_for(tier_plan: Any, *, simulated: bool) -> EmbeddingPlan:
-    """From gridready.serving.topology.TierPlan: the tier's GPUs are its tensor_parallel on one node."""
+def plan_for(tier_plan: Any, *, site_pins: SitePins | None = None, source: str = "cluster.yml") -> EmbeddingPlan:
+    """From gridready.serving.topology.TierPlan: the tier's GPUs are its tensor_parallel on one node. The image is
+    the fixed-cost pin, with the inventory's `site_pins` over it; one without a digest is refused."""
     tier = tier_plan.tier
+    pin = fixed_cost_pin(site_pins)
+    if not pin.image_digest:
+        raise InvalidInput(f"{source}: serving.tiers[{tier.name}]: {pin.image} is not pinned by digest "
+                           "(fixed_cost.image_digest in the inventory's triton_versions.yml); refusing to deploy it")
     return EmbeddingPlan(tier, settings_of(tier), gpus=tier_plan.tensor_parallel,
-                         gpus_per_node=tier_plan.gpus_per_node, pin=fixed_cost_pin(), simulated=simulated)
+                         gpus_per_node=tier_plan.gpus_per_node, pin=pin)
 
 
 def _tensors(tensors: Sequence[Tensor]) -> list[dict[str, Any]]:
@@ -136,7 +141,7 @@ def render_repository(plan: EmbeddingPlan, delay_us: int | None = None) -> Repos
         "platform": plan.settings.platform, "model_file": plan.model_file, "gpus": plan.gpus,
         "max_queue_delay_microseconds": cfg.dynamic_batching.max_queue_delay_microseconds,
         "image": plan.pin.image_ref, "versions": {"triton": plan.pin.triton, "tensorrt": plan.pin.tensorrt},
-        "ports": plan.ports, "simulated": plan.simulated, "files": sorted(files),
+        "ports": plan.ports, "files": sorted(files),
     }
     files[MANIFEST] = json.dumps(manifest, indent=2, sort_keys=True) + "\n"
     return Repository(Path(), files, {plan.model: cfg}, manifest)
@@ -205,7 +210,6 @@ def hosts_extravars(plan: EmbeddingPlan, repo: Repository, hosts: Sequence[str] 
         "gridready_triton_trtllm_startup_timeout_s": plan.settings.startup_timeout_s,
         "gridready_triton_trtllm_model_source": model_source(plan.tier),
         "gridready_triton_trtllm_model_file": plan.model_file,
-        "gridready_triton_trtllm_simulated": plan.simulated,
     }
 
 
@@ -214,5 +218,5 @@ def summary_entry(plan: EmbeddingPlan, repo: Repository) -> dict[str, Any]:
         "tier": plan.name, "engine": "triton-embedding", "mode": "embedding", "repository": str(repo.path),
         "served_model": plan.model, "platform": plan.settings.platform, "gpus": plan.gpus,
         "max_queue_delay_microseconds": repo.manifest["max_queue_delay_microseconds"],
-        "image": plan.pin.image_ref, "versions": repo.manifest["versions"], "simulated": plan.simulated,
+        "image": plan.pin.image_ref, "versions": repo.manifest["versions"],
     }

@@ -11,7 +11,7 @@ from typing import Literal
 
 from gridready.catalog import Sku
 from gridready.errors import InvalidInput
-from gridready.serving.triton_versions import ReleaseLine, release_line
+from gridready.serving.triton_versions import ReleaseLine, SitePins, release_line
 from gridready.spec.parallel import Parallelism
 from gridready.spec.serving import Tier
 from gridready.spec.triton import TritonSettings
@@ -30,7 +30,6 @@ class TritonPlan:
     release: ReleaseLine
     sku: Sku
     parallel: Parallelism  # the tier's resolved TP x PP (gridready.spec.parallel), as topology.TierPlan holds it
-    simulated: bool
 
     @property
     def name(self) -> str:
@@ -175,15 +174,16 @@ def make_plan(
     *,
     sku: Sku,
     parallel: Parallelism,
-    simulated: bool = False,
+    site_pins: SitePins | None = None,
     source: str = "cluster.yml",
 ) -> TritonPlan:
     """Validate and resolve; raises InvalidInput (exit 2) with one `<source>: <key>: <message>` line per problem.
-    `parallel` is the tier's resolved parallelism (gridready.spec.parallel, kept by topology.TierPlan)."""
+    `parallel` is the tier's resolved parallelism (gridready.spec.parallel, kept by topology.TierPlan); `site_pins`:
+    the inventory's pins (triton_versions.site_pins), under the tier's own `triton.versions`."""
     settings = settings or TritonSettings.model_validate({})
-    release = release_line(settings.mode, settings.versions)
+    release = release_line(settings.mode, settings.versions, site_pins)
     gpus_per_node = parallel.gpus_per_node
-    plan = TritonPlan(tier, settings, release, sku, parallel, simulated)
+    plan = TritonPlan(tier, settings, release, sku, parallel)
     problems: list[str] = []
     if tier.engine != "triton-trtllm":
         problems.append(_problem(tier, "engine", f"is {tier.engine!r}, not 'triton-trtllm'"))
@@ -206,13 +206,13 @@ def make_plan(
         known = ", ".join(sorted({f for _, f in MODEL_FAMILIES}))
         problems.append(_problem(tier, "triton.model_family", f"cannot tell which TensorRT-LLM example converts "
                                  f"{plan.model_id!r}; set it (one of {known} or another examples/models/core dir)"))
-    if not simulated and not release.image_digest:
+    if not release.image_digest:
         problems.append(
             _problem(
                 tier,
                 "triton.versions.image_digest",
-                f"{release.image} is not pinned by digest (gridready/data/triton_versions.yml "
-                f"lines.{settings.mode}.image_digest); refusing a real deployment",
+                f"{release.image} is not pinned by digest (the tier's triton.versions.image_digest, or "
+                f"lines.{settings.mode}.image_digest in the inventory's triton_versions.yml); refusing to deploy it",
             )
         )
     if settings.openai_frontend and settings.frontend == "triton" and tier.port in (

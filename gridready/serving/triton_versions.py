@@ -1,4 +1,16 @@
-"""Pinned Triton / TensorRT-LLM release lines (gridready/data/triton_versions.yml) and per-tier overrides."""
+"""Pinned Triton / TensorRT-LLM release lines (gridready/data/triton_versions.yml), a site's pins and per-tier
+overrides.
+
+A site records the images it deploys in its inventory: `<inventory>/triton_versions.yml` (optional) replaces
+keys of the pins for every tier, e.g. the digests of the images it mirrored or verified, or a mirror's image name:
+
+    lines:
+      engine: {image_digest: "sha256:..."}     # any key of a tier's triton.versions
+      llmapi: {image: registry.example.com/nvidia/tritonserver:25.12-trtllm-python-py3, image_digest: "sha256:..."}
+    fixed_cost: {image_digest: "sha256:..."}
+
+A tier's own `triton.versions` goes over the site's pins.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +19,16 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from gridready.errors import InvalidInput
 from gridready.spec.triton import VersionOverride
+
+SITE_PINS_FILE = "triton_versions.yml"  # in the inventory directory
 
 
 def image_ref(image: str, digest: str | None) -> str:
-    """`image@sha256:...` when pinned, else the tag (only acceptable when simulated)."""
+    """`image@sha256:...` when pinned, else the tag (which the plans refuse to deploy)."""
     base = image.rsplit(":", 1)[0] if ":" in image.rsplit("/", 1)[-1] else image
     return f"{base}@{digest}" if digest else image
 
@@ -43,17 +58,55 @@ def _pins() -> dict[str, Any]:
     return yaml.safe_load((Path(__file__).resolve().parent.parent / "data" / "triton_versions.yml").read_text())
 
 
+def pins() -> dict[str, Any]:
+    """The pins file as read (gridready/data/triton_versions.yml)."""
+    return _pins()
+
+
 @cache
 def _lines() -> dict[str, ReleaseLine]:
     return {mode: ReleaseLine(**vals) for mode, vals in _pins()["lines"].items()}
 
 
-def release_line(mode: Literal["llmapi", "engine"], override: VersionOverride | None = None) -> ReleaseLine:
+class FixedCostOverride(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    image: str | None = None
+    image_digest: str | None = Field(None, pattern=r"^sha256:[0-9a-f]{64}$")
+
+
+class SitePins(BaseModel):
+    """`<inventory>/triton_versions.yml`: the site's replacements of the pins (see the module docstring)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    lines: dict[Literal["llmapi", "engine"], VersionOverride] = Field(default_factory=dict)
+    fixed_cost: FixedCostOverride | None = None
+
+
+def site_pins(inventory_dir: Path) -> SitePins | None:
+    """The inventory's pins file, validated (InvalidInput names the file and key); None without one."""
+    path = Path(inventory_dir) / SITE_PINS_FILE
+    if not path.is_file():
+        return None
+    try:
+        return SitePins.model_validate(yaml.safe_load(path.read_text()) or {})
+    except (ValidationError, yaml.YAMLError) as err:
+        if isinstance(err, ValidationError):
+            raise InvalidInput([f"{path}: {'.'.join(str(x) for x in e['loc'])}: {e['msg']}"
+                                for e in err.errors()]) from None
+        raise InvalidInput(f"{path}: {err}") from None
+
+
+def _changes(override: BaseModel | None) -> dict[str, Any]:
+    return {k: v for k, v in override.model_dump().items() if v is not None} if override is not None else {}
+
+
+def release_line(mode: Literal["llmapi", "engine"], override: VersionOverride | None = None,
+                 site: SitePins | None = None) -> ReleaseLine:
     line = _lines()[mode]
-    if override is None:
-        return line
-    changes = {k: v for k, v in override.model_dump().items() if v is not None}
-    return line.model_copy(update=changes)
+    changes = {**_changes(site.lines.get(mode) if site else None), **_changes(override)}
+    return line.model_copy(update=changes) if changes else line
 
 
 class FixedCostPin(BaseModel):
@@ -72,6 +125,5 @@ class FixedCostPin(BaseModel):
         return image_ref(self.image, self.image_digest)
 
 
-@cache
-def fixed_cost_pin() -> FixedCostPin:
-    return FixedCostPin(**_pins()["fixed_cost"])
+def fixed_cost_pin(site: SitePins | None = None) -> FixedCostPin:
+    return FixedCostPin(**{**_pins()["fixed_cost"], **_changes(site.fixed_cost if site else None)})

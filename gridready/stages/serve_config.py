@@ -19,18 +19,23 @@ from gridready.contracts import CertifySummary, Endpoint
 from gridready.errors import GridreadyError
 from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory, project_root
-from gridready.serving import consistency, manifests, sglang, topology, triton, triton_embedding, vllm, weights
+from gridready.serving import (
+    consistency,
+    manifests,
+    sglang,
+    topology,
+    triton,
+    triton_embedding,
+    triton_versions,
+    vllm,
+    weights,
+)
 from gridready.serving.topology import Certification, TierPlan
 from gridready.stacks.serving import triton as triton_stack
 from gridready.stages import serve_router
 from gridready.stages.common import base_extravars
 
 STAGE = "serve"
-def engine_mode(inv: Inventory) -> str:
-    """Triton tiers only, until the sandbox serves their container image: simulated on sandbox inventories."""
-    return "simulated" if (inv.path / "sandbox.yml").exists() else "triton"
-
-
 def current_certification(inv: Inventory, ctx: RunContext) -> Certification:
     """The newest certify summary, validated against its contract (exit 2 when foreign), read fail closed."""
     return topology.read_certification(inv, contracts.latest(ctx.root, inv.customer, CertifySummary))
@@ -82,7 +87,8 @@ def triton_units(inv: Inventory, cert: Certification, plans: list[TierPlan], sta
             continue
         if plan.tier.engine != "triton-trtllm":
             continue
-        tplan = triton.plan_for(plan, simulated=engine_mode(inv) == "simulated")
+        tplan = triton.plan_for(plan, site_pins=triton_versions.site_pins(inv.path),
+                                source=topology.cluster_file(inv))
         repo = triton.write_repository(tplan, stage_dir / "triton" / plan.tier.name / "repo")
         for replica in plan.replicas:
             addresses = [cert.certified[n].ip for n in replica.nodes]
@@ -95,7 +101,8 @@ def embedding_units(inv: Inventory, cert: Certification, plan: TierPlan, stage_d
                     delay_us: int | None = None) -> list[tuple[list[str], dict[str, Any], dict[str, Any]]]:
     """Per replica of a fixed-cost tier: (its node, role variables, summary entry); `delay_us` overrides
     max_queue_delay_microseconds (the queue-delay sweep)."""
-    eplan = triton_embedding.plan_for(plan, simulated=engine_mode(inv) == "simulated")
+    eplan = triton_embedding.plan_for(plan, site_pins=triton_versions.site_pins(inv.path),
+                                      source=topology.cluster_file(inv))
     repo = triton_embedding.write_repository(eplan, stage_dir / "triton" / plan.tier.name / "repo", delay_us)
     return [(list(replica.nodes),
              triton_embedding.hosts_extravars(eplan, repo, [cert.certified[n].ip for n in replica.nodes]),
@@ -116,7 +123,8 @@ def stack_configs(inv: Inventory, cert: Certification, plans: list[TierPlan], ro
     if triton_plans:  # the Triton stack component builds its own config from its plan
         k = serving.kubernetes
         config["triton_tiers"] = [
-            triton_stack.tier_config(triton.plan_for(p, simulated=False), k.namespace,
+            triton_stack.tier_config(triton.plan_for(p, site_pins=triton_versions.site_pins(inv.path),
+                                                     source=topology.cluster_file(inv)), k.namespace,
                                      env=vllm.pod_env(p, cert, serving), rdma_resource=k.rdma_resource,
                                      gpu_product_label=k.gpu_product_label)
             for p in triton_plans

@@ -6,6 +6,7 @@ Each runs in the foreground until SIGTERM and logs that it is simulated. nv-host
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -132,6 +133,7 @@ def ctk(argv: list[str]) -> int:
         return 0
     if argv[:2] == ["runtime", "configure"]:
         runtime = simcore.option(argv, "--runtime") or "docker"
+        default_runtime = "--set-as-default" in argv
         default = {"docker": "/etc/docker/daemon.json", "containerd": "/etc/containerd/config.toml"}
         path = Path(simcore.option(argv, "--config") or default.get(runtime, f"/etc/{runtime}/config"))
         block = (f"# nvidia runtime configured by nvidia-ctk (gridready-sim) for {runtime}\n"
@@ -146,10 +148,26 @@ def ctk(argv: list[str]) -> int:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text(imports + text)
             path = CONTAINERD_DROPIN
-        text = path.read_text() if path.exists() else ""
-        if block not in text:
+        if runtime == "docker":
+            # Docker: a JSON merge of runtimes.nvidia into daemon.json, the file dockerd reads at start ({"runtimes":
+            # {"nvidia": {"args": [], "path": "nvidia-container-runtime"}}}: NVIDIA Container Toolkit install guide,
+            # "Configuring Docker", https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/
+            # install-guide.html); a file that is not JSON is refused as the real tool does.
+            try:
+                cfg = json.loads(path.read_text() or "{}") if path.exists() else {}
+            except ValueError as err:
+                sys.stderr.write(f"ERRO[0000] unable to load config: {path}: {err}\n")
+                return 1
+            cfg.setdefault("runtimes", {})["nvidia"] = {"args": [], "path": "nvidia-container-runtime"}
+            if default_runtime:
+                cfg["default-runtime"] = "nvidia"
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text + block)
+            path.write_text(json.dumps(cfg, indent=4) + "\n")
+        else:
+            text = path.read_text() if path.exists() else ""
+            if block not in text:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(text + block)
         print(
             f"INFO[0000] Wrote updated config to {path}\n"
             f"INFO[0000] It is recommended that {runtime} daemon be restarted."

@@ -17,6 +17,32 @@ from gridready.artifacts import RunContext
 from gridready.stages import serve
 from tests.summaries import certification
 
+# What provision installs for the Triton tiers: the NVIDIA repository (the toolkit's source), Docker Engine, then the
+# container toolkit, which configures Docker's nvidia runtime (the sandbox serves each under its real name, SIMULATED).
+DOCKER_PLAY = """\
+- name: Docker with the NVIDIA runtime, as provision installs it
+  hosts: all
+  gather_facts: true
+  tasks:
+    - name: The NVIDIA repository
+      ansible.builtin.include_role:
+        name: gridready_nvidia_driver
+        tasks_from: repository.yml
+    - name: Docker Engine
+      ansible.builtin.include_role:
+        name: gridready_container_engine
+    - name: The NVIDIA Container Toolkit
+      ansible.builtin.include_role:
+        name: gridready_container_toolkit
+"""
+
+
+def provision_docker(fleet: Any, tmp: Path) -> None:
+    """Docker Engine with the nvidia runtime on every host of the fleet, through the provision roles."""
+    (tmp / "docker.yml").write_text(DOCKER_PLAY)
+    run = fleet.ansible_playbook(tmp / "docker.yml", check=False)
+    assert run.returncode == 0, run.stdout[-4000:]
+
 
 @contextmanager
 def fleet_env(fleet: Any) -> Iterator[None]:

@@ -10,7 +10,8 @@ import yaml
 
 ROLES_DIR = Path(__file__).resolve().parents[2] / "roles"
 ROLES = ["gridready_preflight", "gridready_nvidia_driver", "gridready_fabricmanager", "gridready_dcgm",
-         "gridready_nccl", "gridready_rdma", "gridready_container_toolkit", "gridready_host_tuning"]
+         "gridready_nccl", "gridready_rdma", "gridready_container_engine", "gridready_container_toolkit",
+         "gridready_host_tuning"]
 TYPES = {"str": str, "bool": bool, "int": int, "float": float, "list": list, "dict": dict}
 ANATOMY = ["defaults/main.yml", "tasks/main.yml", "handlers/main.yml", "meta/main.yml", "meta/argument_specs.yml",
            "vars/Debian-12.yml", "vars/Ubuntu-22.yml", "vars/Ubuntu-24.yml"]

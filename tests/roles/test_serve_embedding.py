@@ -1,9 +1,12 @@
-"""`serve` of a fixed-cost tier on a sandbox host: an ONNX embedding model behind (SIMULATED) Triton with its
-dynamic batcher, the benchmark, and the max_queue_delay_microseconds sweep recorded in the decision record.
+"""`serve` of a fixed-cost tier on a sandbox host: an ONNX embedding model behind Triton (the pinned image under
+Docker, both SIMULATED by the sandbox) with its dynamic batcher, the benchmark, and the max_queue_delay_microseconds
+sweep recorded in the decision record.
 
-The serve stage runs for real (gridready.stages.serve -> playbooks/serve.yml -> role gridready_triton_trtllm in
-embedding mode, gridready_model_weights for the Hugging Face snapshot); only the certification is written by the
-test. The simulated Triton reads the config.pbtxt the role copied and batches as Triton's dynamic batcher does
+Docker comes first, through the provision roles (gridready_container_engine, gridready_container_toolkit). The
+serve stage runs for real (gridready.stages.serve -> playbooks/serve.yml -> role gridready_triton_trtllm in
+embedding mode, gridready_model_weights for the Hugging Face snapshot), with the image digest of the sandbox
+registry from the inventory's pins (triton_versions.yml); only the certification is written by the test. The
+image's tritonserver reads the config.pbtxt the role copied and batches as Triton's dynamic batcher does
 (sandbox/engine/fixed_model.py); each sweep setting is a redeploy through the role.
 """
 
@@ -16,7 +19,7 @@ from typing import Any
 import pytest
 
 from gridready.artifacts import RunContext
-from tests.roles.serve_run import fleet_env, serve_fleet
+from tests.roles.serve_run import fleet_env, provision_docker, serve_fleet
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.slow]
 RUN = "20261201T020000Z-embedding"
@@ -49,6 +52,7 @@ def served(make_module_fleet, tmp_path_factory):
         cluster.setdefault("certification", {})["min_certified_nodes"] = 1
 
     fleet = make_module_fleet(1, healthy=True)
+    provision_docker(fleet, tmp_path_factory.mktemp("docker"))
     with fleet_env(fleet):
         yield serve_fleet(fleet, tmp_path_factory.mktemp("artifacts"), RUN, edit)
 

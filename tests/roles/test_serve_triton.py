@@ -1,12 +1,17 @@
-"""Role gridready_triton_trtllm on a sandbox host: unit, ports, engine cache and readiness (SIMULATED engine).
+"""Role gridready_triton_trtllm on a sandbox host: unit, ports, engine cache and readiness.
 
-One healthy host; the tier is rendered by gridready.serving.triton exactly as the serve stage does, then the
-role runs twice (the second run must change nothing and reuse the engine).
+One healthy host, provisioned as provision does it for Docker (the NVIDIA repository, gridready_container_engine,
+gridready_container_toolkit: the sandbox serves SIMULATED docker-ce and nvidia-container-toolkit under their real
+names). The tier is rendered by gridready.serving.triton exactly as the serve stage does, with the digest of the
+sandbox registry's image from the inventory's pins (triton_versions.yml, written at bring-up), then the role runs
+twice (the second run must change nothing and reuse the engine): it pulls the image by digest, builds the engine
+in it and runs the server in it with Docker, as on a real host. Only the image's tools are simulated.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -14,15 +19,17 @@ from typing import Any
 import pytest
 
 from gridready import catalog
-from gridready.serving import triton
+from gridready.serving import triton, triton_versions
 from gridready.spec.parallel import Parallelism
 from gridready.spec.serving import Tier
 from gridready.spec.triton import TritonSettings
+from tests.roles.serve_run import provision_docker
 
 pytestmark = pytest.mark.sandbox
 TIER = "trt-8b"
 UNIT = f"gridready-triton-{TIER}.service"
 SERVED = "llama-3.1-8b"
+HF_ID, REVISION = "meta-llama/Llama-3.1-8B-Instruct", "0e9e39f249a16976918f6564b8830bc894c89659"
 PLAYBOOK = """\
 - name: Triton tier under test
   hosts: node1
@@ -32,13 +39,11 @@ PLAYBOOK = """\
 """
 
 
-def _extravars(tmp: Path) -> dict[str, Any]:
+def _extravars(tmp: Path, inventory_dir: Path) -> dict[str, Any]:
     tier = Tier(name=TIER, engine="triton-trtllm", served_name=SERVED, tensor_parallel=1,
-                pipeline_parallel=1, port=9000,
-                model={"hf_id": "meta-llama/Llama-3.1-8B-Instruct",
-                       "revision": "0e9e39f249a16976918f6564b8830bc894c89659"})
+                pipeline_parallel=1, port=9000, model={"hf_id": HF_ID, "revision": REVISION})
     plan = triton.make_plan(tier, TritonSettings(mode="engine"), sku=catalog.lookup("h200"),
-                            parallel=Parallelism(1, 1, 8), simulated=True)
+                            parallel=Parallelism(1, 1, 8), site_pins=triton_versions.site_pins(inventory_dir))
     repo = triton.write_repository(plan, tmp / "repo")
     return triton.hosts_extravars(plan, repo, ["node1"])
 
@@ -60,16 +65,27 @@ def _get(url: str) -> tuple[int, bytes]:
 def triton_host(make_module_fleet, tmp_path_factory):
     fleet = make_module_fleet(1, healthy=True)
     tmp = tmp_path_factory.mktemp("triton-role")
-    (tmp / "vars.json").write_text(json.dumps(_extravars(tmp)))
+    (tmp / "vars.json").write_text(json.dumps(_extravars(tmp, fleet.inventory)))
     (tmp / "play.yml").write_text(PLAYBOOK)
-    runs = [fleet.ansible_playbook(tmp / "play.yml", "-v", "-e", f"@{tmp / 'vars.json'}") for _ in range(2)]
-    runs.append(fleet.ansible_playbook(tmp / "play.yml", "--check", "-e", f"@{tmp / 'vars.json'}"))
+    provision_docker(fleet, tmp)
+    # the checkpoint the engine is converted from (serve's gridready_model_weights downloads it there)
+    snapshot = f"/var/lib/gridready/models/{HF_ID}/{REVISION}"
+    fleet.ssh("node1", f"mkdir -p {snapshot} && echo '{{\"architectures\": [\"LlamaForCausalLM\"]}}' "
+                       f"> {snapshot}/config.json")
+    runs = [fleet.ansible_playbook(tmp / "play.yml", "-v", "-e", f"@{tmp / 'vars.json'}", check=False)
+            for _ in range(2)]
+    runs.append(fleet.ansible_playbook(tmp / "play.yml", "--check", "-e", f"@{tmp / 'vars.json'}", check=False))
     return fleet, runs
 
 
+def _journal(fleet: Any) -> str:
+    return fleet.ssh("node1", f"journalctl -u {UNIT} --no-pager -o cat -n 60", check=False).stdout
+
+
 def test_second_run_changes_nothing_and_reuses_the_engine(triton_host) -> None:
-    _, (first, second, check) = triton_host
-    assert _recap(first.stdout)["failed"] == 0
+    fleet, (first, second, check) = triton_host
+    assert first.returncode == 0 and _recap(first.stdout)["failed"] == 0, (
+        first.stdout[-4000:] + "\n--- unit log\n" + _journal(fleet)[-3000:])
     assert _recap(second.stdout)["changed"] == 0, second.stdout[-3000:]
     assert _recap(check.stdout)["changed"] == 0, check.stdout[-3000:]  # --check after a run reports nothing
     events = [{"event": "runner_on_ok", "event_data": {"host": "node1", "res": {"stdout": out.stdout}}}
@@ -82,7 +98,16 @@ def test_unit_files_and_ports(triton_host) -> None:
     host = fleet.host("node1")
     unit = host.service(UNIT)
     assert unit.is_running and unit.is_enabled
-    assert "SIMULATED" in host.file(f"/etc/systemd/system/{UNIT}").content_string
+    unit_text = host.file(f"/etc/systemd/system/{UNIT}").content_string
+    # the unit runs the pinned image with Docker and the nvidia runtime; no trace of a simulation in the product
+    assert "docker run --rm --name gridready-triton-trt-8b --runtime=nvidia" in unit_text
+    image = re.search(r"nvcr\.io/nvidia/tritonserver@sha256:[0-9a-f]{64}", unit_text)
+    assert image and "SIMULATED" not in unit_text
+    # what is simulated says so: the image of the sandbox registry and the engine the image's tritonserver runs
+    inspect = host.run(f"docker image inspect {image.group(0)}")
+    assert inspect.rc == 0 and "SIMULATED" in inspect.stdout
+    assert "SIMULATED" in _journal(fleet)
+    assert json.loads(host.file("/etc/docker/daemon.json").content_string)["runtimes"]["nvidia"]
     # the entry model's directory carries the served name: Triton knows a model only by that name
     assert host.file(f"/var/lib/gridready/triton/{TIER}/repo/{SERVED}/config.pbtxt").is_file
     assert not host.file(f"/var/lib/gridready/triton/{TIER}/repo/ensemble").exists

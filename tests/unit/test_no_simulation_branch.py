@@ -17,14 +17,7 @@ ANSIBLE_DIRS = ("roles", "playbooks", "library")
 MENTION = re.compile(r"sandbox|simulat", re.IGNORECASE)
 SANDBOX = re.compile(r"sandbox", re.IGNORECASE)
 # What still branches, with the reason; each entry is a file that must lose its branch, never a pattern.
-PENDING: dict[str, str] = {
-    "roles/gridready_triton_trtllm/": "Triton's container image is not yet served by the sandbox's registry",
-    "gridready/serving/triton.py": "the same",
-    "gridready/serving/triton_embedding.py": "the same",
-    "gridready/serving/triton_plan.py": "the same",
-    "gridready/serving/triton_build.py": "the same",
-    "gridready/stages/serve_config.py": "engine_mode() is left for the Triton tiers only",
-}
+PENDING: dict[str, str] = {}
 
 
 def pending(rel: str) -> bool:

@@ -37,7 +37,7 @@ def tier(**embedding: Any) -> Tier:
 def plan(t: Tier | None = None, gpus: int = 2, gpus_per_node: int = 8) -> te.EmbeddingPlan:
     t = t or tier()
     assert t.embedding is not None
-    return te.EmbeddingPlan(t, t.embedding, gpus, gpus_per_node, fixed_cost_pin(), simulated=True)
+    return te.EmbeddingPlan(t, t.embedding, gpus, gpus_per_node, fixed_cost_pin())
 
 
 def parsed(repo: Any) -> model_config_pb2.ModelConfig:

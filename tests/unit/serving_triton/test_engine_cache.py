@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -11,7 +10,7 @@ import pytest
 from gridready.serving import engine_cache, triton
 from gridready.serving.triton_build import build_script, engine_key
 
-from .conftest import plan
+from .conftest import plan, run_in_image
 
 
 def _serve(p, cache: Path, calls: list[str]) -> dict:
@@ -54,14 +53,20 @@ def test_key_covers_every_part() -> None:
     assert base.digest not in digests and len(digests) == len(variants)
 
 
+def _one_rank(tmp: Path) -> dict[str, str]:
+    (tmp / "engine").mkdir()
+    (tmp / "engine" / "rank0.engine").write_text("engine bytes")
+    return {}
+
+
 def test_incomplete_or_damaged_entries_are_rebuilt(tmp_path: Path) -> None:
     p, cache = plan("8b", mode="engine"), tmp_path / "engines"
-    assert triton.ensure_engine(p, cache).status == "built"  # simulated builder
+    assert triton.ensure_engine(p, cache, _one_rank).status == "built"
     entry = engine_cache.entry_path(cache, engine_key(p))
     (entry / "engine" / "rank0.engine").write_text("truncated")
     decision = engine_cache.decide(cache, engine_key(p))
     assert decision.action == "build" and "engine file missing or changed" in decision.reason
-    assert triton.ensure_engine(p, cache).status == "built"
+    assert triton.ensure_engine(p, cache, _one_rank).status == "built"
     (entry / engine_cache.MARKER).unlink()
     assert engine_cache.decide(cache, engine_key(p)).reason == "incomplete entry (no completion marker)"
 
@@ -80,17 +85,22 @@ def test_failed_build_leaves_nothing_that_looks_complete(tmp_path: Path) -> None
 
 
 def test_llmapi_mode_has_no_engine(tmp_path: Path) -> None:
-    assert triton.ensure_engine(plan("8b"), tmp_path) is None
+    assert triton.ensure_engine(plan("8b"), tmp_path, _one_rank) is None
 
 
 def test_build_script_and_python_agree_on_the_marker(tmp_path: Path) -> None:
-    """The script the role/Job runs writes the marker engine_cache reads, and reuses it the second time."""
+    """The script the role/Job runs (here against the sandbox image's SIMULATED convert_checkpoint.py and
+    trtllm-build) writes the marker engine_cache reads, and reuses it the second time."""
     p, cache = plan("8b", 8, 1, mode="engine"), tmp_path / "engines"
     cache.mkdir()
-    script = tmp_path / "build.sh"
-    script.write_text(build_script(p, cache_dir=str(cache)).text)
-    out1 = subprocess.run(["bash", str(script)], capture_output=True, text=True, check=True).stdout
-    out2 = subprocess.run(["bash", str(script)], capture_output=True, text=True, check=True).stdout
+    weights = tmp_path / "hf"
+    snapshot = weights / p.model_id / p.revision
+    snapshot.mkdir(parents=True)
+    (snapshot / "config.json").write_text('{"architectures": ["LlamaForCausalLM"]}')
+    text = build_script(p, cache_dir=str(cache)).text
+    runs = [run_in_image(text, tmp_path, weights) for _ in range(2)]
+    assert all(r.returncode == 0 for r in runs), runs[0].stderr
+    out1, out2 = (r.stdout for r in runs)
     key = engine_key(p)
     assert out1.strip() == f"GRIDREADY_ENGINE built {key.digest}"
     assert out2.strip() == f"GRIDREADY_ENGINE cached {key.digest}"
@@ -113,11 +123,12 @@ def test_local_weights_and_lora_dirs_key_the_engine_by_content(tmp_path: Path) -
              tier_over={"model": {"local_path": str(model)}, "lora_adapters": [{"name": "sql", "path": str(lora)}]})
     cache = tmp_path / "engines"
     cache.mkdir()
-    script = tmp_path / "build.sh"
-    script.write_text(build_script(p, cache_dir=str(cache)).text)
+    text = build_script(p, cache_dir=str(cache)).text
 
     def run() -> str:
-        return subprocess.run(["bash", str(script)], capture_output=True, text=True, check=True).stdout.split()[1]
+        done = run_in_image(text, tmp_path)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.split()[1]
 
     assert [run(), run()] == ["built", "cached"]
     (model / "model.safetensors").write_bytes(b"b" * 4096)  # same name and size, other bytes
@@ -128,7 +139,7 @@ def test_local_weights_and_lora_dirs_key_the_engine_by_content(tmp_path: Path) -
     assert len(marker["key"]["inputs_sha256"]) == 64
     (model / "model.safetensors").unlink()
     (model / "config.json").unlink()
-    failed = subprocess.run(["bash", str(script)], capture_output=True, text=True)
+    failed = run_in_image(text, tmp_path)
     assert failed.returncode != 0 and f"engine input {model}: missing or empty" in failed.stderr
 
 

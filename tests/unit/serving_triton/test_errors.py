@@ -13,7 +13,7 @@ from gridready.serving import triton, triton_repo
 from gridready.serving.triton_pbtxt import Enum, RepositoryError, parse, render
 from gridready.serving.triton_wiring import check_ensemble
 
-from .conftest import plan
+from .conftest import SITE_DIGEST, plan
 
 
 def test_misspelt_field_fails_with_line_and_column() -> None:
@@ -112,12 +112,16 @@ def test_missing_step_model_is_caught() -> None:
         check_ensemble(cfgs["ensemble"], cfgs)
 
 
-def test_real_deployment_needs_an_image_digest() -> None:
+def test_a_deployment_needs_an_image_digest() -> None:
+    """The pins name no confirmed digest: without the site's (inventory triton_versions.yml) or the tier's own,
+    the plan is refused; the tier's triton.versions goes over the site's."""
     with pytest.raises(InvalidInput, match=r"serving.tiers\[trt-8b\].triton.versions.image_digest: .* not pinned"):
-        plan("8b", simulated=False)
+        plan("8b", site_pins=None)
     digest = "sha256:" + "ab" * 32
-    p = plan("8b", simulated=False, versions={"image_digest": digest})
+    p = plan("8b", site_pins=None, versions={"image_digest": digest})
     assert p.release.image_ref == f"nvcr.io/nvidia/tritonserver@{digest}"
+    assert plan("8b").release.image_ref == f"nvcr.io/nvidia/tritonserver@{SITE_DIGEST}"
+    assert plan("8b", versions={"image_digest": digest}).release.image_digest == digest
 
 
 def test_plan_checks() -> None:

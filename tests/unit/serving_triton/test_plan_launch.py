@@ -77,7 +77,7 @@ def test_build_flags_follow_the_tier() -> None:
     assert conversion_args(fp8)[-4:] == ["--qformat", "fp8", "--kv_cache_dtype", "fp8"]  # quantize.py
     kv_only = plan("8b", mode="engine", tier_over={"kv_cache_dtype": "fp8"})  # bf16 weights: convert_checkpoint.py
     assert conversion_args(kv_only)[-1] == "--fp8_kv_cache" and "--kv_cache_dtype" not in conversion_args(kv_only)
-    real = plan("8b", mode="engine", simulated=False, versions={"image_digest": "sha256:" + "5e" * 32},
+    real = plan("8b", mode="engine", versions={"image_digest": "sha256:" + "5e" * 32},
                 tier_over={"kv_cache_dtype": "fp8"})
     text = build_script(real).text
     assert "/convert_checkpoint.py --model_dir" in text and "--fp8_kv_cache" in text
@@ -102,7 +102,10 @@ def test_hosts_extravars_cover_the_role_interface(tmp_path: Path) -> None:
     options = spec["argument_specs"]["main"]["options"]
     assert set(extra) <= set(options), set(extra) - set(options)
     assert "GRIDREADY_ENGINE built" in extra["gridready_triton_trtllm_build_script"]
-    assert "/var/lib/gridready/engines/" in extra["gridready_triton_trtllm_build_script"]  # simulated: host path
+    # the build runs in the image, the node's cache mounted at /engines (the role's docker run --volume)
+    assert "/engines/" in extra["gridready_triton_trtllm_build_script"]
+    assert "/var/lib/gridready/engines" not in extra["gridready_triton_trtllm_build_script"]
+    assert extra["gridready_triton_trtllm_engine_cache_dir"] == "/var/lib/gridready/engines"
 
 
 @pytest.mark.parametrize("settings", [{}, {"mode": "engine"}, {"mode": "engine", "bls": True},
@@ -126,7 +129,7 @@ def test_generated_scripts_are_valid_bash(tmp_path: Path, settings: dict, tp: in
                                                 ("mistralai/Mistral-7B-Instruct-v0.3", "llama"),
                                                 ("google/gemma-2-9b-it", "gemma")])
 def test_the_convert_script_is_the_model_familys(hf_id: str, family: str) -> None:
-    p = plan("8b", mode="engine", simulated=False, versions={"image_digest": "sha256:" + "5e" * 32},
+    p = plan("8b", mode="engine", versions={"image_digest": "sha256:" + "5e" * 32},
              tier_over={"model": {"hf_id": hf_id, "revision": "0123abcd" * 5}})
     assert f"/app/examples/models/core/{family}/convert_checkpoint.py --model_dir" in build_script(p).text
 
@@ -163,6 +166,9 @@ def test_the_role_binds_and_probes_the_service_address(tmp_path: Path) -> None:
     assert extra["gridready_triton_trtllm_bind_address"] == "10.77.0.11"
     role = Path(__file__).resolve().parents[3] / "roles" / "gridready_triton_trtllm"
     unit = (role / "templates" / "gridready-triton.service.j2").read_text()
-    assert "--host {{ gridready_triton_trtllm_bind_address }}" in unit and "0.0.0.0" not in unit
+    # the container shares the node's network: the server binds the address its launch script names
+    assert "--network=host" in unit and "0.0.0.0" not in unit
+    assert "--http-address=10.77.0.11" in extra["gridready_triton_trtllm_launch_script"] or (
+        "--host 10.77.0.11" in extra["gridready_triton_trtllm_launch_script"])
     assert "127.0.0.1' if gridready_triton_trtllm_bind_address in ['0.0.0.0', '']" in (
         role / "vars" / "main.yml").read_text()

@@ -26,7 +26,7 @@ def _render(*plans):
 
 
 def _real(size, tp, pp, versions=None, **settings):
-    return plan(size, tp, pp, simulated=False, versions={"image_digest": DIGEST, **(versions or {})}, **settings)
+    return plan(size, tp, pp, versions={"image_digest": DIGEST, **(versions or {})}, **settings)
 
 
 def _kinds(r):
