@@ -3,8 +3,12 @@
 Bus bandwidth comes from the profile: the catalog's NVLink figure inside one node (ring, or NVLS unless
 NCCL_NVLS_ENABLE=0 / NCCL_ALGO=Ring), the HCAs across nodes. Under the simulated `mpirun` the env var
 GRIDREADY_SIM_WORLD holds every participant's profile and the slowest participant bounds the result.
-Marker: a `# gridready-sim:` comment after `# Collective test starting`; `-J file` writes JSON with
-`"gridready_simulated": true` (gridready's own layout, not the upstream one).
+Marker: a `# gridready-sim:` comment after `# Collective test starting`. `-J file` writes nccl-tests 2.19.6's JSON
+layout (src/common.cu's JSON writer; a real capture in tests/fixtures/h200x1/nccl-tests-J): `version` 3, `args`,
+the process's whole `env` (as the real tool writes it), `nccl_version`, `config` with `devices[]`, `results[]` of
+{size, count, type, redop, root, out_of_place, in_place: {time, alg_bw, bus_bw, nwrong}, actual_iterations,
+experiment_name}, `out_of_bounds`, `average_bus_bandwidth`, `errors`; plus `gridready_simulated: true` (the
+simulator's marker, a key the real writer never emits).
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -287,9 +292,12 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         "# Using devices",
     ]
     rank = 0
+    devices: list[dict[str, object]] = []
     for hi, h in enumerate(world):
         for g in h.gpus[:per_host]:
             rpid = pid + (hi * 1000 + g.index if ranks_per_host else 0)
+            devices.append({"rank": rank, "group": 0, "pid": rpid, "hostname": h.name, "device": g.index,
+                            "device_hex": f"0000:{g.bus:02x}:00", "device_info": g.display["name"]})
             out.append(
                 f"#  Rank {rank:>2} Group  0 Pid {rpid:>6} on {h.name:>10} device {g.index:>2} "
                 f"[0000:{g.bus:02x}:00] {g.display['name']}"
@@ -311,10 +319,12 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     out.append(HEADER.rstrip("\n"))
     tsize = TYPE_SIZE.get(o.dtype, 4)
     factor = bus_factor(coll.bus_factor, nranks)
-    rows, busbws = [], []
+    rows: list[dict[str, object]] = []
+    busbws: list[float] = []
     for s in sizes(o):
         count = s // tsize // (nranks if coll.bus_factor == "gather" and coll.name != "alltoall" else 1)
         cells = []
+        parts: dict[str, dict[str, object]] = {}
         for place in ("out", "in"):
             key = f"{world[0].name}/{name}/{s}/{place}"
             bus_bytes = s * max(factor, 0.5)
@@ -327,18 +337,11 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
             wrong = "N/A" if unchecked else "0"
             cells.append(f"{_fmt_time(t):>7}  {algbw:>6.2f}  {busbw:>6.2f}  {wrong:>6}")
             busbws.append(busbw)
-            rows.append(
-                {
-                    "size": s,
-                    "count": count,
-                    "placement": place,
-                    "time_us": round(t, 2),
-                    "algbw_gbps": round(algbw, 2),
-                    "busbw_gbps": round(busbw, 2),
-                    "wrong": 0,
-                }
-            )
+            parts["out_of_place" if place == "out" else "in_place"] = {
+                "time": t, "alg_bw": algbw, "bus_bw": busbw, "nwrong": None if unchecked else 0.0}
         redop = o.op if coll.redop else "none"
+        rows.append({"size": s, "count": count, "type": o.dtype, "redop": redop, "root": f"{coll.root:>6}",
+                     **parts, "actual_iterations": o.iters, "experiment_name": ""})
         out.append(f"{s:>12}  {count:>12}  {o.dtype:>8}  {redop:>6}  {coll.root:>6}  " + "  ".join(cells))
     avg = sum(busbws) / len(busbws)
     out += [
@@ -351,22 +354,16 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     ]
     sys.stdout.write("\n".join(out) + "\n")
     if o.json_out:
-        Path(o.json_out).write_text(
-            json.dumps(
-                {
-                    "gridready_simulated": True,
-                    "collective": coll.name,
-                    "nranks": nranks,
-                    "hosts": [h.name for h in world],
-                    "transport": "IB" if ib else "Socket",
-                    "results": rows,
-                    "avg_busbw_gbps": round(avg, 3),
-                    "out_of_bounds": 0,
-                },
-                indent=2,
-            )
-            + "\n"
-        )
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+        config = {"nthreads": o.nthreads, "ngpus": o.ngpus, "minimum_bytes": o.minbytes, "maximum_bytes": o.maxbytes,
+                  "step_factor": o.factor, "warmup_iters": o.warmup, "iterations": o.iters,
+                  "aggregated_iterations": 1, "validation": o.check, "graph": o.graph, "devices": devices}
+        doc = {"version": 3, "start_time": stamp, "args": [prog or sys.argv[0], *args], "env": env,
+               "nccl_version": int(code), "config": config, "results": rows,
+               "out_of_bounds": {"count": 0, "okay": "true"},
+               "average_bus_bandwidth": {"bandwidth": avg, "okay": "true" if o.check else "unchecked"},
+               "errors": [""], "end_time": stamp, "gridready_simulated": True}
+        Path(o.json_out).write_text(json.dumps(doc, indent=2) + "\n")
     return 0
 
 
