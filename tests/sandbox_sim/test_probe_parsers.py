@@ -3,8 +3,6 @@ the real fixtures: same keys, the faults visible where the gates look."""
 
 from __future__ import annotations
 
-import pytest
-
 from gridready.probe import dcgm, hca, nvsmi
 from gridready.probe import kernel_log as klog
 from gridready.probe import nccl_tests as nccl
