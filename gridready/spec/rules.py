@@ -22,6 +22,8 @@ HF_ID = re.compile(r"^(?!.*(--|\.\.))[A-Za-z0-9][A-Za-z0-9_.-]{0,95}/[A-Za-z0-9]
 REVISION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_./-]{0,127}$")  # a commit sha, tag or branch; never a flag
 SERVED_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/-]{0,127}$")
 ABS_PATH = re.compile(r"^/[A-Za-z0-9_.@+/-]{0,4095}$")
+# Ray Serve LLM's LoraConfig on Kubernetes: adapters in object storage (s3/gs; abfss/azure in newer Ray)
+OBJECT_URI = re.compile(r"^(s3|gs|abfss|azure)://[A-Za-z0-9][A-Za-z0-9_.@-]{0,254}(/[A-Za-z0-9_.@+=-]{1,1024}){0,64}/?$")
 ENGINE_ARG = re.compile(r"^[a-z][a-z0-9_]{0,63}$")  # vLLM's engine argument names (snake_case)
 CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 MAX_VALIDITY_HOURS = 24 * 366
@@ -85,8 +87,11 @@ def field_patterns(spec: ClusterSpec) -> Iterator[tuple[str, str]]:
         yield from _match(REVISION, tier.model.revision, f"{key}.model.revision", "a commit, tag or branch")
         yield from _match(ABS_PATH, tier.model.local_path, f"{key}.model.local_path", "an absolute path")
         for j, adapter in enumerate(tier.lora_adapters):
-            if not (ABS_PATH.match(adapter.path) or HF_ID.match(adapter.path)):
-                yield f"{key}.lora_adapters[{j}].path", "must be an absolute path or a Hugging Face repo id"
+            remote = serving.target == "kubernetes" and OBJECT_URI.match(adapter.path)
+            if not (ABS_PATH.match(adapter.path) or HF_ID.match(adapter.path) or remote):
+                yield f"{key}.lora_adapters[{j}].path", ("must be an absolute path or a Hugging Face repo id" +
+                                                        (", or on Kubernetes an s3://, gs://, abfss:// or azure:// "
+                                                         "URI" if serving.target == "kubernetes" else ""))
         for arg, value in tier.extra_engine_args.items():
             if not ENGINE_ARG.match(arg):
                 yield f"{key}.extra_engine_args.{arg}", f"must be a vLLM engine argument name ({ENGINE_ARG.pattern})"

@@ -158,11 +158,17 @@ class VllmRayService(pulumi.ComponentResource):
                         "name": "ray-worker",
                         "image": tier.image,
                         "env": [*env, *model_cache.env(tier.model_cache_path)],
+                        # Ray's metrics agent on every node exports the engine's metrics (the PodMonitor's port)
+                        "ports": [{"name": "metrics", "containerPort": METRICS_PORT}],
                         "resources": {"requests": requests, "limits": dict(gpu_res)},
-                        "securityContext": {"capabilities": {"add": ["IPC_LOCK"]}},
+                        # the image's own user, stated so the offline check can compare it with the cache's owner
+                        "securityContext": {"capabilities": {"add": ["IPC_LOCK"]},
+                                            "runAsUser": model_cache.RAY_UID, "runAsGroup": model_cache.RAY_GID},
                         "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"},
                                          model_cache.mount(tier.model_cache_path)],
                     }],
+                    "initContainers": [model_cache.owner_init(tier.image, tier.model_cache_path,
+                                                              model_cache.RAY_UID, model_cache.RAY_GID)],
                     "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": tier.shm_size}},
                                 model_cache.volume(tier.model_cache_path)],
                 },

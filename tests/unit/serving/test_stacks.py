@@ -159,11 +159,13 @@ def test_a_single_node_tier_requests_no_rdma_device(make_inv):
 
 
 def test_lora_adapters_are_registered_with_ray_serve_llm(make_inv):
-    adapters = [{"name": "support", "path": "/adapters/support"}, {"name": "sql", "path": "/adapters/sql"}]
+    adapters = [{"name": "support", "path": "s3://acme-adapters/llama/support"},
+                {"name": "sql", "path": "s3://acme-adapters/llama/sql"}]
     rs = _one(_serving(make_inv, vllm_tier(lora_adapters=adapters, max_loras=2)).manifests, "RayService")
     llm = yaml.safe_load(rs["spec"]["serveConfigV2"])["applications"][0]["args"]["llm_configs"][0]
     assert llm["engine_kwargs"]["enable_lora"] is True
-    assert llm["lora_config"] == {"dynamic_lora_loading_path": "/adapters", "max_num_adapters_per_replica": 2}
+    assert llm["lora_config"] == {"dynamic_lora_loading_path": "s3://acme-adapters/llama",
+                                  "max_num_adapters_per_replica": 2}
 
 
 def test_lora_adapters_ray_serve_cannot_find_are_refused(make_inv):
