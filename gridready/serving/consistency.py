@@ -16,6 +16,10 @@ unreachable or unscraped although every object validates on its own.
   handed to that user first by a root init container that chowns it (the Ray images run as uid 1000);
 - Pulumi waits for every Deployment, StatefulSet and Job of a tier at least as long as its pods' startup probe
   allows the model to load (annotation pulumi.com/timeoutSeconds; its default, 10 minutes, is not enough);
+- no HTTPRoute matches a header only the Gateway API Inference Extension's body-based routing sets
+  (X-Gateway-Model-Name) unless the caller declares that extension installed;
+- a RayService tier's Serve port (Ray Serve LLM checks no API key) admits no peer but the tier's own pods and the
+  authenticating router's pods (app.kubernetes.io/name=gridready-router);
 - every serving tier's pod template (label gridready.io/tier) is selected by an Ingress NetworkPolicy of its
   namespace, and no rule of those policies admits a peer beyond the tier's own pods to every port, to Ray's GCS,
   client or worker ports, or to the Ray dashboard ports unless the peer is the KubeRay operator's namespace.
@@ -393,6 +397,52 @@ def _timeout_errors(docs: list[Mapping[str, Any]]) -> list[str]:
     return errors
 
 
+BODY_ROUTING_HEADER = "x-gateway-model-name"  # set by the Inference Extension's body-based router only
+BODY_ROUTING = "body-based-routing"  # external_controllers key that declares it installed
+ROUTER_POD = {"app.kubernetes.io/name": "gridready-router"}
+RAY_SERVE_PORT = 8000
+
+
+def _header_errors(docs: list[Mapping[str, Any]], external: Mapping[str, str]) -> list[str]:
+    if BODY_ROUTING in external:
+        return []
+    errors = []
+    for route in (d for d in docs if d.get("kind") == "HTTPRoute"):
+        for r_i, rule in enumerate((route.get("spec") or {}).get("rules") or []):
+            for m in rule.get("matches") or []:
+                for h in m.get("headers") or []:
+                    if str(h.get("name", "")).lower() == BODY_ROUTING_HEADER:
+                        errors.append(f"{_where(route)}: spec.rules[{r_i}].matches: header {h.get('name')} is set "
+                                      f"only by the Inference Extension's body-based routing, which nothing "
+                                      f"installs: every request gets 404")
+    return errors
+
+
+def _unauthenticated_errors(docs: list[Mapping[str, Any]], pods: list[PodTemplate]) -> list[str]:
+    """Ray Serve LLM's ingress checks no key (ray-project/ray#55369): only the tier and the router reach it."""
+    errors = []
+    tiers = {p.labels.get(TIER_LABEL) for p in pods if p.owner.startswith("RayService/")} - {None}
+    for d in docs:
+        if d.get("kind") != "NetworkPolicy":
+            continue
+        tier = ((d.get("spec") or {}).get("podSelector") or {}).get("matchLabels", {}).get(TIER_LABEL)
+        if tier not in tiers:
+            continue
+        for i, rule in enumerate(d["spec"].get("ingress") or []):
+            ports = [p.get("port") for p in rule.get("ports") or []]
+            if ports and RAY_SERVE_PORT not in ports:
+                continue
+            for peer in rule.get("from") or [{}]:
+                sel = (peer.get("podSelector") or {}).get("matchLabels") or {}
+                if set(peer) == {"podSelector"} and (sel.get(TIER_LABEL) == tier or ROUTER_POD.items() <= sel.items()):
+                    continue
+                errors.append(f"{_where(d)}: spec.ingress[{i}]: admits {peer or 'every source'} to the Serve port "
+                              f"{RAY_SERVE_PORT} of tier {tier!r}, which checks no API key: only the authenticating "
+                              f"router may reach it")
+                break
+    return errors
+
+
 def _route_errors(docs: list[Mapping[str, Any]]) -> list[str]:
     """Every backendRef of an HTTPRoute names a rendered Service with that port (a Service backend is `group: ""`,
     `kind: Service`, in the route's namespace unless given: BackendRef,
@@ -434,5 +484,6 @@ def check(docs: Iterable[Mapping[str, Any]], helm_releases: Iterable[Mapping[str
     return (_service_errors(docs, pods) + _monitor_errors(docs, pods, helm_namespaces)
             + _controller_errors(docs, releases, external_controllers or {})
             + _ref_errors(docs, pods) + _gpu_pod_errors(pods) + _hostpath_errors(pods) + _timeout_errors(docs)
-            + _route_errors(docs)
+            + _route_errors(docs) + _header_errors(docs, external_controllers or {})
+            + _unauthenticated_errors(docs, pods)
             + _policy_errors(docs, pods, operators or {"kuberay-system"}))

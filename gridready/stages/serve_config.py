@@ -128,6 +128,8 @@ def stack_configs(inv: Inventory, cert: Certification, plans: list[TierPlan], ro
                               for p in plans if p.tier.engine == "sglang"]
     config["router_routes"] = serve_router.k8s_routes(inv, root or project_root() / "artifacts", plans, canary,
                                                       canary_weight)
+    config["router"] = serve_router.k8s_router(inv, root or project_root() / "artifacts", plans, canary,
+                                               canary_weight)
     return {
         "platform": vllm.platform_stack_config(inv.customer, serving, cert, inv.hosts, groups),
         "serving": config,

@@ -195,3 +195,50 @@ def test_the_sglang_service_monitor_targets_the_http_port(rendered) -> None:
     assert mon["spec"]["endpoints"][0]["port"] == "http"
     svc = _doc(rendered["docs"], "Service", "llama-sgl-openai")
     assert [p["name"] for p in svc["spec"]["ports"]] == ["http"]
+
+
+# 12. an authenticating front: the LiteLLM router, the only peer of Ray Serve's port
+def test_the_router_fronts_the_tiers_with_the_api_key(rendered) -> None:
+    docs = rendered["docs"]
+    dep = _doc(docs, "Deployment", "gridready-router")
+    c = dep["spec"]["template"]["spec"]["containers"][0]
+    env = {e["name"]: e for e in c["env"]}
+    assert env["LITELLM_MASTER_KEY"]["valueFrom"]["secretKeyRef"] == {"name": "vllm-api-key", "key": "VLLM_API_KEY"}
+    conf = yaml.safe_load(_doc(docs, "ConfigMap", "gridready-router")["data"]["config.yaml"])
+    assert conf["general_settings"]["master_key"] == "os.environ/LITELLM_MASTER_KEY"
+    params = {m["litellm_params"]["api_base"]: m["litellm_params"]["model"] for m in conf["model_list"]}
+    assert params["http://llama70b-openai.gridready-serving:8000/v1"].startswith("hosted_vllm/")
+    assert _doc(docs, "Service", "gridready-router")["spec"]["ports"][0]["name"] == "http"
+
+
+def test_the_check_catches_clients_admitted_to_ray_serve(rendered) -> None:
+    docs = copy.deepcopy(rendered["docs"])
+    pol = _doc(docs, "NetworkPolicy", "llama70b-ingress")
+    pol["spec"]["ingress"].append({"from": [{"ipBlock": {"cidr": "192.0.2.0/24"}}],
+                                   "ports": [{"protocol": "TCP", "port": 8000}]})
+    errors = _check(docs, rendered)
+    assert any("checks no API key" in e for e in errors), errors
+
+
+# 8. the Gateway hands /v1 to the router, no header that nothing sets
+def test_the_httproute_sends_v1_to_the_router_without_a_model_header(make_inv) -> None:
+    tier = vllm_tier(tensor_parallel=8, pipeline_parallel=1)
+    inv = make_inv(2, [tier], target="kubernetes")
+    inv.spec.serving.router.enabled = True
+    inv.spec.serving.router.keys = []
+    cert = topology.read_certification(inv, certification(inv, inv.gpu_hosts()))
+    cfg = serve_config.stack_configs(inv, cert, topology.plan_tiers(inv, cert))["serving"]
+    (route,) = cfg["router_routes"]
+    (rule,) = route["spec"]["rules"]
+    assert rule["matches"] == [{"path": {"type": "PathPrefix", "value": "/v1"}}]
+    assert rule["backendRefs"] == [{"name": "gridready-router", "port": 4000}]
+
+
+def test_the_check_catches_a_route_on_the_body_routing_header(rendered) -> None:
+    from gridready.serving.router_k8s import httproute
+    from gridready.spec.router import Route, RouteTarget
+
+    old = httproute(Route(model="m", targets=[RouteTarget(tier="llama70b")]), "gridready-serving",
+                    "inference-gateway", {"llama70b": 8000})
+    errors = _check([*rendered["docs"], old], rendered)
+    assert any("X-Gateway-Model-Name is set only by the Inference Extension" in e for e in errors), errors
