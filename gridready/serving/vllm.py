@@ -223,6 +223,7 @@ def hosts_extravars(
             "vllm_version": serving.vllm_version,
             "ray_port": serving.ray_port,
             "wait_timeout_s": serving.wait_timeout_s,
+            "ready_timeout_s": serving.ready_timeout_s,
             "members": members,
             "firewall_clients": list(serving.firewall_clients),
             "network_isolated": serving.network_isolated,

@@ -286,6 +286,9 @@ class ServingSpec(BaseModel):
         None, description="NCCL/Gloo socket interface on hosts; default: the node group's mgmt_interface"
     )
     wait_timeout_s: PositiveInt = Field(900, description="how long vllm-<tier> waits for every GPU to join")
+    ready_timeout_s: PositiveInt = Field(
+        600, description="hosts: how long serve waits, after vllm-<tier> starts, for /v1/models to list the model "
+                         "(the model's download and load)")
     ray_node: RayNodeSizing = Field(default_factory=RayNodeSizing, description="resources `ray start` offers")
     firewall_clients: list[str] = Field(
         default_factory=list,
