@@ -95,8 +95,7 @@ def test_rayservice(k8s):
 
 def test_services_and_secret(k8s):
     docs = k8s["serving"].manifests
-    svc = _one(docs, "Service")
-    assert svc["metadata"]["name"] == "llama70b-openai"
+    svc = _one(docs, "Service", "llama70b-openai")
     assert not svc["metadata"]["name"].startswith("vllm")
     assert svc["spec"]["selector"] == {"gridready.io/tier": "llama70b", "ray.io/serve": "true"}
     assert svc["spec"]["ports"][0]["targetPort"] == 8000
@@ -106,7 +105,9 @@ def test_services_and_secret(k8s):
 
 def test_every_rendered_manifest_validates(k8s):
     docs = k8s["platform"].manifests + k8s["serving"].manifests
-    assert len(docs) == 13  # with the vLLM API key Secret and the tier's NetworkPolicy
+    # with the vLLM API key Secret, the tier's NetworkPolicy and the authenticating router (ConfigMap, Deployment,
+    # Service, NetworkPolicy)
+    assert len(docs) == 17
     assert manifests.validate(docs) == []
 
 
