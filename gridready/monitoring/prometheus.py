@@ -151,13 +151,22 @@ def _sglang_rules(t: Tier, sel: str) -> list[dict[str, Any]]:
     return rules
 
 
+# Under Ray Serve LLM the engine's metrics go through Ray's metrics agent: vLLM's Ray wrappers replace ':' with '_'
+# (vllm/v1/metrics/ray_wrappers.py, _get_sanitized_opentelemetry_name) and Ray prefixes `ray_`, so vllm:foo is
+# exported as ray_vllm_foo (ray_vllm:foo in older releases). Renamed back at scrape time, the alerts and dashboard
+# written for `vllm:*` work on both targets.
+RAY_VLLM_RENAME = [{"sourceLabels": ["__name__"], "regex": "ray_vllm[:_](.+)", "targetLabel": "__name__",
+                    "replacement": "vllm:$1", "action": "replace"}]
+
+
 def kubernetes_monitors(customer: str, tiers: list[Tier], namespace: str = "gridready-serving", *,
                         release: str = "kube-prometheus-stack", gpu_operator_namespace: str = "gpu-operator",
                         tier_label: str = "gridready.io/tier") -> list[dict[str, Any]]:
     """monitoring.coreos.com/v1 objects: a PodMonitor per vLLM tier (Ray pods, port `metrics`: Ray exports the
-    engine's metrics there, no Service fronts it), a ServiceMonitor per Triton tier (Service port `metrics`),
-    and a ServiceMonitor for the GPU Operator's DCGM exporter. `release` is the label the Prometheus operator of
-    kube-prometheus-stack selects monitors by."""
+    engine's metrics there, no Service fronts it; Ray's ray_vllm_* names renamed back to vllm:*), a ServiceMonitor
+    per Triton tier (Service port `metrics`, or `openai` for its OpenAI frontend) and per SGLang tier (the leader
+    Service's port `http`, where --enable-metrics serves /metrics), and a ServiceMonitor for the GPU Operator's
+    DCGM exporter. `release` is the label the Prometheus operator of kube-prometheus-stack selects monitors by."""
     meta_labels = {"release": release, "app.kubernetes.io/managed-by": "gridready", "gridready.io/customer": customer}
     relabel = [{"targetLabel": "customer", "replacement": customer},
                {"sourceLabels": [f"__meta_kubernetes_pod_label_{_label_key(tier_label)}"], "targetLabel": "tier"}]
@@ -169,12 +178,14 @@ def kubernetes_monitors(customer: str, tiers: list[Tier], namespace: str = "grid
                         "metadata": {"name": f"{t.name}-engine", "namespace": namespace, "labels": meta_labels},
                         "spec": {"selector": selector, "namespaceSelector": {"matchNames": [namespace]},
                                  "podMetricsEndpoints": [{"port": "metrics", "path": "/metrics", "interval": "15s",
-                                                          "relabelings": relabel}]}})
+                                                          "relabelings": relabel,
+                                                          "metricRelabelings": RAY_VLLM_RENAME}]}})
         else:
             out.append({"apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor",
                         "metadata": {"name": f"{t.name}-engine", "namespace": namespace, "labels": meta_labels},
                         "spec": {"selector": selector, "namespaceSelector": {"matchNames": [namespace]},
-                                 "endpoints": [{"port": triton_metrics_port_name(t), "path": "/metrics",
+                                 "endpoints": [{"port": "http" if t.engine == "sglang"
+                                                else triton_metrics_port_name(t), "path": "/metrics",
                                                 "interval": "15s", "relabelings": relabel}]}})
     out.append({"apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor",
                 "metadata": {"name": "gridready-dcgm-exporter", "namespace": gpu_operator_namespace,

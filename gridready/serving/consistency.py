@@ -8,7 +8,18 @@ unreachable or unscraped although every object validates on its own.
   port name of a pod template it selects;
 - every custom resource kind of a known operator (CONTROLLERS) has its controller: a Helm release of the
   platform stack, or a controller the caller declares as provided outside gridready;
-- every Secret and ConfigMap a pod template names (env valueFrom, envFrom, volumes) is in the set;
+- every Secret, ConfigMap and PersistentVolumeClaim a pod template names (env valueFrom, envFrom, volumes) is in
+  the set;
+- every pod template that requests GPUs tolerates the GPU pool's taint (nvidia.com/gpu:NoSchedule) and selects
+  certified nodes (nodeSelector gridready.io/certified=true);
+- a hostPath DirectoryOrCreate (made root-owned 0755 by the kubelet) that a non-root container mounts writable is
+  handed to that user first by a root init container that chowns it (the Ray images run as uid 1000);
+- Pulumi waits for every Deployment, StatefulSet and Job of a tier at least as long as its pods' startup probe
+  allows the model to load (annotation pulumi.com/timeoutSeconds; its default, 10 minutes, is not enough);
+- no HTTPRoute matches a header only the Gateway API Inference Extension's body-based routing sets
+  (X-Gateway-Model-Name) unless the caller declares that extension installed;
+- a RayService tier's Serve port (Ray Serve LLM checks no API key) admits no peer but the tier's own pods and the
+  authenticating router's pods (app.kubernetes.io/name=gridready-router);
 - every serving tier's pod template (label gridready.io/tier) is selected by an Ingress NetworkPolicy of its
   namespace, and no rule of those policies admits a peer beyond the tier's own pods to every port, to Ray's GCS,
   client or worker ports, or to the Ray dashboard ports unless the peer is the KubeRay operator's namespace.
@@ -33,6 +44,8 @@ CONTROLLERS = {
 }
 WORKLOADS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job")
 TIER_LABEL = "gridready.io/tier"
+CERTIFIED_LABEL = "gridready.io/certified"
+GPU_RESOURCE = "nvidia.com/gpu"
 NAMESPACE_LABEL = "kubernetes.io/metadata.name"
 # Ray's ports that must stay inside a tier (Ray "Configuring Ray", ports; roles/gridready_ray_node defaults):
 # GCS, client server, worker range; the dashboard and its agent only for the KubeRay operator
@@ -158,6 +171,13 @@ def _monitor_errors(docs: list[Mapping[str, Any]], pods: list[PodTemplate], helm
             continue
         key = "endpoints" if mon["kind"] == "ServiceMonitor" else "podMetricsEndpoints"
         for i, port in wanted:
+            if mon["kind"] == "PodMonitor" and port in ports:
+                # every selected pod is scraped: a template without the port leaves its pods out (Ray workers)
+                for p in selected:
+                    if port not in {cp.get("name") for c in p.spec.get("containers") or []
+                                    for cp in c.get("ports") or []}:
+                        errors.append(f"{_where(mon)}: spec.{key}[{i}].port: {port!r} is no container port of "
+                                      f"{p.owner} {p.path}: its pods are not scraped")
             if port not in ports:
                 errors.append(f"{_where(mon)}: spec.{key}[{i}].port: {port!r} is no port of the selected "
                               f"{what}s (they have {sorted(p for p in ports if p)})")
@@ -207,6 +227,43 @@ def _ref_errors(docs: list[Mapping[str, Any]], pods: list[PodTemplate]) -> list[
                 need("ConfigMap", p.namespace, v["configMap"].get("name"), bool(v["configMap"].get("optional")), at)
             if "secret" in v:
                 need("Secret", p.namespace, v["secret"].get("secretName"), bool(v["secret"].get("optional")), at)
+            if "persistentVolumeClaim" in v:
+                need("PersistentVolumeClaim", p.namespace, v["persistentVolumeClaim"].get("claimName"), False, at)
+    return errors
+
+
+def _gpu_requested(spec: Mapping[str, Any]) -> bool:
+    for c in spec.get("containers") or []:
+        res = c.get("resources") or {}
+        amounts = {**(res.get("requests") or {}), **(res.get("limits") or {})}
+        if str(amounts.get(GPU_RESOURCE, "0")) not in ("0", ""):
+            return True
+    return False
+
+
+def _tolerates_gpu_taint(spec: Mapping[str, Any]) -> bool:
+    for t in spec.get("tolerations") or []:
+        if t.get("effect") not in (None, "", "NoSchedule"):
+            continue
+        if t.get("operator") == "Exists" and t.get("key") in (None, "", GPU_RESOURCE):
+            return True
+        if t.get("key") == GPU_RESOURCE:
+            return True
+    return False
+
+
+def _gpu_pod_errors(pods: list[PodTemplate]) -> list[str]:
+    """GPU pods land on certified GPU nodes only, and those nodes' pool taint does not leave them Pending."""
+    errors = []
+    for p in pods:
+        if not _gpu_requested(p.spec):
+            continue
+        if not _tolerates_gpu_taint(p.spec):
+            errors.append(f"{p.owner}: {p.path}.spec.tolerations: requests GPUs but does not tolerate the GPU "
+                          f"pool's taint {GPU_RESOURCE}:NoSchedule (Pending on tainted GPU pools)")
+        if (p.spec.get("nodeSelector") or {}).get(CERTIFIED_LABEL) != "true":
+            errors.append(f"{p.owner}: {p.path}.spec.nodeSelector: requests GPUs but does not select certified "
+                          f"nodes ({CERTIFIED_LABEL}: 'true'): it may land on a quarantined or uncertified node")
     return errors
 
 
@@ -270,6 +327,122 @@ def _policy_errors(docs: list[Mapping[str, Any]], pods: list[PodTemplate], opera
     return errors
 
 
+# images whose default user is not root, where a container states none (ray-project/ray docker/base-deps)
+IMAGE_USERS = {"rayproject/": 1000}
+
+
+def _uid(c: Mapping[str, Any], pod: Mapping[str, Any]) -> int:
+    for sc in (c.get("securityContext") or {}, pod.get("securityContext") or {}):
+        if sc.get("runAsUser") is not None:
+            return int(sc["runAsUser"])
+    image = str(c.get("image", ""))
+    return next((u for prefix, u in IMAGE_USERS.items() if image.startswith(prefix)), 0)
+
+
+def _hostpath_errors(pods: list[PodTemplate]) -> list[str]:
+    errors = []
+    for p in pods:
+        made = {v["name"]: v["hostPath"].get("path") for v in p.spec.get("volumes") or []
+                if (v.get("hostPath") or {}).get("type") == "DirectoryOrCreate"}
+        for c in p.spec.get("containers") or []:
+            uid = _uid(c, p.spec)
+            for m in c.get("volumeMounts") or []:
+                if m.get("name") not in made or m.get("readOnly") or uid == 0:
+                    continue
+                fixed = any(_uid(i, p.spec) == 0 and any(im.get("name") == m["name"] for im in i.get("volumeMounts")
+                                                          or [])
+                            and f"chown {uid}" in " ".join(str(w) for w in [*(i.get("command") or []),
+                                                                             *(i.get("args") or [])])
+                            for i in p.spec.get("initContainers") or [])
+                if not fixed:
+                    errors.append(f"{p.owner}: {p.path}.spec.containers[{c.get('name')}].volumeMounts[{m['name']}]: "
+                                  f"hostPath {made[m['name']]} (DirectoryOrCreate: root-owned 0755) is not writable "
+                                  f"by uid {uid}; a root init container must chown it")
+    return errors
+
+
+PULUMI_TIMEOUT = "pulumi.com/timeoutSeconds"
+PULUMI_DEFAULT_S = 600  # pulumi-kubernetes' await default for Deployments and Jobs
+
+
+def _startup_budget_s(spec: Mapping[str, Any]) -> int:
+    budget = 0
+    for c in spec.get("containers") or []:
+        probe = c.get("startupProbe") or {}
+        if probe:
+            budget = max(budget, int(probe.get("initialDelaySeconds", 0))
+                         + int(probe.get("periodSeconds", 10)) * int(probe.get("failureThreshold", 3)))
+    return budget
+
+
+def _timeout_errors(docs: list[Mapping[str, Any]]) -> list[str]:
+    errors = []
+    for d in docs:
+        if d.get("kind") not in ("Deployment", "StatefulSet", "Job"):
+            continue
+        meta = d.get("metadata") or {}
+        tmpl = ((d.get("spec") or {}).get("template") or {})
+        if TIER_LABEL not in (meta.get("labels") or {}) and TIER_LABEL not in (
+                (tmpl.get("metadata") or {}).get("labels") or {}):
+            continue
+        raw = (meta.get("annotations") or {}).get(PULUMI_TIMEOUT)
+        budget = _startup_budget_s(tmpl.get("spec") or {})
+        if raw is None:
+            errors.append(f"{_where(d)}: metadata.annotations: no {PULUMI_TIMEOUT}: Pulumi gives up after "
+                          f"{PULUMI_DEFAULT_S} s" + (f", the pods' startup probe allows {budget} s" if budget else
+                                                     ", less than a model download or an engine build"))
+        elif budget and int(raw) < budget:
+            errors.append(f"{_where(d)}: metadata.annotations[{PULUMI_TIMEOUT}]: {raw} s is shorter than the "
+                          f"pods' startup probe ({budget} s)")
+    return errors
+
+
+BODY_ROUTING_HEADER = "x-gateway-model-name"  # set by the Inference Extension's body-based router only
+BODY_ROUTING = "body-based-routing"  # external_controllers key that declares it installed
+ROUTER_POD = {"app.kubernetes.io/name": "gridready-router"}
+RAY_SERVE_PORT = 8000
+
+
+def _header_errors(docs: list[Mapping[str, Any]], external: Mapping[str, str]) -> list[str]:
+    if BODY_ROUTING in external:
+        return []
+    errors = []
+    for route in (d for d in docs if d.get("kind") == "HTTPRoute"):
+        for r_i, rule in enumerate((route.get("spec") or {}).get("rules") or []):
+            for m in rule.get("matches") or []:
+                for h in m.get("headers") or []:
+                    if str(h.get("name", "")).lower() == BODY_ROUTING_HEADER:
+                        errors.append(f"{_where(route)}: spec.rules[{r_i}].matches: header {h.get('name')} is set "
+                                      f"only by the Inference Extension's body-based routing, which nothing "
+                                      f"installs: every request gets 404")
+    return errors
+
+
+def _unauthenticated_errors(docs: list[Mapping[str, Any]], pods: list[PodTemplate]) -> list[str]:
+    """Ray Serve LLM's ingress checks no key (ray-project/ray#55369): only the tier and the router reach it."""
+    errors = []
+    tiers = {p.labels.get(TIER_LABEL) for p in pods if p.owner.startswith("RayService/")} - {None}
+    for d in docs:
+        if d.get("kind") != "NetworkPolicy":
+            continue
+        tier = ((d.get("spec") or {}).get("podSelector") or {}).get("matchLabels", {}).get(TIER_LABEL)
+        if tier not in tiers:
+            continue
+        for i, rule in enumerate(d["spec"].get("ingress") or []):
+            ports = [p.get("port") for p in rule.get("ports") or []]
+            if ports and RAY_SERVE_PORT not in ports:
+                continue
+            for peer in rule.get("from") or [{}]:
+                sel = (peer.get("podSelector") or {}).get("matchLabels") or {}
+                if set(peer) == {"podSelector"} and (sel.get(TIER_LABEL) == tier or ROUTER_POD.items() <= sel.items()):
+                    continue
+                errors.append(f"{_where(d)}: spec.ingress[{i}]: admits {peer or 'every source'} to the Serve port "
+                              f"{RAY_SERVE_PORT} of tier {tier!r}, which checks no API key: only the authenticating "
+                              f"router may reach it")
+                break
+    return errors
+
+
 def _route_errors(docs: list[Mapping[str, Any]]) -> list[str]:
     """Every backendRef of an HTTPRoute names a rendered Service with that port (a Service backend is `group: ""`,
     `kind: Service`, in the route's namespace unless given: BackendRef,
@@ -310,5 +483,7 @@ def check(docs: Iterable[Mapping[str, Any]], helm_releases: Iterable[Mapping[str
                  if str(r.get("chart", "")).rstrip("/").rsplit("/", 1)[-1] == CONTROLLERS["ray.io"]}
     return (_service_errors(docs, pods) + _monitor_errors(docs, pods, helm_namespaces)
             + _controller_errors(docs, releases, external_controllers or {})
-            + _ref_errors(docs, pods) + _route_errors(docs)
+            + _ref_errors(docs, pods) + _gpu_pod_errors(pods) + _hostpath_errors(pods) + _timeout_errors(docs)
+            + _route_errors(docs) + _header_errors(docs, external_controllers or {})
+            + _unauthenticated_errors(docs, pods)
             + _policy_errors(docs, pods, operators or {"kuberay-system"}))

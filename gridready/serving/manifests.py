@@ -32,6 +32,8 @@ DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 MAX_NAME = {"RayService": 47, "RayCluster": 53}  # KubeRay validation.go (names get suffixes)
 UPGRADE_TYPES = {"NewCluster", "NewClusterWithIncrementalUpgrade", "None"}
 GPU = "nvidia.com/gpu"
+# Ray Serve LLM LoraConfig.validate_dynamic_lora_loading_path (s3/gs always; abfss/azure in newer releases)
+LORA_REMOTE_SCHEMES = ("s3://", "gs://", "abfss://", "azure://")
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -210,6 +212,10 @@ def _llm_configs_errors(where: str, at: str, args: dict[str, Any], gpu_capacity:
                               "log_engine_metrics"}
         if unknown:
             errors.append(f"{where}: {c}: unknown keys {sorted(unknown)}")
+        lora_path = (cfg.get("lora_config") or {}).get("dynamic_lora_loading_path")
+        if lora_path is not None and not str(lora_path).startswith(LORA_REMOTE_SCHEMES):
+            errors.append(f"{where}: {c}.lora_config.dynamic_lora_loading_path: {lora_path!r} is not a remote URI "
+                          f"({', '.join(LORA_REMOTE_SCHEMES)}): Ray Serve LLM's LoraConfig rejects it")
         if not (cfg.get("model_loading_config") or {}).get("model_id"):
             errors.append(f"{where}: {c}.model_loading_config.model_id: required")
         kw = cfg.get("engine_kwargs") or {}

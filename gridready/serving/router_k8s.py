@@ -48,3 +48,22 @@ def httproute(route: Route, namespace: str, gateway: str, ports: Mapping[str, in
             }],
         },
     }
+
+
+ROUTER_SERVICE = "gridready-router"  # gridready/stacks/serving/router.py
+
+
+def router_route(namespace: str, gateway: str, port: int) -> dict[str, Any]:
+    """The one HTTPRoute of the authenticating front: every /v1 request to the router's Service, which checks the
+    key and routes by the body's `model` (weights, canaries, served-name rewrite: LiteLLM's model_list)."""
+    return {
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": "HTTPRoute",
+        "metadata": {"name": ROUTER_SERVICE, "namespace": namespace,
+                     "labels": {"app.kubernetes.io/managed-by": "gridready", "gridready.io/route": ROUTER_SERVICE}},
+        "spec": {
+            "parentRefs": [{"name": gateway}],
+            "rules": [{"matches": [{"path": {"type": "PathPrefix", "value": "/v1"}}],
+                       "backendRefs": [{"name": ROUTER_SERVICE, "port": port}]}],
+        },
+    }

@@ -139,6 +139,11 @@ def llm_config(plan: TierPlan, env: dict[str, str] | None = None) -> dict[str, A
     return cfg
 
 
+# ray.llm._internal.serve configs LoraConfig.validate_dynamic_lora_loading_path: s3:// and gs:// in every release,
+# abfss:// and azure:// in newer ones
+LORA_REMOTE_SCHEMES = ("s3://", "gs://", "abfss://", "azure://")
+
+
 def lora_config(plan: TierPlan) -> dict[str, Any]:
     """Ray Serve LLM `lora_config`: adapters load on demand from <dynamic_lora_loading_path>/<adapter name>, and
     clients address one as `<model_id>:<adapter name>` (Ray docs, Multi-LoRA deployment and
@@ -152,7 +157,14 @@ def lora_config(plan: TierPlan) -> dict[str, Any]:
             f"serving.tiers[{tier.name}].lora_adapters: on Kubernetes every adapter's path must be "
             f"<one directory>/<adapter name> (Ray Serve LLM dynamic_lora_loading_path); got "
             f"{', '.join(f'{a.name}={a.path}' for a in tier.lora_adapters)}")
-    return {"dynamic_lora_loading_path": parents.pop(), "max_num_adapters_per_replica": tier.max_loras}
+    parent = parents.pop()
+    if not parent.startswith(LORA_REMOTE_SCHEMES):
+        raise InvalidInput(
+            f"serving.tiers[{tier.name}].lora_adapters: on Kubernetes the adapters must live in object storage: Ray "
+            f"Serve LLM's LoraConfig accepts a dynamic_lora_loading_path starting with "
+            f"{' or '.join(LORA_REMOTE_SCHEMES)} only and downloads each adapter from there (a node-local folder "
+            f"fails its validation and the RayService never starts); got {parent!r}")
+    return {"dynamic_lora_loading_path": parent, "max_num_adapters_per_replica": tier.max_loras}
 
 
 def health_extravars(serving: ServingSpec) -> dict[str, Any]:
@@ -213,6 +225,7 @@ def hosts_extravars(
             "vllm_version": serving.vllm_version,
             "ray_port": serving.ray_port,
             "wait_timeout_s": serving.wait_timeout_s,
+            "ready_timeout_s": serving.ready_timeout_s,
             "members": members,
             "firewall_clients": list(serving.firewall_clients),
             "network_isolated": serving.network_isolated,

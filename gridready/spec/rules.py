@@ -27,6 +27,8 @@ REVISION = re.compile(r"[0-9a-f]{40}")
 # The OpenAI `model` name: one path segment (it names unit files, metric labels and routes; no '/')
 SERVED_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
 ABS_PATH = re.compile(r"/[A-Za-z0-9_.@+/-]{0,4095}")
+# Ray Serve LLM's LoraConfig on Kubernetes: adapters in object storage (s3/gs; abfss/azure in newer Ray)
+OBJECT_URI = re.compile(r"(s3|gs|abfss|azure)://[A-Za-z0-9][A-Za-z0-9_.@-]{0,254}(/[A-Za-z0-9_.@+=-]{1,1024}){0,64}/?")
 ENGINE_ARG = re.compile(r"[a-z][a-z0-9_]{0,63}")  # vLLM's engine argument names (snake_case)
 CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 # Jinja's delimiters (variable, statement, comment): no value of cluster.yml is a template, and one reaching
@@ -161,9 +163,12 @@ def field_patterns(spec: ClusterSpec) -> Iterator[tuple[str, str]]:
             yield from _no_traversal(tier.embedding.model_file, f"{key}.embedding.model_file")
         for j, adapter in enumerate(tier.lora_adapters):
             where = f"{key}.lora_adapters[{j}].path"
-            if not (ABS_PATH.fullmatch(adapter.path) or HF_ID.fullmatch(adapter.path)):
-                yield where, "must be an absolute path or a Hugging Face repo id"
-            else:
+            remote = serving.target == "kubernetes" and OBJECT_URI.fullmatch(adapter.path)
+            if not (ABS_PATH.fullmatch(adapter.path) or HF_ID.fullmatch(adapter.path) or remote):
+                yield where, ("must be an absolute path or a Hugging Face repo id" +
+                              (", or on Kubernetes an s3://, gs://, abfss:// or azure:// URI"
+                               if serving.target == "kubernetes" else ""))
+            elif not remote:
                 yield from _no_traversal(adapter.path, where)
         yield from engine_args(key, tier.extra_engine_args)
 

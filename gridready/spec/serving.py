@@ -238,6 +238,17 @@ class KubernetesServing(BaseModel):
     gpu_operator_version: str = Field("v25.10.1", description="NVIDIA GPU Operator Helm chart version")
     kuberay_version: str = Field(KUBERAY_VERSION, description="KubeRay operator Helm chart version")
     kubernetes_version: str = Field("1.32", pattern=r"^1\.\d+$", description="schemas used to validate manifests")
+    storage_class: str | None = Field(
+        None, pattern=r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$",
+        description="StorageClass of the PVCs gridready makes (Triton's weights and engine cache); null: the "
+                    "cluster's default class",
+    )
+    weights_volume_size: str = Field("500Gi", pattern=r"^\d+(Ki|Mi|Gi|Ti)$",
+                                     description="size of a Triton tier's weights PVC (filled from the Hub)")
+    engine_cache_size: str = Field("1Ti", pattern=r"^\d+(Ki|Mi|Gi|Ti)$",
+                                   description="size of a Triton tier's engine-cache PVC")
+    pvc_access_mode: Literal["ReadWriteOnce", "ReadWriteMany"] = Field(
+        "ReadWriteMany", description="access mode of those PVCs: ReadWriteMany where a tier spans nodes")
 
 
 class EngineHealth(BaseModel):
@@ -280,6 +291,9 @@ class ServingSpec(BaseModel):
         None, description="NCCL/Gloo socket interface on hosts; default: the node group's mgmt_interface"
     )
     wait_timeout_s: PositiveInt = Field(900, description="how long vllm-<tier> waits for every GPU to join")
+    ready_timeout_s: PositiveInt = Field(
+        600, description="hosts: how long serve waits, after vllm-<tier> starts, for /v1/models to list the model "
+                         "(the model's download and load)")
     ray_node: RayNodeSizing = Field(default_factory=RayNodeSizing, description="resources `ray start` offers")
     firewall_clients: list[str] = Field(
         default_factory=list,

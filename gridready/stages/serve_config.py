@@ -19,6 +19,7 @@ from gridready.contracts import CertifySummary, Endpoint
 from gridready.errors import GridreadyError
 from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory, project_root
+from gridready.monitoring.prometheus import kubernetes_monitors
 from gridready.serving import (
     consistency,
     manifests,
@@ -126,13 +127,17 @@ def stack_configs(inv: Inventory, cert: Certification, plans: list[TierPlan], ro
             triton_stack.tier_config(triton.plan_for(p, site_pins=triton_versions.site_pins(inv.path),
                                                      source=topology.cluster_file(inv)), k.namespace,
                                      env=vllm.pod_env(p, cert, serving), rdma_resource=k.rdma_resource,
-                                     gpu_product_label=k.gpu_product_label)
+                                     gpu_product_label=k.gpu_product_label, storage_class=k.storage_class,
+                                     weights_size=k.weights_volume_size, engine_cache_size=k.engine_cache_size,
+                                     engine_cache_access_mode=k.pvc_access_mode)
             for p in triton_plans
         ]
     config["sglang_tiers"] = [sglang.k8s_tier(p, vllm.pod_env(p, cert, serving), serving)
                               for p in plans if p.tier.engine == "sglang"]
     config["router_routes"] = serve_router.k8s_routes(inv, root or project_root() / "artifacts", plans, canary,
                                                       canary_weight)
+    config["router"] = serve_router.k8s_router(inv, root or project_root() / "artifacts", plans, canary,
+                                               canary_weight)
     return {
         "platform": vllm.platform_stack_config(inv.customer, serving, cert, inv.hosts, groups),
         "serving": config,
@@ -153,7 +158,12 @@ def render_manifests(inv: Inventory, cert: Certification, plans: list[TierPlan],
         releases += rendered.helm_releases
         written += [str(p) for p in gpulumi.write_rendered(rendered, out_dir)]
         counts[stack] = {"manifests": len(rendered.manifests), "helm_releases": len(rendered.helm_releases)}
-    errors += consistency.check(docs, releases)
+    # the Prometheus operator's monitors (written beside the manifests) are checked against the tiers' Services and
+    # pods too; their controller is the customer's, outside the stacks
+    k = inv.spec.serving.kubernetes
+    monitors = kubernetes_monitors(inv.customer, [p.tier for p in plans], k.namespace)
+    errors += consistency.check([*docs, *monitors], releases,
+                                external_controllers={"monitoring.coreos.com": "the customer's Prometheus operator"})
     if errors:
         raise GridreadyError("rendered manifests do not validate:\n" + "\n".join(errors), ExitCode.STAGE_FAILED)
     return {"files": written, "counts": counts, "validated_against": f"kubernetes {k8s_version} + CRDs"}

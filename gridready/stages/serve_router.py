@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from gridready import artifacts, vault
 from gridready.bench.http import HttpError, fetch
 from gridready.bench.router_overhead import measure
@@ -150,24 +152,49 @@ def measure_overhead(inv: Inventory, cert: Certification, plans: list[TierPlan],
     return None
 
 
+ROUTER_IMAGE = "ghcr.io/berriai/litellm:main-v{version}"
+ROUTER_VERSION = "1.106.12"  # roles/gridready_router/defaults/main.yml gridready_router_version
+
+
+def k8s_router(inv: Inventory, root: Path, plans: list[TierPlan], canary: str | None = None,
+               weight_pct: int = 0) -> dict[str, Any] | None:
+    """The authenticating front on Kubernetes (gridready/stacks/serving/router.py), None without an OpenAI tier:
+    LiteLLM's config over the tiers' `<tier>-openai` Services with serving.router's routes (or one per served
+    name), the serving API key as master key, the routes' models rewritten to the tiers' served names."""
+    served = [p for p in plans if p.tier.engine in router_k8s.OPENAI_SERVICE_ENGINES]
+    if not served:
+        return None
+    spec = inv.spec.serving.router
+    chosen = routes(inv, root, served)
+    if canary:
+        chosen = router.replace_route(chosen, router.with_canary(router.canary_route(chosen, canary), canary,
+                                                                 weight_pct))
+    namespace = inv.spec.serving.kubernetes.namespace
+    ups = {p.tier.name: [router.Upstream(
+        tier=p.tier.name, base_url=f"http://{router_k8s.backend_service(p.tier.name)}.{namespace}:{p.tier.port}/v1",
+        served_name=p.tier.served_name,
+        api_key_env=router.tier_key_env(p.tier.name) if p.tier.engine in API_KEY_ENGINES else None)]
+        for p in served}
+    try:
+        config = router.litellm_config(spec, chosen, ups)
+    except ValueError as err:
+        raise InvalidInput(f"{topology.cluster_file(inv)}: serving.router.routes: {err}") from err
+    config["general_settings"].pop("custom_auth", None)  # the master key only: no per-client keys here yet
+    key_envs = sorted({u.api_key_env for us in ups.values() for u in us if u.api_key_env})
+    return {"image": ROUTER_IMAGE.format(version=ROUTER_VERSION), "port": spec.port,
+            "config_yaml": yaml.safe_dump(config, sort_keys=False), "key_envs": key_envs}
+
+
 def k8s_routes(inv: Inventory, root: Path, plans: list[TierPlan], canary: str | None = None,
                weight_pct: int = 0) -> list[dict[str, Any]]:
     """The router on Kubernetes: one weighted HTTPRoute per route over the tiers with an OpenAI Service (vLLM and
     SGLang: `<tier>-openai`); with `canary`, its route carries the canary at weight_pct %."""
     spec = inv.spec.serving.router
-    if not spec.enabled:
+    if not spec.enabled or not any(p.tier.engine in router_k8s.OPENAI_SERVICE_ENGINES for p in plans):
         return []
-    served = [p for p in plans if p.tier.engine in router_k8s.OPENAI_SERVICE_ENGINES]
-    chosen = routes(inv, root, served)
-    if canary:
-        chosen = router.replace_route(chosen, router.with_canary(router.canary_route(chosen, canary), canary,
-                                                                 weight_pct))
-    ports = {p.tier.name: p.tier.port for p in served}
-    namespace = inv.spec.serving.kubernetes.namespace
-    try:
-        return [router_k8s.httproute(r, namespace, spec.gateway, ports) for r in chosen]
-    except ValueError as err:
-        raise InvalidInput(f"{topology.cluster_file(inv)}: serving.router.routes: {err}") from err
+    # the Gateway hands every /v1 request to the authenticating router, which routes by the body's model: no
+    # header match that only the Inference Extension's body-based routing would set
+    return [router_k8s.router_route(inv.spec.serving.kubernetes.namespace, spec.gateway, spec.port)]
 
 
 def open_router_port(extravars: dict[str, Any]) -> None:

@@ -7,6 +7,11 @@
   Installation: https://lws.sigs.k8s.io/docs/installation/), at the version of the vendored LWS CRD;
 - node labels from certification (`gridready.io/certified=true|false`) and the taint
   `gridready.io/quarantined=true:NoSchedule` on quarantined nodes (server-side apply patches).
+
+Node.spec.taints is an atomic list under server-side apply (`+listType=atomic`): whoever applies it sets the whole
+list, and a manager that stops applying it deletes it. So gridready reads the node's live taints (`Node.get`) and
+applies them all with its own added (quarantine) or taken out (re-certification): the GPU pool's taint and every
+other taint stay, and only gridready's own is ever added or removed.
 """
 
 from __future__ import annotations
@@ -104,13 +109,8 @@ class GpuPlatform(pulumi.ComponentResource):
         )
 
     def _mark(self, node: NodeState, opts: pulumi.ResourceOptions) -> k8s.core.v1.NodePatch:
-        # Node.spec.taints is an atomic list under server-side apply: only quarantined nodes get a spec here,
-        # and a node that passes again loses the taint when this patch stops owning it.
-        spec = None
-        if not node.certified:
-            spec = k8s.core.v1.NodeSpecPatchArgs(taints=[
-                k8s.core.v1.TaintPatchArgs(key=QUARANTINE_TAINT, value="true", effect="NoSchedule")
-            ])
+        live = k8s.core.v1.Node.get(f"live-{node.name}", node.name, opts=pulumi.ResourceOptions(parent=self))
+        taints = live.spec.apply(lambda spec: merged_taints(_taints_of(spec), quarantined=not node.certified))
         return k8s.core.v1.NodePatch(
             f"node-{node.name}",
             metadata=k8s.meta.v1.ObjectMetaPatchArgs(
@@ -118,9 +118,29 @@ class GpuPlatform(pulumi.ComponentResource):
                 labels={CERTIFIED_LABEL: str(node.certified).lower(), "gridready.io/node-group": node.node_group},
                 annotations={"pulumi.com/patchForce": "true"},
             ),
-            spec=spec,
+            spec=k8s.core.v1.NodeSpecPatchArgs(taints=taints),
             opts=opts,
         )
+
+
+OWN_TAINT = {"key": QUARANTINE_TAINT, "value": "true", "effect": "NoSchedule"}
+
+
+def _taints_of(spec: Any) -> list[dict[str, Any]]:
+    """The live node's taints as dicts (the SDK gives objects, the mocks dicts or nothing)."""
+    raw = (spec.get("taints") if isinstance(spec, dict) else getattr(spec, "taints", None)) if spec else None
+    out = []
+    for t in raw or []:
+        item = t if isinstance(t, dict) else {"key": getattr(t, "key", None), "value": getattr(t, "value", None),
+                                              "effect": getattr(t, "effect", None)}
+        out.append({k: v for k, v in item.items() if k in ("key", "value", "effect") and v is not None})
+    return out
+
+
+def merged_taints(live: list[dict[str, Any]], *, quarantined: bool) -> list[dict[str, Any]]:
+    """Every taint the node has that is not gridready's, plus gridready's own when quarantined."""
+    others = [t for t in live if t.get("key") != QUARANTINE_TAINT]
+    return [*others, OWN_TAINT] if quarantined else others
 
 
 def program() -> None:

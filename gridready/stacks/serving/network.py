@@ -29,12 +29,19 @@ def _ports(ports: Iterable[int | str]) -> list[dict[str, Any]]:
 
 
 def ingress_rules(tier_labels: Mapping[str, str], client_ports: Iterable[int | str], clients: Iterable[str],
-                  client_namespaces: Iterable[str], operator_namespace: str | None = None) -> list[dict[str, Any]]:
-    """The ingress rules of a tier (pure: tests read them without Pulumi)."""
+                  client_namespaces: Iterable[str], operator_namespace: str | None = None,
+                  front_labels: Mapping[str, str] | None = None, front_ports: Iterable[int | str] = ()
+                  ) -> list[dict[str, Any]]:
+    """The ingress rules of a tier (pure: tests read them without Pulumi). `front_labels`: the pods of the
+    authenticating router, the only peers admitted to `front_ports` (the clients get `client_ports` only)."""
     rules: list[dict[str, Any]] = [{"from": [{"podSelector": {"matchLabels": dict(tier_labels)}}]}]
+    front_ports = list(front_ports)
+    if front_labels and front_ports:
+        rules.append({"from": [{"podSelector": {"matchLabels": dict(front_labels)}}], "ports": _ports(front_ports)})
     peers = [{"ipBlock": {"cidr": c}} for c in clients]
     peers += [{"namespaceSelector": {"matchLabels": {NAMESPACE_LABEL: ns}}} for ns in client_namespaces]
-    if peers:
+    client_ports = list(client_ports)
+    if peers and client_ports:
         rules.append({"from": peers, "ports": _ports(client_ports)})
     if operator_namespace:
         rules.append({"from": [{"namespaceSelector": {"matchLabels": {NAMESPACE_LABEL: operator_namespace}}}],

@@ -15,6 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from gridready.stacks.serving import model_cache, network, sglang, triton
+from gridready.stacks.serving import router as front
 
 SERVE_PORT = 8000  # Ray Serve's HTTP proxy inside the pods
 METRICS_PORT = 8080  # Ray's metrics export
@@ -69,6 +70,8 @@ class ServingConfig(BaseModel):
     vllm_tiers: list[RayServiceTier] = Field(default_factory=list)
     triton_tiers: list[dict[str, Any]] = Field(default_factory=list, description="opaque to this module")
     sglang_tiers: list[dict[str, Any]] = Field(default_factory=list, description="gridready/stacks/serving/sglang.py")
+    router: dict[str, Any] | None = Field(
+        None, description="the authenticating LiteLLM front (gridready/stacks/serving/router.py); None: no OpenAI tier")
     router_routes: list[dict[str, Any]] = Field(
         default_factory=list, description="Gateway API HTTPRoutes of serving.router (gridready/serving/router_k8s.py)")
 
@@ -158,11 +161,17 @@ class VllmRayService(pulumi.ComponentResource):
                         "name": "ray-worker",
                         "image": tier.image,
                         "env": [*env, *model_cache.env(tier.model_cache_path)],
+                        # Ray's metrics agent on every node exports the engine's metrics (the PodMonitor's port)
+                        "ports": [{"name": "metrics", "containerPort": METRICS_PORT}],
                         "resources": {"requests": requests, "limits": dict(gpu_res)},
-                        "securityContext": {"capabilities": {"add": ["IPC_LOCK"]}},
+                        # the image's own user, stated so the offline check can compare it with the cache's owner
+                        "securityContext": {"capabilities": {"add": ["IPC_LOCK"]},
+                                            "runAsUser": model_cache.RAY_UID, "runAsGroup": model_cache.RAY_GID},
                         "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"},
                                          model_cache.mount(tier.model_cache_path)],
                     }],
+                    "initContainers": [model_cache.owner_init(tier.image, tier.model_cache_path,
+                                                              model_cache.RAY_UID, model_cache.RAY_GID)],
                     "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": tier.shm_size}},
                                 model_cache.volume(tier.model_cache_path)],
                 },
@@ -247,22 +256,37 @@ class ServingTiers(pulumi.ComponentResource):
         self.triton = [build_triton(t, config.namespace, config.hf_token_secret, self) for t in config.triton_tiers]
         self.sglang = [sglang.build_tier(t, namespace=config.namespace, hf_secret=config.hf_token_secret, opts=after)
                        for t in config.sglang_tiers]
-        self.policies = [self._policy(config, t.name, [SERVE_PORT, METRICS_PORT], config.kuberay_namespace)
+        # Ray Serve LLM checks no key: with the front, a vLLM tier's Serve port admits the router's pods only and
+        # the clients reach the metrics port alone; SGLang checks its own key, so its port stays open to clients
+        self.router = (front.Router("router", front.RouterK8sConfig.model_validate(config.router), config.namespace,
+                                    config.api_key_secret, API_KEY_ENV, after) if config.router else None)
+        fronted = front.LABELS if self.router else None
+        self.policies = [self._policy(config, t.name, [METRICS_PORT] if fronted else [SERVE_PORT, METRICS_PORT],
+                                      config.kuberay_namespace, fronted, [SERVE_PORT])
                          for t in config.vllm_tiers]
         self.policies += [self._policy(config, c.config.name, list(c.config.ports.values())) for c in self.triton]
-        self.policies += [self._policy(config, t["name"], [t["port"]]) for t in config.sglang_tiers]
-        services = [c.service for c in self.vllm]
+        self.policies += [self._policy(config, t["name"], [t["port"]], None, fronted, [t["port"]])
+                          for t in config.sglang_tiers]
+        if self.router:  # the front itself: the clients reach its port, nothing else
+            rules = network.ingress_rules(front.LABELS, [config.router.get("port", 4000)], config.clients,
+                                          config.client_namespaces)
+            self.policies.append(network.tier_policy(front.NAME, config.namespace, front.LABELS, rules, self))
+        services = [c.service for c in self.vllm] + ([self.router.service] if self.router else [])
         self.routes = [k8s.apiextensions.CustomResource(
             f"route-{doc['metadata']['name']}", api_version=doc["apiVersion"], kind=doc["kind"],
             metadata=doc["metadata"], spec=doc["spec"],
             opts=pulumi.ResourceOptions(parent=self, depends_on=services)) for doc in config.router_routes]
         self.endpoints = {t.name: c.endpoint for t, c in zip(config.vllm_tiers, self.vllm, strict=True)}
         self.endpoints.update({c.tier_name: c.endpoint for c in self.sglang})
+        if self.router:
+            self.endpoints["router"] = self.router.endpoint
         self.register_outputs({"endpoints": self.endpoints})
 
-    def _policy(self, config: ServingConfig, tier: str, ports: list[int], operator_ns: str | None = None) -> Any:
+    def _policy(self, config: ServingConfig, tier: str, ports: list[int], operator_ns: str | None = None,
+                front_labels: dict[str, str] | None = None, front_ports: list[int] | None = None) -> Any:
         labels = {TIER_LABEL: tier}
-        rules = network.ingress_rules(labels, ports, config.clients, config.client_namespaces, operator_ns)
+        rules = network.ingress_rules(labels, ports, config.clients, config.client_namespaces, operator_ns,
+                                      front_labels, front_ports or [])
         return network.tier_policy(tier, config.namespace, labels, rules, self)
 
 

@@ -18,7 +18,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 from pydantic import BaseModel, ConfigDict, Field
 
-from gridready.stacks.serving import model_cache
+from gridready.stacks.serving import model_cache, timeouts
 
 TIER_LABEL = "gridready.io/tier"
 # SGLang's `--config` YAML (server_arguments.md, "Common launch commands": CLI flags override it) carries the API
@@ -65,11 +65,14 @@ class SglangTier(pulumi.ComponentResource):
         super().__init__("gridready:serving:SglangTier", name, None, opts)
         self.tier_name = tier.name
         self.labels = {TIER_LABEL: tier.name, "app.kubernetes.io/managed-by": "gridready"}
-        child = pulumi.ResourceOptions(parent=self)
+        # Pulumi waits for the pods as long as their startup probe does (the model's download and load)
+        child = pulumi.ResourceOptions(parent=self, custom_timeouts=timeouts.custom(tier.startup_timeout_s))
+        meta = k8s.meta.v1.ObjectMetaArgs(name=tier.name, namespace=namespace, labels=self.labels,
+                                          annotations=timeouts.annotations(tier.startup_timeout_s))
         if tier.nodes == 1:
             self.workload: Any = k8s.apps.v1.Deployment(
                 f"{name}-sglang",
-                metadata=k8s.meta.v1.ObjectMetaArgs(name=tier.name, namespace=namespace, labels=self.labels),
+                metadata=meta,
                 spec={"replicas": tier.replicas, "selector": {"matchLabels": dict(self.labels)},
                       "template": self._pod(tier, hf_secret, leader=True)},
                 opts=child)
@@ -79,7 +82,7 @@ class SglangTier(pulumi.ComponentResource):
                 f"{name}-sglang",
                 api_version="leaderworkerset.x-k8s.io/v1",
                 kind="LeaderWorkerSet",
-                metadata=k8s.meta.v1.ObjectMetaArgs(name=tier.name, namespace=namespace, labels=self.labels),
+                metadata=meta,
                 spec={"replicas": tier.replicas,
                       "leaderWorkerTemplate": {
                           "size": tier.nodes,

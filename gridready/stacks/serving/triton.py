@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import shlex
 from typing import Any
 
 import pulumi
@@ -24,9 +25,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from gridready.serving import triton
 from gridready.serving.triton_launch import REPO_IN, worker_script
 from gridready.serving.triton_plan import ENGINES_DIR, WEIGHTS_DIR, TritonPlan
+from gridready.stacks.serving import timeouts
 
 TIER_LABEL = "gridready.io/tier"
 GPU = "nvidia.com/gpu"
+CERTIFIED_LABEL = "gridready.io/certified"
 SCRIPTS_DIR = "/gridready"
 MPI_SSH_PORT = 2222
 
@@ -57,12 +60,20 @@ class TritonTierConfig(BaseModel):
     engine_cache_size: str = "1Ti"
     engine_cache_storage_class: str | None = None
     engine_cache_access_mode: str = "ReadWriteMany"
-    weights_claim: str = Field("gridready-model-weights", description="PVC holding <hf_id>/<revision> directories")
+    weights_claim: str = Field("gridready-model-weights",
+                               description="PVC holding <hf_id>/<revision> directories; made and filled by this "
+                                           "component where hf_id is set (<tier>-weights), else made elsewhere")
+    hf_id: str | None = Field(None, description="Hub model the weights Job downloads into the weights PVC")
+    revision: str | None = None
+    weights_size: str = "500Gi"
+    storage_class: str | None = Field(None, description="StorageClass of both PVCs (serving.kubernetes.storage_class)")
     gpu_product_label: str | None = None
     rdma_resource: str | None = None
     shm_size: str = "32Gi"
     cpu: str = "32"
     memory: str = "256Gi"
+    build_timeout_s: int = Field(7200, description="the engine-build Job's budget (Pulumi waits this long)")
+    weights_timeout_s: int = Field(7200, description="the weights Job's budget (download of the model)")
     mpi_ssh_secret: str | None = Field(None, description="Secret with id_rsa/authorized_keys for mpirun (multi-node)")
 
 
@@ -92,8 +103,24 @@ def tier_config(plan: TritonPlan, namespace: str, *, env: dict[str, str] | None 
         env=env,
         build_script=build,
         engine_key=repo.manifest["engine_key"],
+        hf_id=None if plan.tier.model.local_path else plan.tier.model.hf_id,
+        revision=None if plan.tier.model.local_path else plan.tier.model.revision,
         **options,
     ).model_dump()
+
+
+def weights_script(hf_id: str, revision: str) -> str:
+    """The weights Job: download the pinned revision into <WEIGHTS_DIR>/<hf_id>/<revision> once (huggingface_hub,
+    which the TensorRT-LLM images carry; HF_TOKEN from its Secret), then mark it complete."""
+    target = f"{WEIGHTS_DIR}/{hf_id}/{revision}"
+    return (
+        "set -eu\n"
+        f"if [ -f {shlex.quote(target)}/.gridready-complete ]; then echo 'weights present'; exit 0; fi\n"
+        "python3 -c 'import sys; from huggingface_hub import snapshot_download; "
+        "snapshot_download(repo_id=sys.argv[1], revision=sys.argv[2], local_dir=sys.argv[3])' "
+        f"{shlex.quote(hf_id)} {shlex.quote(revision)} {shlex.quote(target)}\n"
+        f"touch {shlex.quote(target)}/.gridready-complete\n"
+    )
 
 
 def _key(path: str) -> str:
@@ -131,26 +158,24 @@ class TritonTier(pulumi.ComponentResource):
             f"{name}-repo", metadata=self._meta(f"{cfg.name}-triton"), data=data, opts=child,
         )
         deps: list[pulumi.Resource] = [self.config_map]
+        self.weights: k8s.core.v1.PersistentVolumeClaim | None = None
+        self.weights_job: k8s.batch.v1.Job | None = None
+        if cfg.hf_id and cfg.revision:  # the server and the engine build read the weights from this claim
+            self.weights = self._claim(f"{name}-weights", f"{cfg.name}-weights", cfg.weights_size)
+            self.weights_job = self._weights_job(name, hf_secret, [*deps, self.weights])
+            deps.append(self.weights_job)
         self.engine_cache: k8s.core.v1.PersistentVolumeClaim | None = None
         self.build_job: k8s.batch.v1.Job | None = None
         if cfg.mode == "engine":
-            self.engine_cache = k8s.core.v1.PersistentVolumeClaim(
-                f"{name}-engines",
-                metadata=self._meta(f"{cfg.name}-engines"),
-                spec=k8s.core.v1.PersistentVolumeClaimSpecArgs(
-                    access_modes=[cfg.engine_cache_access_mode],
-                    storage_class_name=cfg.engine_cache_storage_class,
-                    resources=k8s.core.v1.VolumeResourceRequirementsArgs(requests={"storage": cfg.engine_cache_size}),
-                ),
-                opts=child,
-            )
+            self.engine_cache = self._claim(f"{name}-engines", f"{cfg.name}-engines", cfg.engine_cache_size)
             self.build_job = self._build_job(name, hf_secret, [*deps, self.engine_cache])
             deps.append(self.build_job)
-        after = pulumi.ResourceOptions(parent=self, depends_on=deps)
+        after = pulumi.ResourceOptions(parent=self, depends_on=deps,
+                                       custom_timeouts=timeouts.custom(cfg.startup_timeout_s))
         if cfg.nodes == 1:
             self.workload: pulumi.CustomResource = k8s.apps.v1.Deployment(
                 f"{name}-server",
-                metadata=self._meta(cfg.name),
+                metadata=self._meta(cfg.name, timeouts.annotations(cfg.startup_timeout_s)),
                 spec=k8s.apps.v1.DeploymentSpecArgs(
                     replicas=1,
                     strategy=k8s.apps.v1.DeploymentStrategyArgs(type="Recreate"),  # GPUs are not there twice
@@ -165,7 +190,7 @@ class TritonTier(pulumi.ComponentResource):
                 f"{name}-server",
                 api_version="leaderworkerset.x-k8s.io/v1",
                 kind="LeaderWorkerSet",
-                metadata=self._meta(cfg.name),
+                metadata=self._meta(cfg.name, timeouts.annotations(cfg.startup_timeout_s)),
                 spec={
                     "replicas": 1,
                     # LeaderCreated (the CRD's default): workers start with the leader. LeaderReady would create
@@ -198,8 +223,55 @@ class TritonTier(pulumi.ComponentResource):
         self.endpoint = pulumi.Output.concat("http://", cfg.name, ".", cfg.namespace, ".svc:", str(port))
         self.register_outputs({"endpoint": self.endpoint, "served_name": cfg.served_name})
 
-    def _meta(self, name: str) -> k8s.meta.v1.ObjectMetaArgs:
-        return k8s.meta.v1.ObjectMetaArgs(name=name, namespace=self.config.namespace, labels=self.labels)
+    @property
+    def weights_claim(self) -> str:
+        cfg = self.config
+        return f"{cfg.name}-weights" if cfg.hf_id and cfg.revision else cfg.weights_claim
+
+    def _claim(self, resource: str, name: str, size: str) -> k8s.core.v1.PersistentVolumeClaim:
+        cfg = self.config
+        return k8s.core.v1.PersistentVolumeClaim(
+            resource,
+            metadata=self._meta(name),
+            spec=k8s.core.v1.PersistentVolumeClaimSpecArgs(
+                access_modes=[cfg.engine_cache_access_mode],
+                storage_class_name=cfg.storage_class or cfg.engine_cache_storage_class,
+                resources=k8s.core.v1.VolumeResourceRequirementsArgs(requests={"storage": size}),
+            ),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+
+    def _weights_job(self, name: str, hf_secret: str | None, deps: list[pulumi.Resource]) -> k8s.batch.v1.Job:
+        cfg = self.config
+        container = k8s.core.v1.ContainerArgs(
+            name="weights",
+            image=cfg.image,
+            command=["bash", "-c", weights_script(cfg.hf_id or "", cfg.revision or "")],
+            env=self._env(hf_secret),
+            volume_mounts=[k8s.core.v1.VolumeMountArgs(name="weights", mount_path=WEIGHTS_DIR)],
+        )
+        return k8s.batch.v1.Job(
+            f"{name}-weights",
+            metadata=self._meta(f"{cfg.name}-weights-{(cfg.revision or '')[:10]}",
+                                timeouts.annotations(cfg.weights_timeout_s)),
+            spec=k8s.batch.v1.JobSpecArgs(
+                backoff_limit=2,
+                template=k8s.core.v1.PodTemplateSpecArgs(
+                    metadata=k8s.meta.v1.ObjectMetaArgs(labels=self.labels),
+                    spec=k8s.core.v1.PodSpecArgs(
+                        containers=[container], restart_policy="Never", enable_service_links=False,
+                        volumes=[k8s.core.v1.VolumeArgs(
+                            name="weights", persistent_volume_claim=k8s.core.v1.PersistentVolumeClaimVolumeSourceArgs(
+                                claim_name=f"{cfg.name}-weights"))]),
+                ),
+            ),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=deps,
+                                        custom_timeouts=timeouts.custom(cfg.weights_timeout_s)),
+        )
+
+    def _meta(self, name: str, annotations: dict[str, str] | None = None) -> k8s.meta.v1.ObjectMetaArgs:
+        return k8s.meta.v1.ObjectMetaArgs(name=name, namespace=self.config.namespace, labels=self.labels,
+                                          annotations=annotations)
 
     def _volumes(self, *, build: bool) -> tuple[list[Any], list[Any]]:
         cfg = self.config
@@ -218,7 +290,7 @@ class TritonTier(pulumi.ComponentResource):
             k8s.core.v1.VolumeArgs(
                 name="weights",
                 persistent_volume_claim=k8s.core.v1.PersistentVolumeClaimVolumeSourceArgs(
-                    claim_name=cfg.weights_claim, read_only=True
+                    claim_name=self.weights_claim, read_only=True
                 ),
             ),
             k8s.core.v1.VolumeArgs(
@@ -273,7 +345,10 @@ class TritonTier(pulumi.ComponentResource):
             volumes=volumes,
             restart_policy=restart,
             enable_service_links=False,
-            node_selector={"nvidia.com/gpu.product": cfg.gpu_product_label} if cfg.gpu_product_label else None,
+            # certified GPU nodes only, and the GPU pool's taint tolerated (as the RayService and SGLang pods)
+            node_selector={CERTIFIED_LABEL: "true",
+                           **({"nvidia.com/gpu.product": cfg.gpu_product_label} if cfg.gpu_product_label else {})},
+            tolerations=[k8s.core.v1.TolerationArgs(key=GPU, operator="Exists", effect="NoSchedule")],
         )
 
     def _pod(self, hf_secret: str | None, *, leader: bool) -> k8s.core.v1.PodTemplateSpecArgs:
@@ -331,7 +406,7 @@ class TritonTier(pulumi.ComponentResource):
         job_name = f"{cfg.name}-engine-{(cfg.engine_key or '')[:10]}"
         return k8s.batch.v1.Job(
             f"{name}-engine-build",
-            metadata=self._meta(job_name),
+            metadata=self._meta(job_name, timeouts.annotations(cfg.build_timeout_s)),
             spec=k8s.batch.v1.JobSpecArgs(
                 backoff_limit=1,
                 template=k8s.core.v1.PodTemplateSpecArgs(
@@ -339,7 +414,8 @@ class TritonTier(pulumi.ComponentResource):
                     spec=self._pod_spec([container], volumes, restart="Never"),
                 ),
             ),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=deps),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=deps,
+                                        custom_timeouts=timeouts.custom(cfg.build_timeout_s)),
         )
 
 

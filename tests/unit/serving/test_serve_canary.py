@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 import pytest
+import yaml
 
 from gridready import ansible, contracts
 from gridready import pulumi as gpulumi
@@ -100,27 +101,38 @@ def _k8s(make_inv, write_certify, **flags: Any) -> list[dict[str, Any]]:
     return gpulumi.render("serving", configs["serving"], "acme").manifests
 
 
-def test_kubernetes_canary_renders_as_the_weighted_route_and_validates(make_inv, write_certify):
+def _router_weights(docs: list[dict[str, Any]]) -> dict[str, int]:
+    (cm,) = [d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "gridready-router"]
+    conf = yaml.safe_load(cm["data"]["config.yaml"])
+    return {m["model_info"]["id"]: m["litellm_params"]["weight"] for m in conf["model_list"]
+            if "weight" in m["litellm_params"]}
+
+
+def test_kubernetes_canary_renders_as_the_weighted_router_config_and_validates(make_inv, write_certify):
+    """On Kubernetes the router (the authenticating front, #29) carries the canary's weight; the Gateway's one
+    HTTPRoute hands /v1 to it."""
     docs = _k8s(make_inv, write_certify, canary="hot", canary_weight=10)
     (route,) = [d for d in docs if d["kind"] == "HTTPRoute"]
-    refs = {b["name"]: b["weight"] for b in route["spec"]["rules"][0]["backendRefs"]}
-    assert refs == {"batch-openai": 900, "hot-openai": 100}
+    assert route["spec"]["rules"][0]["backendRefs"] == [{"name": "gridready-router", "port": 4000}]
     assert route["spec"]["parentRefs"] == [{"name": "inference-gateway"}]
+    weights = _router_weights(docs)
+    assert weights == {"llama-3.3-70b@batch-0": 900 * router.REPLICA_SCALE,
+                       "llama-3.3-70b@hot-0": 100 * router.REPLICA_SCALE}
     assert manifests.validate(docs) == []
     assert consistency.check(docs, external_controllers={"ray.io": "the platform stack"}) == []
-    (steady,) = [d for d in _k8s(make_inv, write_certify) if d["kind"] == "HTTPRoute"]
-    assert {b["name"]: b["weight"] for b in steady["spec"]["rules"][0]["backendRefs"]} == {
-        "batch-openai": 1, "hot-openai": 0}
+    steady = _router_weights(_k8s(make_inv, write_certify))
+    assert steady == {"llama-3.3-70b@batch-0": 1 * router.REPLICA_SCALE}
 
 
 def test_the_checker_catches_a_route_to_a_missing_service_or_port(make_inv, write_certify):
     docs = _k8s(make_inv, write_certify, canary="hot", canary_weight=10)
     bad = copy.deepcopy(docs)
     (route,) = [d for d in bad if d["kind"] == "HTTPRoute"]
-    route["spec"]["rules"][0]["backendRefs"][0]["port"] = 1
-    route["spec"]["rules"][0]["backendRefs"][1]["name"] = "gone-openai"
+    route["spec"]["rules"][0]["backendRefs"] = [{"name": "gridready-router", "port": 1},
+                                                {"name": "gone-openai", "port": 8000}]
     errors = consistency.check(bad)
-    assert any("backendRefs[batch-openai]: port 1 is not a port of Service 'batch-openai'" in e for e in errors)
+    assert any("backendRefs[gridready-router]: port 1 is not a port of Service 'gridready-router'" in e
+               for e in errors)
     assert any("backendRefs[gone-openai]: Service 'gone-openai' is not rendered" in e for e in errors)
 
 

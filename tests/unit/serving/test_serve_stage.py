@@ -197,7 +197,8 @@ def test_plan_view_for_hosts_and_kubernetes(make_inv, write_certify):
     assert view["hosts"]["gpu02"]["role"] == "worker"
     assert view["tiers"][0]["args"][:2] == ["serve", "meta-llama/Llama-3.3-70B-Instruct"]
     k8s = serve.render(make_inv(2, target="kubernetes"), _ctx(root))
-    assert k8s["manifests"]["counts"]["serving"]["manifests"] == 5  # 2 Secrets, RayService, Service, NetworkPolicy
+    # 2 Secrets, RayService, Service, NetworkPolicy; the router's ConfigMap, Deployment, Service, NetworkPolicy
+    assert k8s["manifests"]["counts"]["serving"]["manifests"] == 9
 
 
 def test_plan_view_without_certification(make_inv, tmp_path):

@@ -23,7 +23,8 @@ def _render(make_inv, pp: int, replicas: int = 1):
 
 
 def _kind(docs, kind):
-    return [d for d in docs if d["kind"] == kind]
+    """The tier's objects of `kind` (the authenticating router, gridready-router, aside)."""
+    return [d for d in docs if d["kind"] == kind and not d["metadata"]["name"].startswith("gridready-router")]
 
 
 def _opt(args, flag):

@@ -45,7 +45,7 @@ def test_component_and_objects(rendered) -> None:
     assert ("Deployment", "trt-8b") in kinds and ("LeaderWorkerSet", "trt-70b") in kinds
     assert ("PersistentVolumeClaim", "trt-8b-engines") in kinds
     assert ("LeaderWorkerSet", "trt-70b-eng") in kinds
-    jobs = sorted(n for k, n in kinds if k == "Job")
+    jobs = sorted(n for k, n in kinds if k == "Job" and "-engine-" in n)
     assert [j.rsplit("-", 1)[0] for j in jobs] == ["trt-70b-eng-engine", "trt-8b-engine"]  # llmapi: no Job
     assert len(kinds) == len(set(kinds))  # no two objects of a kind share a name
 
@@ -76,7 +76,8 @@ def test_deployment_probes_gpus_and_repository(rendered) -> None:
     assert c["livenessProbe"]["httpGet"]["path"] == "/v2/health/live"
     assert c["resources"]["limits"]["nvidia.com/gpu"] == "1"
     assert pod["enableServiceLinks"] is False
-    assert pod["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-H200"}
+    assert pod["nodeSelector"] == {"gridready.io/certified": "true", "nvidia.com/gpu.product": "NVIDIA-H200"}
+    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in pod["tolerations"]
     assert dep["spec"]["strategy"]["type"] == "Recreate"
     cm = _doc(rendered, "ConfigMap", "trt-8b-triton")
     for key, text in cm["data"].items():
@@ -88,7 +89,8 @@ def test_deployment_probes_gpus_and_repository(rendered) -> None:
 
 
 def test_engine_job_uses_the_serving_image_and_writes_the_cache(rendered) -> None:
-    job = next(d for d in rendered.manifests if d["kind"] == "Job" and d["metadata"]["name"].startswith("trt-8b"))
+    job = next(d for d in rendered.manifests
+               if d["kind"] == "Job" and d["metadata"]["name"].startswith("trt-8b-engine-"))
     dep = _doc(rendered, "Deployment", "trt-8b")
     c = job["spec"]["template"]["spec"]["containers"][0]
     assert c["image"] == dep["spec"]["template"]["spec"]["containers"][0]["image"]
