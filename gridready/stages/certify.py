@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from gridready import ansible, contracts
+from gridready import ansible, contracts, ledger
 from gridready.artifacts import RunContext
 from gridready.certify.fabric import FabricResult
 from gridready.certify.hca import hca_verdicts
@@ -65,19 +65,17 @@ def _in_limit(inv: Inventory, host: str, limit: str | None) -> bool:
 
 
 def reusable(ctx: RunContext, spec: CertificationSpec, hosts: list[str]) -> dict[str, tuple[str, NodeVerdict]]:
-    """Hosts whose last certification is still valid (certified, same profile, inside the window): the path of
-    their certification.json and its verdict."""
+    """Hosts whose ledger entry is still valid (certified, not drained, same profile, inside the window), whichever
+    run certified them: the path of their certification.json and its verdict."""
     if ctx.force:
         return {}
-    found = contracts.latest(ctx.root, ctx.customer, CertifySummary)
-    if not found:
-        return {}
-    summary_path, summary = found
+    _, book = ledger.read(ctx.root, ctx.customer)
     out = {}
     for host in hosts:
-        node = summary.hosts.get(host)
-        cert_path = Path(node.certification if node and node.certification
-                         else summary_path.parent / "nodes" / host / "certification.json")
+        entry = book.nodes.get(host)
+        if not ledger.usable(entry, spec.validity_hours)[0] or entry is None or not entry.certification:
+            continue
+        cert_path = Path(entry.certification)
         try:
             cert = json.loads(cert_path.read_text())
         except (OSError, ValueError):
@@ -168,9 +166,11 @@ def run(inv: Inventory, ctx: RunContext) -> CertifySummary:
 def write_summary(inv: Inventory, ctx: RunContext, fleet: FleetVerdict, *, hosts: list[str] | None = None,
                   reused: dict[str, tuple[str, NodeVerdict]] | None = None, unreachable: list[str] | None = None,
                   messages: list[str] | None = None, timer: Timer | None = None,
-                  reports: dict[str, str] | None = None, data: dict[str, Any] | None = None) -> CertifySummary:
+                  reports: dict[str, str] | None = None, data: dict[str, Any] | None = None,
+                  evidence: dict[str, tuple[str, str]] | None = None) -> CertifySummary:
     """The certify stage's writer: the fleet verdict (and nodes reused from an earlier run) as the CertifySummary
-    contract, with the exit code the policy gives; written to <stage_dir>/summary.json."""
+    contract, with the exit code the policy gives; written to <stage_dir>/summary.json, then merged into the
+    customer's ledger (only the nodes this run judged; nothing for a check-mode run)."""
     reused, unreachable, timer = reused or {}, unreachable or [], timer or Timer()
     hosts = hosts if hosts is not None else [h for h in inv.gpu_hosts() if h in fleet.nodes or h in reused]
     todo = [h for h in hosts if h not in reused]
@@ -186,7 +186,7 @@ def write_summary(inv: Inventory, ctx: RunContext, fleet: FleetVerdict, *, hosts
         messages.append("check mode: verdicts recorded, nothing quarantined; would quarantine "
                         + ", ".join(fleet.quarantined))
     status = "success" if code is ExitCode.OK else "unreachable" if code is ExitCode.UNREACHABLE else "not-certified"
-    return CertifySummary(
+    summary = CertifySummary(
         customer=inv.customer, run_id=ctx.run_id, status=status, exit_code=int(code),  # type: ignore[arg-type]
         check=ctx.check, started_at=timer.started_at, seconds=timer.seconds, messages=messages,
         hosts=node_entries(hosts, fleet, reused, unreachable, ctx.stage_dir(STAGE)),
@@ -195,6 +195,11 @@ def write_summary(inv: Inventory, ctx: RunContext, fleet: FleetVerdict, *, hosts
         validity_hours=inv.spec.certification.validity_hours, reports=reports or {}, data=data or {},
         simulated=fleet.simulated,
     ).close(ctx)
+    summary_path = ctx.stage_dir(STAGE) / contracts.SUMMARY_FILE
+    groups = {h: inv.node_group_of(h) for h in summary.hosts}
+    ledger.update(ctx.root, inv.customer, lambda book: ledger.record_certify(
+        book, summary, summary_path, groups=groups, evidence=evidence))
+    return summary
 
 
 def node_entries(hosts: list[str], fleet: FleetVerdict, reused: dict[str, tuple[str, NodeVerdict]],

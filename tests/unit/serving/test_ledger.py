@@ -1,0 +1,133 @@
+"""The per-node ledger (gridready.ledger): merge rules, and serve, bench and reuse reading it (issue 31)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from gridready import ledger
+from gridready.artifacts import RunContext
+from gridready.contracts import CertifySummary
+from gridready.errors import InvalidInput, NotCertified
+from gridready.exitcodes import ExitCode
+from gridready.serving import topology
+from gridready.stages import bench, serve, serve_deploy
+from gridready.stages import certify as certify_stage
+from tests.summaries import certification, certified_ledger
+
+A, B, C = "20261130T010000Z-aaaa", "20261130T020000Z-bbbb", "20261130T030000Z-cccc"
+
+
+def test_a_limit_run_merges_and_serve_uses_every_certified_node(make_inv):
+    """The live bug: `certify --limit gpu02 --force` wrote a summary of gpu02 alone and serve dropped gpu01."""
+    inv = make_inv(2)
+    certification(inv, ["gpu01", "gpu02"], run_id=A)
+    path, book = certified_ledger(inv, ["gpu02"], run_id=B)
+    assert book.nodes["gpu01"].run_id == A and book.nodes["gpu02"].run_id == B
+    cert = topology.read_certification(inv, (path, book))
+    assert sorted(cert.certified) == ["gpu01", "gpu02"] and cert.quarantined == []
+    (plan,) = topology.plan_tiers(inv, cert)
+    assert plan.pipeline_parallel == 2
+
+
+def test_a_limit_run_that_quarantines_one_node_leaves_the_others(make_inv):
+    inv = make_inv(3)
+    certification(inv, ["gpu01", "gpu02", "gpu03"], run_id=A)
+    path, book = certified_ledger(inv, [], ["gpu03"], run_id=B)
+    assert {n: e.verdict for n, e in book.nodes.items()} == {
+        "gpu01": "certified", "gpu02": "certified", "gpu03": "quarantined"}
+    assert book.nodes["gpu03"].failing_gates == ["pcie_link"]
+    cert = topology.read_certification(inv, (path, book))
+    assert sorted(cert.certified) == ["gpu01", "gpu02"] and cert.quarantined == ["gpu03"]
+    assert [(c.node, c.before, c.after) for c in book.changes()] == [("gpu03", "certified", "quarantined")]
+
+
+def test_check_mode_and_error_runs_never_change_the_ledger(make_inv):
+    inv = make_inv(2)
+    path, before = certified_ledger(inv, ["gpu01", "gpu02"], run_id=A)
+    _, after = certified_ledger(inv, [], ["gpu01"], run_id=B, check=True)
+    assert after == before
+    errored = CertifySummary(customer="acme", run_id=C, status="error", exit_code=1, started_at="2026-12-01T00:00:00",
+                             profile="quick", failure_policy="quarantine", validity_hours=24,
+                             hosts={"gpu01": {"status": "quarantined"}})
+    assert ledger.record_certify(before.model_copy(deep=True), errored, path) == before
+
+
+def test_a_node_expires_on_its_own_window(make_inv):
+    inv = make_inv(2)
+    certification(inv, ["gpu01", "gpu02"], run_id=A)
+    path, book = ledger.read(*_root_and_customer(inv))
+    book.nodes["gpu01"].valid_until = (datetime.now(UTC) - timedelta(minutes=1)).isoformat()
+    cert = topology.read_certification(inv, (path, book))
+    assert list(cert.certified) == ["gpu02"] and cert.quarantined == ["gpu01"]
+    assert "gpu01 (certification expired at" in cert.messages[-1]
+    with pytest.raises(NotCertified):
+        topology.read_certification(inv, (path, book), now=datetime.now(UTC) + timedelta(hours=30))
+
+
+def test_a_drained_node_is_left_out_until_a_fresh_pass_returns_it(make_inv):
+    inv = make_inv(2)
+    certification(inv, ["gpu01", "gpu02"], run_id=A)
+    root, customer = _root_and_customer(inv)
+    book = ledger.update(root, customer, lambda b: ledger.drain(b, "gpu02", "xid 79"))
+    assert book.nodes["gpu02"].drained and book.changes()[0].after == "drained"
+    cert = topology.read_certification(inv, ledger.read(root, customer))
+    assert list(cert.certified) == ["gpu01"] and "gpu02 (drained: xid 79)" in cert.messages[-1]
+    _, quarantined = certified_ledger(inv, [], ["gpu02"], run_id=B)
+    assert quarantined.nodes["gpu02"].drained, "a failed re-certification keeps the node out"
+    _, back = certified_ledger(inv, ["gpu02"], run_id=C)
+    assert not back.nodes["gpu02"].drained and back.changes()[0].after == "certified"
+
+
+def test_reuse_reads_the_ledger_not_the_newest_summary(make_inv, monkeypatch):
+    inv = make_inv(2)
+    certification(inv, ["gpu01", "gpu02"], run_id=A)
+    certification(inv, ["gpu02"], run_id=B)
+    root, customer = _root_and_customer(inv)
+    seen = []
+    monkeypatch.setattr(certify_stage, "still_valid", lambda cert, spec: seen.append(cert) or True)
+    monkeypatch.setattr(certify_stage.NodeVerdict, "model_validate", classmethod(lambda cls, d: d))
+    for node, run in (("gpu01", A), ("gpu02", B)):
+        cert_path = root / customer / run / "certify" / "nodes" / node / "certification.json"
+        cert_path.parent.mkdir(parents=True, exist_ok=True)
+        cert_path.write_text(json.dumps({"node": node}))
+    ctx = RunContext(customer=customer, run_id=C, root=root)
+    found = certify_stage.reusable(ctx, inv.spec.certification, ["gpu01", "gpu02"])
+    assert sorted(found) == ["gpu01", "gpu02"] and f"/{A}/" in found["gpu01"][0] and f"/{B}/" in found["gpu02"][0]
+
+
+def test_bench_reads_the_deployment_never_a_render_or_refused_serve(make_inv, monkeypatch):
+    """The live bug: a refused `serve --render` left a serve summary that bench read as the deployment."""
+    monkeypatch.setenv("GRIDREADY_SERVE_SKIP_BENCH", "1")
+    monkeypatch.setattr(serve_deploy, "hosts", lambda *a, **k: ("success", ExitCode.OK))
+    inv = make_inv(1)
+    root, customer = _root_and_customer(inv)
+    certification(inv, ["gpu01"], run_id=A)
+    assert serve.run(inv, RunContext(customer=customer, run_id=B, root=root)).exit_code == 0
+    monkeypatch.setattr(serve_deploy, "kubernetes", lambda *a, **k: ("error", ExitCode.INVALID))
+    refused = serve.run(inv, RunContext(customer=customer, run_id=C, root=root, render=True))
+    assert refused.exit_code == 2
+    _, book = ledger.read(root, customer)
+    assert book.serving is not None and book.serving.run_id == B and book.serving.roles == {"gpu01": "llama70b head"}
+    result = bench.run(inv, RunContext(customer=customer, run_id="20261130T040000Z-dddd", root=root))
+    assert result.exit_code == 0 and f"/{B}/serve/summary.json" in (result.serve_summary or "")
+
+
+def test_a_foreign_ledger_is_exit_2_naming_the_key(make_inv):
+    inv = make_inv(1)
+    certification(inv, ["gpu01"], run_id=A)
+    root, customer = _root_and_customer(inv)
+    path = ledger.path_of(root, customer)
+    raw = json.loads(path.read_text())
+    raw["nodes"]["gpu01"]["verdict"] = "fine"
+    path.write_text(json.dumps(raw))
+    with pytest.raises(InvalidInput) as err:
+        ledger.read(root, customer)
+    assert err.value.code == 2 and "ledger.json: nodes.gpu01.verdict: " in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def _root_and_customer(inv):
+    return inv.path.parent.parent / "artifacts", inv.customer
