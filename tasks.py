@@ -135,6 +135,21 @@ def plan(c: Context, json: bool = False) -> None:
         planner.run(inv, ctx, as_json=json)
 
 
+@task(help={"json": "print the fleet's state as JSON on stdout"})
+@cli.guarded
+def status(c: Context, json: bool = False) -> None:
+    """The fleet from the ledger: node, group, verdict, certified until, failing gates, serving, drained; and what
+    changed since the previous state."""
+    from gridready.stages import status as stage
+
+    inv = _inv(c)
+    doc = stage.run(inv, cli.context(inv))
+    if json or bool(c.config.gridready.json):
+        cli.print_json(doc)
+    else:
+        cli.print_tables(stage.table(doc))
+
+
 @task
 @cli.guarded
 def schema(c: Context) -> None:
@@ -177,7 +192,7 @@ sandbox.add_task(sandbox_up, "up")
 sandbox.add_task(sandbox_down, "down")
 sandbox.add_task(sandbox_status, "status")
 
-ns = Collection(validate, provision, certify, serve, bench, discover, plan, schema, sandbox)
+ns = Collection(validate, provision, certify, serve, bench, discover, plan, status, schema, sandbox)
 ns.configure({
     "gridready": {
         "inventory": os.environ.get("GRIDREADY_INVENTORY", "sandbox"),

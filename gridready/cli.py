@@ -12,6 +12,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
+from rich.console import Console
+
 from gridready import console, matrix
 from gridready.artifacts import RUN_ID, RunContext, customer_lock, new_run_id, validate_run_id, write_atomic
 from gridready.errors import GridreadyError, InvalidInput
@@ -112,3 +114,10 @@ def finish(summary: Any, as_json: bool) -> None:
 
 def print_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj, indent=2) + "\n")
+
+
+def print_tables(renderables: list[Any]) -> None:
+    """Tables on stdout (what `invoke status` prints), plain where stdout is not a terminal."""
+    out = Console(highlight=False, soft_wrap=False, width=None if sys.stdout.isatty() else 160)
+    for item in renderables:
+        out.print(item)

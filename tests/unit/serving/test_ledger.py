@@ -131,3 +131,42 @@ def test_a_foreign_ledger_is_exit_2_naming_the_key(make_inv):
 
 def _root_and_customer(inv):
     return inv.path.parent.parent / "artifacts", inv.customer
+
+
+def test_status_shows_each_node_and_the_change_since_the_previous_state(make_inv, monkeypatch):
+    from rich.console import Console
+
+    from gridready.stages import status
+
+    monkeypatch.setenv("GRIDREADY_SERVE_SKIP_BENCH", "1")
+    monkeypatch.setattr(serve_deploy, "hosts", lambda *a, **k: ("success", ExitCode.OK))
+    inv = make_inv(3)
+    root, customer = _root_and_customer(inv)
+    certification(inv, ["gpu01", "gpu02", "gpu03"], run_id=A)
+    assert serve.run(inv, RunContext(customer=customer, run_id=B, root=root)).exit_code == 0
+    ledger.update(root, customer, lambda b: ledger.drain(b, "gpu03", "xid 79 on GPU 2"))
+    doc = status.run(inv, RunContext(customer=customer, run_id=C, root=root))
+    by_node = {r["node"]: r for r in doc["nodes"]}
+    assert by_node["gpu01"]["verdict"] == "certified" and by_node["gpu01"]["serving"] == "llama70b head"
+    assert by_node["gpu02"]["serving"] == "llama70b worker" and by_node["gpu01"]["certified_until"]
+    assert by_node["gpu03"]["drained"] and by_node["gpu03"]["drain_reason"] == "xid 79 on GPU 2"
+    assert [(c["node"], c["before"], c["after"]) for c in doc["changes"]] == [("gpu03", "certified", "drained")]
+    certification(inv, [], ["gpu03"], run_id=C)
+    doc = status.run(inv, RunContext(customer=customer, run_id=C, root=root))
+    row = next(r for r in doc["nodes"] if r["node"] == "gpu03")
+    assert (row["verdict"], row["failing_gates"], row["drained"]) == ("quarantined", ["pcie_link"], True)
+    console = Console(record=True, width=200)
+    for item in status.table(doc):
+        console.print(item)
+    text = console.export_text()
+    assert "gpu03" in text and "pcie_link" in text and "changed since the previous state" in text
+    later = status.view(inv, ledger.read(root, customer)[1], now=datetime.now(UTC) + timedelta(hours=30))
+    assert [r["verdict"] for r in later["nodes"]] == ["expired", "expired", "quarantined"]
+
+
+def test_status_of_a_fleet_never_certified(make_inv):
+    from gridready.stages import status
+
+    inv = make_inv(1)
+    doc = status.run(inv, RunContext(customer="acme", run_id=A, root=_root_and_customer(inv)[0]))
+    assert doc["revision"] == 0 and doc["nodes"][0]["verdict"] == "never" and doc["changes"] == []
