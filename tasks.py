@@ -187,12 +187,31 @@ def sandbox_status(c: Context) -> None:
     cli.console.info(fleet.format_status(fleet.status(cli.inventory(c.config.gridready.inventory).path)))
 
 
+@task(help={"bundle": "a statement.dsse.json (or its folder); default: the ledger's evidence of --node",
+            "node": "the node the evidence must name (and, without --machine, the machine the ledger certified)",
+            "key": "the ed25519 public key (PEM); default GRIDREADY_EVIDENCE_PUBKEY, inventories/<c>/evidence.pub",
+            "machine": "a probe.json of the machine to check the evidence against (e.g. from a fresh certify run)",
+            "json": HELP["json"]})
+@cli.guarded
+def evidence_verify(c: Context, bundle: str | None = None, node: str | None = None, key: str | None = None,
+                    machine: str | None = None, json: bool = False) -> None:
+    """Check a node's signed in-toto evidence: signature, report digests, and which machine it names."""
+    from gridready.stages import attest
+
+    inv = _inv(c)
+    result = attest.verify(inv, cli.context(inv), bundle=bundle, node=node, key=key, machine=machine)
+    cli.finish_verify(result, json or bool(c.config.gridready.json))
+
+
+evidence = Collection("evidence")
+evidence.add_task(evidence_verify, "verify")
+
 sandbox = Collection("sandbox")
 sandbox.add_task(sandbox_up, "up")
 sandbox.add_task(sandbox_down, "down")
 sandbox.add_task(sandbox_status, "status")
 
-ns = Collection(validate, provision, certify, serve, bench, discover, plan, status, schema, sandbox)
+ns = Collection(validate, provision, certify, serve, bench, discover, plan, status, schema, evidence, sandbox)
 ns.configure({
     "gridready": {
         "inventory": os.environ.get("GRIDREADY_INVENTORY", "sandbox"),

@@ -116,6 +116,18 @@ def print_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj, indent=2) + "\n")
 
 
+def finish_verify(result: dict[str, Any], as_json: bool) -> None:
+    """`invoke evidence verify`: one line (or the JSON), then its exit code."""
+    if as_json:
+        print_json(result)
+    who = f"{result['subject']} (run {result['run_id']}, certified={result['certified']})" if result["subject"] else ""
+    console.info(f"evidence {result['bundle']}: {'valid' if result['valid'] else 'INVALID'} {who}".rstrip())
+    for line in result["problems"]:
+        console.error(line)
+    if result["exit_code"]:
+        raise CommandExit(result["exit_code"])
+
+
 def print_tables(renderables: list[Any]) -> None:
     """Tables on stdout (what `invoke status` prints), plain where stdout is not a terminal."""
     out = Console(highlight=False, soft_wrap=False, width=None if sys.stdout.isatty() else 160)

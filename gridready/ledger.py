@@ -161,7 +161,8 @@ def state(entry: NodeEntry | None) -> str:
 
 
 def record_certify(ledger: Ledger, summary: CertifySummary, summary_path: Path, *,
-                   groups: dict[str, str | None] | None = None, evidence: dict[str, tuple[str, str]] | None = None,
+                   groups: dict[str, str | None] | None = None,
+                   evidence: dict[str, tuple[str | None, str | None]] | None = None,
                    at: str | None = None) -> Ledger:
     """Merge one certify run: the nodes it judged take its verdict; every other node keeps its entry. A
     check-mode run or one that ended in an error changes nothing. `evidence`: node -> (statement path, identity)."""

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from gridready import ansible, contracts, ledger
+from gridready import ansible, contracts, evidence, ledger
 from gridready.artifacts import RunContext
 from gridready.certify.fabric import FabricResult
 from gridready.certify.hca import hca_verdicts
@@ -27,6 +27,7 @@ from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory
 from gridready.report import write_all
 from gridready.spec.certification import CertificationSpec
+from gridready.stages import attest
 from gridready.stages.common import Timer, base_extravars
 from gridready.stages.fabric import run_fabric_phase
 
@@ -133,6 +134,7 @@ def run(inv: Inventory, ctx: RunContext) -> CertifySummary:
     timer = Timer()
     stage_dir = ctx.stage_dir(STAGE)
     spec = inv.spec.certification
+    key = evidence.load_private_key()  # a bad key stops the run before any probe (exit 2)
     hosts = [h for h in inv.gpu_hosts() if _in_limit(inv, h, ctx.limit)]
     reused = reusable(ctx, spec, hosts)
     todo = [h for h in hosts if h not in reused]
@@ -151,10 +153,13 @@ def run(inv: Inventory, ctx: RunContext) -> CertifySummary:
     extra = fabric.node_results if fabric is not None else {}
     fleet = judge_fleet(spec, verdicts, reused=reused, customer=inv.customer, run_id=ctx.run_id, extra=extra)
     reports = write_all(fleet, stage_dir, command=f"invoke certify ({inv.name})", fabric=fabric)
+    signed, notes = attest.sign_nodes(ctx, fleet, stage_dir, reports, key, probes=PROBES)
+    messages += notes
     if reused:
         messages.append(f"still certified from an earlier run (use --force to re-probe): {', '.join(sorted(reused))}")
     return write_summary(
         inv, ctx, fleet, hosts=hosts, reused=reused, unreachable=unreachable, messages=messages, timer=timer,
+        evidence=signed,
         reports={k: str(p.relative_to(stage_dir)) for k, p in reports.items()},
         data={**playbook, "fabric": None if fabric is None else {
             "status": fabric.status, "reason": fabric.reason, "quarantined": fabric.quarantined,
@@ -167,7 +172,7 @@ def write_summary(inv: Inventory, ctx: RunContext, fleet: FleetVerdict, *, hosts
                   reused: dict[str, tuple[str, NodeVerdict]] | None = None, unreachable: list[str] | None = None,
                   messages: list[str] | None = None, timer: Timer | None = None,
                   reports: dict[str, str] | None = None, data: dict[str, Any] | None = None,
-                  evidence: dict[str, tuple[str, str]] | None = None) -> CertifySummary:
+                  evidence: dict[str, tuple[str | None, str | None]] | None = None) -> CertifySummary:
     """The certify stage's writer: the fleet verdict (and nodes reused from an earlier run) as the CertifySummary
     contract, with the exit code the policy gives; written to <stage_dir>/summary.json, then merged into the
     customer's ledger (only the nodes this run judged; nothing for a check-mode run)."""
