@@ -203,6 +203,24 @@ def evidence_verify(c: Context, bundle: str | None = None, node: str | None = No
     cli.finish_verify(result, json or bool(c.config.gridready.json))
 
 
+@task(help={"keep": "valid runs to keep per stage (default 10)", "dry_run": "list what would be removed",
+            "json": HELP["json"]})
+@cli.guarded
+def prune(c: Context, keep: int = 10, dry_run: bool = False, json: bool = False) -> None:
+    """Artifacts retention: keep the last N valid runs per stage and every run the ledger points to."""
+    from gridready.stages import prune as stage
+
+    inv = _inv(c)
+    ctx = cli.context(inv)
+    with cli.customer_held(ctx, "prune"):
+        result = stage.run(inv, ctx, keep, dry_run)
+    if json or bool(c.config.gridready.json):
+        cli.print_json(result)
+    verb = "would remove" if dry_run else "removed"
+    cli.console.info(f"prune {inv.customer}: {verb} {len(result['removed'])} run(s): "
+                     f"{', '.join(result['removed']) or 'none'}; kept every run the ledger points to")
+
+
 evidence = Collection("evidence")
 evidence.add_task(evidence_verify, "verify")
 
@@ -211,7 +229,8 @@ sandbox.add_task(sandbox_up, "up")
 sandbox.add_task(sandbox_down, "down")
 sandbox.add_task(sandbox_status, "status")
 
-ns = Collection(validate, provision, certify, serve, bench, discover, plan, status, schema, evidence, sandbox)
+ns = Collection(validate, provision, certify, serve, bench, discover, plan, status, prune, schema, evidence,
+                sandbox)
 ns.configure({
     "gridready": {
         "inventory": os.environ.get("GRIDREADY_INVENTORY", "sandbox"),

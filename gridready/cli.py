@@ -68,6 +68,17 @@ def stage_lock(ctx: RunContext, stage: str) -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def customer_held(ctx: RunContext, what: str) -> Iterator[None]:
+    """Hold the customer's lock without claiming a stage folder (prune, watch)."""
+    try:
+        wait_s = float(os.environ.get("GRIDREADY_LOCK_WAIT_S") or 0)
+    except ValueError:
+        raise InvalidInput("GRIDREADY_LOCK_WAIT_S: (environment): must be a number of seconds") from None
+    with customer_lock(ctx.root, ctx.customer, f"{what} (pid {os.getpid()})", wait_s):
+        yield
+
+
 def run_stage(inv: Inventory, ctx: RunContext, run: Callable[[Inventory, RunContext], T]) -> T:
     """Run one stage (gridready.stages.<stage>.run) under the customer's lock, in a stage folder no earlier run
     of this id has used."""

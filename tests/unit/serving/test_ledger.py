@@ -170,3 +170,34 @@ def test_status_of_a_fleet_never_certified(make_inv):
     inv = make_inv(1)
     doc = status.run(inv, RunContext(customer="acme", run_id=A, root=_root_and_customer(inv)[0]))
     assert doc["revision"] == 0 and doc["nodes"][0]["verdict"] == "never" and doc["changes"] == []
+
+
+def test_retention_keeps_the_last_valid_runs_and_every_run_the_ledger_points_to(make_inv):
+    from gridready.artifacts import prunable
+    from gridready.stages import prune
+
+    inv = make_inv(2)
+    root, customer = _root_and_customer(inv)
+    runs = [f"20261130T0{i}0000Z-r{i}" for i in range(1, 7)]
+    certification(inv, ["gpu01", "gpu02"], run_id=runs[0])  # the ledger's gpu01 stays on run 1
+    certification(inv, ["gpu02"], run_id=runs[1])
+    for i, run in enumerate(runs[2:], start=3):  # runs 3..6: certify summaries the ledger never took
+        d = root / customer / run / "certify"
+        d.mkdir(parents=True)
+        raw = {"stage": "certify", "check": i == 4, "exit_code": 5 if i == 6 else 0,
+               "finished_at": f"2026-11-30T0{i}:00:00+00:00"}
+        (d / "summary.json").write_text(json.dumps(raw))
+    for i, run in enumerate(runs[:2], start=1):  # the ledger's runs, dated before the others
+        p = root / customer / run / "certify" / "summary.json"
+        raw = json.loads(p.read_text())
+        raw["finished_at"] = f"2026-11-30T0{i}:00:00+00:00"
+        p.write_text(json.dumps(raw))
+    _, book = ledger.read(root, customer)
+    assert ledger.protected_runs(book) == {runs[0], runs[1]}
+    # keep 1: run 5 is the newest valid one, run 6 (failed) is newer and stays; 3 and 4 go; 1 and 2 are the ledger's
+    assert [p.name for p in prunable(root, customer, 1, ledger.protected_runs(book))] == [runs[2], runs[3]]
+    done = prune.run(inv, RunContext(customer=customer, run_id=C, root=root), keep=1)
+    assert done["removed"] == [runs[2], runs[3]]
+    assert sorted(p.name for p in (root / customer).iterdir() if p.is_dir()) == [runs[0], runs[1], runs[4], runs[5]]
+    with pytest.raises(InvalidInput, match="--keep: "):
+        prunable(root, customer, 0, set())
