@@ -221,6 +221,35 @@ def prune(c: Context, keep: int = 10, dry_run: bool = False, json: bool = False)
                      f"{', '.join(result['removed']) or 'none'}; kept every run the ledger points to")
 
 
+@task(help={"once": "one pass (what the systemd timer runs)", "signals": "read signals from this JSON file "
+            "instead of the nodes", "max_drain_share": "circuit breaker: at most this share of a pool drained "
+            "(default 0.5)", "recertify_days": "re-certify nodes whose verdict is older (default 7)",
+            "json": HELP["json"]})
+@cli.guarded
+def watch(c: Context, once: bool = False, signals: str | None = None, max_drain_share: float | None = None,
+          recertify_days: float | None = None, json: bool = False) -> None:
+    """Passive health: read Xid, DCGM health and engine health; drain, re-certify, return or quarantine."""
+    from gridready.stages import certify as certify_stage
+    from gridready.stages import watch as stage
+
+    inv = _inv(c)
+    if not once:
+        raise cli.InvalidInput("--once: (flag): the watcher runs one pass per call; schedule it with the systemd "
+                               "timer of docs/fleet-lifecycle.md")
+    policy = stage.load_policy(max_drain_share, recertify_days)
+    ctx = cli.context(inv)
+    _ensure_sandbox(inv)
+    with cli.customer_held(ctx, "watch"):
+        result = stage.run(inv, ctx, signals, policy, certify_stage.run)
+    if json or bool(c.config.gridready.json):
+        cli.print_json(result)
+    for a in result["actions"]:
+        cli.console.info(f"watch: {a['kind']} {a['node']}: {a['reason']}"
+                         + (f" (gates: {', '.join(a['gates'])})" if a["gates"] else ""))
+    cli.console.info(f"watch: {len(result['signals'])} signal(s), {len(result['actions'])} action(s); "
+                     "`invoke status` shows the fleet")
+
+
 evidence = Collection("evidence")
 evidence.add_task(evidence_verify, "verify")
 
@@ -229,8 +258,8 @@ sandbox.add_task(sandbox_up, "up")
 sandbox.add_task(sandbox_down, "down")
 sandbox.add_task(sandbox_status, "status")
 
-ns = Collection(validate, provision, certify, serve, bench, discover, plan, status, prune, schema, evidence,
-                sandbox)
+ns = Collection(validate, provision, certify, serve, bench, discover, plan, status, watch, prune, schema,
+                evidence, sandbox)
 ns.configure({
     "gridready": {
         "inventory": os.environ.get("GRIDREADY_INVENTORY", "sandbox"),

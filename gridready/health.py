@@ -165,3 +165,32 @@ def outcome(actions: Iterable[Action], verdicts: Mapping[str, str]) -> list[Acti
         out.append(Action(kind="return" if passed else "quarantine", node=a.node, gates=a.gates,
                           reason="re-certification passed" if passed else f"re-certification: {verdicts[a.node]}"))
     return out
+
+
+# ---------------------------------------------------------------- signals from what the nodes already print
+
+def from_kernel_log(node: str, text: str, seen: Iterable[str] = ()) -> list[Signal]:
+    """Xid lines of `journalctl -k` / dmesg (gridready.probe.kernel_log); lines in `seen` were acted on before."""
+    from gridready.probe import kernel_log
+
+    done = set(seen)
+    return [Signal(node=node, kind="xid", code=str(x["xid"]), detail=f"{x['pci']}: {x['message']}"[:200])
+            for x in kernel_log.parse(text)["xid"] if x["line"] not in done]
+
+
+def from_dcgm_health(node: str, text: str) -> list[Signal]:
+    """`dcgmi health -c` (after `dcgmi health -s a`): a system reported Warning or Failure becomes a signal."""
+    out = []
+    for line in text.splitlines():
+        low = line.lower()
+        if "warning" not in low and "fail" not in low:
+            continue
+        system = next((k for k in DCGM_GATES if k in low), "overall")
+        out.append(Signal(node=node, kind="dcgm_health", code=system, detail=" ".join(line.split())[:200],
+                          severity="failure" if "fail" in low else "warning"))
+    return out
+
+
+def from_engine(node: str, tier: str, healthy: bool, detail: str = "") -> list[Signal]:
+    """A tier's engine on `node` that failed its health check."""
+    return [] if healthy else [Signal(node=node, kind="engine_health", code=tier, detail=detail[:200])]

@@ -201,3 +201,62 @@ def test_retention_keeps_the_last_valid_runs_and_every_run_the_ledger_points_to(
     assert sorted(p.name for p in (root / customer).iterdir() if p.is_dir()) == [runs[0], runs[1], runs[4], runs[5]]
     with pytest.raises(InvalidInput, match="--keep: "):
         prunable(root, customer, 0, set())
+
+
+def test_watch_drains_on_a_fault_quarantines_then_returns_the_node(make_inv, tmp_path):
+    """The lifecycle on the ledger: fault -> drained -> targeted re-certification fails -> quarantined (still
+    drained) -> fault cleared -> re-certification passes -> returned; each step in the status view."""
+    from gridready.stages import status, watch
+
+    inv = make_inv(3)
+    root, customer = _root_and_customer(inv)
+    certification(inv, ["gpu01", "gpu02", "gpu03"], run_id=A)
+    fault = tmp_path / "signals.json"
+    fault.write_text(json.dumps([{"node": "gpu02", "kind": "xid", "code": "79", "detail": "fallen off the bus"}]))
+    healthy = {"now": False}
+
+    def recertify(inv_, sub):
+        assert sub.limit == "gpu02" and sub.force
+        ok = ["gpu02"] if healthy["now"] else []
+        return certification(inv_, ok, [] if ok else ["gpu02"], run_id=sub.run_id, root=sub.root)[1]
+
+    ctx = RunContext(customer=customer, run_id=B, root=root)
+    policy = watch.load_policy(None, None)
+    first = watch.run(inv, ctx, str(fault), policy, recertify)
+    assert [(a["kind"], a["node"]) for a in first["actions"]] == [
+        ("drain", "gpu02"), ("recertify", "gpu02"), ("quarantine", "gpu02")]
+    row = {r["node"]: r for r in status.run(inv, ctx)["nodes"]}["gpu02"]
+    assert (row["verdict"], row["drained"]) == ("quarantined", True)
+    cert = topology.read_certification(inv, ledger.read(root, customer))
+    assert sorted(cert.certified) == ["gpu01", "gpu03"]
+    healthy["now"] = True
+    fault.write_text("[]")
+    second = watch.run(inv, ctx, str(fault), policy, recertify)
+    assert [(a["kind"], a["node"]) for a in second["actions"]] == [("recertify", "gpu02"), ("return", "gpu02")]
+    row = {r["node"]: r for r in status.run(inv, ctx)["nodes"]}["gpu02"]
+    assert (row["verdict"], row["drained"]) == ("certified", False)
+    assert sorted(topology.read_certification(inv, ledger.read(root, customer)).certified) == [
+        "gpu01", "gpu02", "gpu03"]
+
+
+def test_watch_reads_xid_and_dcgm_health_from_the_nodes(make_inv):
+    from gridready.stages import watch
+    from gridready.stages.fabric import CommandResult
+
+    inv = make_inv(2)
+    certification(inv, ["gpu01", "gpu02"], run_id=A)
+    root, customer = _root_and_customer(inv)
+
+    class Runner:
+        def run(self, host, argv, timeout):
+            if argv[0] == "journalctl" and host == "gpu01":
+                return CommandResult(0, "Dec 02 06:00:01 gpu01 kernel: NVRM: Xid (PCI:0000:18:00): 79, pid=1, "
+                                        "GPU has fallen off the bus.\n")
+            if argv[0] == "dcgmi" and host == "gpu02":
+                return CommandResult(0, "| PCIe system | Failure: replay rate exceeded |\n| Memory | Healthy |\n")
+            return CommandResult(0, "")
+
+    found = watch.collect(inv, ledger.read(root, customer)[1], Runner())
+    assert [(s.node, s.kind, s.code) for s in found] == [("gpu01", "xid", "79"), ("gpu02", "dcgm_health", "pcie")]
+    with pytest.raises(InvalidInput, match="--max-drain-share: "):
+        watch.load_policy(1.5, None)
