@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -42,14 +43,23 @@ def read_signals(path: str) -> list[Signal]:
         raise InvalidInput(f"{path}: {'.'.join(map(str, first['loc'])) or '(file)'}: {first['msg']}") from None
 
 
-def collect(inv: Inventory, book: ledger.Ledger, runner: Any, since: str = "-15min") -> list[Signal]:
+def since(entry: ledger.NodeEntry, now: datetime, window: timedelta = timedelta(minutes=15)) -> str:
+    """journalctl's --since: the last `window`, never before the node's latest verdict, so an Xid a re-certification
+    already answered does not drain the node again."""
+    judged = datetime.fromisoformat(entry.judged_at)
+    judged = judged if judged.tzinfo else judged.replace(tzinfo=UTC)
+    return f"{max(now - window, judged).astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"
+
+
+def collect(inv: Inventory, book: ledger.Ledger, runner: Any, now: datetime | None = None) -> list[Signal]:
     """Signals from every certified GPU node (runner: gridready.stages.fabric.SshRunner or a test double)."""
+    now = now or datetime.now(UTC)
     out: list[Signal] = []
     for node in inv.gpu_hosts():
         entry = book.nodes.get(node)
         if entry is None or entry.verdict != "certified":
             continue
-        log = runner.run(node, ["journalctl", "-k", "--no-pager", "-o", "short", "--since", since], 60)
+        log = runner.run(node, ["journalctl", "-k", "--no-pager", "-o", "short", "--since", since(entry, now)], 60)
         out += health.from_kernel_log(node, log.stdout)
         dcgm = runner.run(node, ["dcgmi", "health", "-c"], 60)
         if dcgm.rc is not None:

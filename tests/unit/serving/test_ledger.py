@@ -256,7 +256,12 @@ def test_watch_reads_xid_and_dcgm_health_from_the_nodes(make_inv):
                 return CommandResult(0, "| PCIe system | Failure: replay rate exceeded |\n| Memory | Healthy |\n")
             return CommandResult(0, "")
 
-    found = watch.collect(inv, ledger.read(root, customer)[1], Runner())
+    book = ledger.read(root, customer)[1]
+    found = watch.collect(inv, book, Runner())
     assert [(s.node, s.kind, s.code) for s in found] == [("gpu01", "xid", "79"), ("gpu02", "dcgm_health", "pcie")]
+    judged = datetime.fromisoformat(book.nodes["gpu01"].judged_at)
+    assert watch.since(book.nodes["gpu01"], judged + timedelta(minutes=5)) == f"{judged:%Y-%m-%d %H:%M:%S} UTC"
+    assert watch.since(book.nodes["gpu01"], judged + timedelta(hours=1)) == (
+        f"{judged + timedelta(minutes=45):%Y-%m-%d %H:%M:%S} UTC")
     with pytest.raises(InvalidInput, match="--max-drain-share: "):
         watch.load_policy(1.5, None)
