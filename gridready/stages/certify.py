@@ -90,6 +90,14 @@ def reusable(ctx: RunContext, spec: CertificationSpec, hosts: list[str]) -> dict
     return out
 
 
+def certified_elsewhere(ctx: RunContext, spec: CertificationSpec, fleet: list[str], hosts: list[str]) -> list[str]:
+    """GPU nodes outside this run's --limit that the ledger holds as certified now: a limited run counts them for
+    min_certified_nodes and pairs its nodes with them in the fabric phase, as it does with reused nodes (a
+    `certify --limit node3 --force` on a certified fleet must not fail for want of the nodes it was told to skip)."""
+    _, book = ledger.read(ctx.root, ctx.customer)
+    return [h for h in fleet if h not in hosts and ledger.usable(book.nodes.get(h), spec.validity_hours)[0]]
+
+
 def judge_probes(inv: Inventory, hosts: list[str], fetch_dir: Path) -> list[NodeVerdict]:
     spec = inv.spec.certification
     verdicts = []
@@ -138,6 +146,7 @@ def run(inv: Inventory, ctx: RunContext) -> CertifySummary:
     hosts = [h for h in inv.gpu_hosts() if _in_limit(inv, h, ctx.limit)]
     reused = reusable(ctx, spec, hosts)
     todo = [h for h in hosts if h not in reused]
+    outside = certified_elsewhere(ctx, spec, inv.gpu_hosts(), hosts)
     fetch_dir = stage_dir / PROBES
     messages: list[str] = []
     unreachable: list[str] = []
@@ -149,14 +158,18 @@ def run(inv: Inventory, ctx: RunContext) -> CertifySummary:
         unreachable = sorted(result.unreachable_hosts)
         playbook = {"runner_status": result.status, "runner_rc": result.rc, "playbook_seconds": result.seconds}
     verdicts = judge_probes(inv, todo, fetch_dir)
-    fabric = fabric_results(inv, ctx, verdicts, peers=sorted(reused)) if todo else None
+    fabric = fabric_results(inv, ctx, verdicts, peers=sorted({*reused, *outside})) if todo else None
     extra = fabric.node_results if fabric is not None else {}
-    fleet = judge_fleet(spec, verdicts, reused=reused, customer=inv.customer, run_id=ctx.run_id, extra=extra)
+    fleet = judge_fleet(spec, verdicts, reused=[*reused, *outside], customer=inv.customer, run_id=ctx.run_id,
+                        extra=extra)
     reports = write_all(fleet, stage_dir, command=f"invoke certify ({inv.name})", fabric=fabric)
     signed, notes = attest.sign_nodes(ctx, fleet, stage_dir, reports, key, probes=PROBES)
     messages += notes
     if reused:
         messages.append(f"still certified from an earlier run (use --force to re-probe): {', '.join(sorted(reused))}")
+    if outside:
+        messages.append(f"outside --limit, certified in the ledger (counted for the policy, fabric partners): "
+                        f"{', '.join(outside)}")
     return write_summary(
         inv, ctx, fleet, hosts=hosts, reused=reused, unreachable=unreachable, messages=messages, timer=timer,
         evidence=signed,
