@@ -136,6 +136,21 @@ def plan(c: Context, json: bool = False) -> None:
         planner.run(inv, ctx, as_json=json)
 
 
+@task(help={"json": "print the fleet's state as JSON on stdout"})
+@cli.guarded
+def status(c: Context, json: bool = False) -> None:
+    """The fleet from the ledger: node, group, verdict, certified until, failing gates, serving, drained; and what
+    changed since the previous state."""
+    from gridready.stages import status as stage
+
+    inv = _inv(c)
+    doc = stage.run(inv, cli.context(inv))
+    if json or bool(c.config.gridready.json):
+        cli.print_json(doc)
+    else:
+        cli.print_tables(stage.table(doc))
+
+
 @task
 @cli.guarded
 def schema(c: Context) -> None:
@@ -173,12 +188,79 @@ def sandbox_status(c: Context) -> None:
     cli.console.info(fleet.format_status(fleet.status(cli.inventory(c.config.gridready.inventory).path)))
 
 
+@task(help={"bundle": "a statement.dsse.json (or its folder); default: the ledger's evidence of --node",
+            "node": "the node the evidence must name (and, without --machine, the machine the ledger certified)",
+            "key": "the ed25519 public key (PEM); default GRIDREADY_EVIDENCE_PUBKEY, inventories/<c>/evidence.pub",
+            "machine": "a probe.json of the machine to check the evidence against (e.g. from a fresh certify run)",
+            "json": HELP["json"]})
+@cli.guarded
+def evidence_verify(c: Context, bundle: str | None = None, node: str | None = None, key: str | None = None,
+                    machine: str | None = None, json: bool = False) -> None:
+    """Check a node's signed in-toto evidence: signature, report digests, and which machine it names."""
+    from gridready.stages import attest
+
+    inv = _inv(c)
+    result = attest.verify(inv, cli.context(inv), bundle=bundle, node=node, key=key, machine=machine)
+    cli.finish_verify(result, json or bool(c.config.gridready.json))
+
+
+@task(help={"keep": "valid runs to keep per stage (default 10)", "dry_run": "list what would be removed",
+            "json": HELP["json"]})
+@cli.guarded
+def prune(c: Context, keep: int = 10, dry_run: bool = False, json: bool = False) -> None:
+    """Artifacts retention: keep the last N valid runs per stage and every run the ledger points to."""
+    from gridready.stages import prune as stage
+
+    inv = _inv(c)
+    ctx = cli.context(inv)
+    with cli.customer_held(ctx, "prune"):
+        result = stage.run(inv, ctx, keep, dry_run)
+    if json or bool(c.config.gridready.json):
+        cli.print_json(result)
+    verb = "would remove" if dry_run else "removed"
+    cli.console.info(f"prune {inv.customer}: {verb} {len(result['removed'])} run(s): "
+                     f"{', '.join(result['removed']) or 'none'}; kept every run the ledger points to")
+
+
+@task(help={"once": "one pass (what the systemd timer runs)", "signals": "read signals from this JSON file "
+            "instead of the nodes", "max_drain_share": "circuit breaker: at most this share of a pool drained "
+            "(default 0.5)", "recertify_days": "re-certify nodes whose verdict is older (default 7)",
+            "json": HELP["json"]})
+@cli.guarded
+def watch(c: Context, once: bool = False, signals: str | None = None, max_drain_share: float | None = None,
+          recertify_days: float | None = None, json: bool = False) -> None:
+    """Passive health: read Xid, DCGM health and engine health; drain, re-certify, return or quarantine."""
+    from gridready.stages import certify as certify_stage
+    from gridready.stages import watch as stage
+
+    inv = _inv(c)
+    if not once:
+        raise cli.InvalidInput("--once: (flag): the watcher runs one pass per call; schedule it with the systemd "
+                               "timer of docs/fleet-lifecycle.md")
+    policy = stage.load_policy(max_drain_share, recertify_days)
+    ctx = cli.context(inv)
+    _ensure_sandbox(inv)
+    with cli.customer_held(ctx, "watch"):
+        result = stage.run(inv, ctx, signals, policy, certify_stage.run)
+    if json or bool(c.config.gridready.json):
+        cli.print_json(result)
+    for a in result["actions"]:
+        cli.console.info(f"watch: {a['kind']} {a['node']}: {a['reason']}"
+                         + (f" (gates: {', '.join(a['gates'])})" if a["gates"] else ""))
+    cli.console.info(f"watch: {len(result['signals'])} signal(s), {len(result['actions'])} action(s); "
+                     "`invoke status` shows the fleet")
+
+
+evidence = Collection("evidence")
+evidence.add_task(evidence_verify, "verify")
+
 sandbox = Collection("sandbox")
 sandbox.add_task(sandbox_up, "up")
 sandbox.add_task(sandbox_down, "down")
 sandbox.add_task(sandbox_status, "status")
 
-ns = Collection(validate, provision, certify, serve, bench, discover, plan, schema, sandbox)
+ns = Collection(validate, provision, certify, serve, bench, discover, plan, status, watch, prune, schema,
+                evidence, sandbox)
 ns.configure({
     "gridready": {
         "inventory": os.environ.get("GRIDREADY_INVENTORY", "sandbox"),

@@ -176,3 +176,33 @@ def customer_lock(root: Path, customer: str, holder: str, wait_s: float = 0.0) -
         yield path
     finally:
         os.close(fd)  # closing the descriptor releases the flock
+
+
+def prunable(root: Path, customer: str, keep: int, protected: set[str]) -> list[Path]:
+    """Run folders retention may remove: for every stage, the `keep` newest valid runs (a summary that is not
+    check mode and exited 0) are kept, and so is every run newer than the oldest of them (a recent failure stays to
+    be read); a run is removed only when no stage keeps it and its id is not in `protected` (the runs the ledger
+    points to). Folders without any summary are left alone (a run in progress)."""
+    if keep < 1:
+        raise InvalidInput(f"--keep: (flag): {keep} must be at least 1")
+    base = root / customer
+    if not base.is_dir():
+        return []
+    runs: dict[Path, dict[str, tuple[float, bool]]] = {}
+    for run in (p for p in base.iterdir() if p.is_dir() and RUN_ID.match(p.name)):
+        for summary in run.glob("*/summary.json"):
+            try:
+                data = json.loads(summary.read_text())
+            except (OSError, ValueError):
+                data = {}
+            data = data if isinstance(data, dict) else {}
+            recorded = _recorded_time(data) or summary.stat().st_mtime
+            valid = not data.get("check") and data.get("exit_code") == 0
+            runs.setdefault(run, {})[summary.parent.name] = (recorded, valid)
+    kept: set[Path] = set()
+    for stage in {s for stages in runs.values() for s in stages}:
+        of_stage = sorted(((v[0], r) for r, s in runs.items() if (v := s.get(stage))), reverse=True)
+        valid = [(t, r) for t, r in of_stage if runs[r][stage][1]]
+        floor = valid[keep - 1][0] if len(valid) >= keep else float("-inf")
+        kept |= {r for t, r in of_stage if t >= floor}
+    return sorted(r for r in runs if r not in kept and r.name not in protected)

@@ -12,6 +12,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
+from rich.console import Console
+
 from gridready import console, matrix, secretscan, usage, vault
 from gridready.artifacts import RUN_ID, RunContext, customer_lock, new_run_id, validate_run_id, write_atomic
 from gridready.errors import GridreadyError, InvalidInput
@@ -78,6 +80,17 @@ def stage_lock(ctx: RunContext, stage: str) -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def customer_held(ctx: RunContext, what: str) -> Iterator[None]:
+    """Hold the customer's lock without claiming a stage folder (prune, watch)."""
+    try:
+        wait_s = float(os.environ.get("GRIDREADY_LOCK_WAIT_S") or 0)
+    except ValueError:
+        raise InvalidInput("GRIDREADY_LOCK_WAIT_S: (environment): must be a number of seconds") from None
+    with customer_lock(ctx.root, ctx.customer, f"{what} (pid {os.getpid()})", wait_s):
+        yield
+
+
 def run_stage(inv: Inventory, ctx: RunContext, run: Callable[[Inventory, RunContext], T]) -> T:
     """Run one stage (gridready.stages.<stage>.run) under the customer's lock, in a stage folder no earlier run
     of this id has used."""
@@ -124,3 +137,22 @@ def finish(summary: Any, as_json: bool) -> None:
 
 def print_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj, indent=2) + "\n")
+
+
+def finish_verify(result: dict[str, Any], as_json: bool) -> None:
+    """`invoke evidence verify`: one line (or the JSON), then its exit code."""
+    if as_json:
+        print_json(result)
+    who = f"{result['subject']} (run {result['run_id']}, certified={result['certified']})" if result["subject"] else ""
+    console.info(f"evidence {result['bundle']}: {'valid' if result['valid'] else 'INVALID'} {who}".rstrip())
+    for line in result["problems"]:
+        console.error(line)
+    if result["exit_code"]:
+        raise CommandExit(result["exit_code"])
+
+
+def print_tables(renderables: list[Any]) -> None:
+    """Tables on stdout (what `invoke status` prints), plain where stdout is not a terminal."""
+    out = Console(highlight=False, soft_wrap=False, width=None if sys.stdout.isatty() else 160)
+    for item in renderables:
+        out.print(item)

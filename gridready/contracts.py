@@ -148,7 +148,7 @@ class ServeSummary(StageSummary):
     STAGE: ClassVar[str] = "serve"
     SCHEMA: ClassVar[str] = "gridready.serve-summary/2"
 
-    certification: str | None = Field(None, description="the certify summary.json this deployment is based on")
+    certification: str | None = Field(None, description="the ledger (path#revision) this deployment is based on")
     endpoints: list[Endpoint] = Field(default_factory=list)
 
 

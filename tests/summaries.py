@@ -5,12 +5,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
+from gridready import ledger
 from gridready.artifacts import RunContext
 from gridready.certify.judge import NodeVerdict, judge_fleet
 from gridready.certify.result import GateResult, GateStatus
 from gridready.contracts import CertifySummary
 from gridready.inventory import Inventory
+from gridready.ledger import Ledger
 from gridready.stages import certify as certify_stage
 
 HCAS = [f"mlx5_{i}" for i in range(8)]
@@ -24,7 +27,7 @@ def certification(
     """A certify summary written by the certify stage's own writer (under `root`, default the artifacts/ beside
     the inventory's inventories/ folder): every node passes the
     `hca_present` gate for `hcas[node]` (default every HCA) and fails `hca_rate` (waived) for the spec's others;
-    quarantined nodes also fail a GPU gate. Returns (path, summary) as `contracts.latest` would."""
+    quarantined nodes also fail a GPU gate. Returns (path, summary); the writer merged it into the ledger."""
     spec = inv.spec.certification.model_copy(update={"waive": ["hca_rate"]})
     judged = datetime.now(UTC).isoformat(timespec="seconds")
     verdicts = []
@@ -43,3 +46,10 @@ def certification(
     ctx = RunContext(customer=inv.customer, run_id=run_id, root=root, check=check)
     summary = certify_stage.write_summary(inv, ctx, fleet)
     return ctx.stage_dir("certify") / "summary.json", summary
+
+
+def certified_ledger(inv: Inventory, certified: Sequence[str], quarantined: Sequence[str] = (),
+                     **kwargs: Any) -> tuple[Path, Ledger]:
+    """`certification(...)`, then the customer's ledger as `ledger.read` returns it (what serve reads)."""
+    path, _ = certification(inv, certified, quarantined, **kwargs)
+    return ledger.read(path.parents[3], inv.customer)

@@ -129,6 +129,7 @@ class Probe:
             "pcie_endpoints": sysfs.pci_endpoints(),
             "cpu_hypervisor": sysfs.cpu_hypervisor(),
             "simulated_sysfs": sysfs.simulated(),
+            "dmi": sysfs.dmi(),
         }
         if mods is None:
             self.err("system.modules", "cannot read /proc/modules")

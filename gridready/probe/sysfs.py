@@ -111,6 +111,20 @@ def iommu() -> dict[str, Any]:
     return {"groups": n, "enabled": n > 0}
 
 
+DMI_KEYS = ("sys_vendor", "product_name", "product_serial", "product_uuid", "board_serial", "board_name")
+
+
+def dmi() -> dict[str, str | None]:
+    """The machine's identity from /sys/class/dmi/id (board and product serials, readable by root): what the
+    signed evidence names as the machine that passed; None where a key is absent or unreadable."""
+    base = os.path.join(sysfs_root(), "class", "dmi", "id")
+    out: dict[str, str | None] = {}
+    for key in DMI_KEYS:
+        text = read_text(os.path.join(base, key))
+        out[key] = text.strip() or None if text is not None else None
+    return out
+
+
 def cmdline() -> str | None:
     t = read_text(os.path.join(proc_root(), "cmdline"))
     return t.strip() if t is not None else None

@@ -8,6 +8,7 @@ from gridready.artifacts import write_atomic, write_json_atomic
 from gridready.certify.fabric import FabricResult
 from gridready.certify.judge import FleetVerdict
 from gridready.certify.quarantine import write_outputs as write_quarantine
+from gridready.report.ctrf import ctrf_report
 from gridready.report.fabric_section import render_fabric_html, render_fabric_md
 from gridready.report.junit import junit_xml
 from gridready.report.markdown import render_html, render_md
@@ -17,7 +18,7 @@ from gridready.report.plots import busbw_plot, per_gpu_plot
 
 def write_all(fleet: FleetVerdict, out_dir: Path, *, command: str | None = None,
               fabric: FabricResult | None = None) -> dict[str, Path]:
-    """nodes/<node>/certification.json, report.json, junit.xml, report.md, report.html, plots (PNG),
+    """nodes/<node>/certification.json, report.json, junit.xml, ctrf.json (CTRF), report.md, report.html, plots (PNG),
     metrics.prom, quarantine.yml (+ k8s-node-patches.json, slurm-drain.sh). Returns name -> path."""
     out_dir.mkdir(parents=True, exist_ok=True)
     paths: dict[str, Path] = {}
@@ -25,6 +26,7 @@ def write_all(fleet: FleetVerdict, out_dir: Path, *, command: str | None = None,
         paths[f"certification:{node}"] = write_json_atomic(out_dir / "nodes" / node / "certification.json", v)
     paths["report_json"] = write_json_atomic(out_dir / "report.json", fleet)
     paths["junit"] = write_atomic(out_dir / "junit.xml", junit_xml(fleet))
+    paths["ctrf"] = write_json_atomic(out_dir / "ctrf.json", ctrf_report(fleet))
     plots = {"all-reduce busbw vs size": busbw_plot(fleet, out_dir / "busbw.png"),
              "per-GPU compute and bandwidth": per_gpu_plot(fleet, out_dir / "per_gpu.png")}
     paths.update({f"plot:{p.stem}": p for p in plots.values() if p})

@@ -1,20 +1,22 @@
 """Which certified nodes serve which tier, and with what tensor/pipeline parallelism.
 
-Certification is read from disk (the certify stage's summary.json) and fails closed: a node is usable only when
-the newest certify summary is current and lists it as certified; quarantined nodes are left out and the tiers are
-sized on what remains. TP stays inside a node (NVLink); PP spans nodes; each replica is one Ray cluster.
+Certification is read from the customer's ledger (gridready.ledger) and fails closed per node: a node is usable only
+while its latest verdict is certified, inside its window and not drained, whichever run certified it; the others are
+left out and the tiers are sized on what remains. TP stays inside a node (NVLink); PP spans nodes; each replica is one
+Ray cluster.
 """
 
 from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
-from gridready.contracts import CertifySummary
+from gridready import ledger
 from gridready.errors import InvalidInput, NotCertified
 from gridready.inventory import Inventory
+from gridready.ledger import Ledger
 from gridready.spec import NodeGroup
 from gridready.spec.parallel import Parallelism, resolve
 from gridready.spec.serving import Tier
@@ -43,9 +45,9 @@ class CertifiedNode:
 
 @dataclass
 class Certification:
-    """The certify summary as serving sees it."""
+    """The ledger as serving sees it."""
 
-    source: str  # path of the summary.json read
+    source: str  # the ledger read and its revision
     finished_at: datetime
     certified: dict[str, CertifiedNode] = field(default_factory=dict)
     quarantined: list[str] = field(default_factory=list)
@@ -67,40 +69,40 @@ def node_ip(inv: Inventory, host: str) -> str:
 
 
 def read_certification(
-    inv: Inventory, found: tuple[Path, CertifySummary] | None, now: datetime | None = None
+    inv: Inventory, found: tuple[Path, Ledger] | None, now: datetime | None = None
 ) -> Certification:
-    """Fail closed: no summary, a stale one, a check-mode one or one that ended in an error raises NotCertified.
-    `found` is what `contracts.latest(..., CertifySummary)` returned (validated against the certify contract)."""
-    if found is None:
+    """Fail closed, per node: a node serves only while its ledger entry is certified, inside its validity window
+    (and today's certification.validity_hours) and not drained. No certified node at all raises NotCertified.
+    `found` is what `ledger.read(root, customer)` returned (validated against the ledger's schema)."""
+    if found is None or not any(h in found[1].nodes for h in inv.gpu_hosts()):
         raise NotCertified(f"serve: no certification found for {inv.customer}; run `invoke certify` first")
-    path, summary = found
-    if summary.check:
-        raise NotCertified(f"serve: {path} is a check-mode certification run")
-    if summary.status == "error":
-        raise NotCertified(f"serve: the last certification ended in an error ({path})")
-    finished = datetime.fromisoformat(summary.finished_at or summary.started_at)
-    finished = finished if finished.tzinfo else finished.replace(tzinfo=UTC)
+    path, book = found
     now = now or datetime.now(UTC)
-    valid = timedelta(hours=inv.spec.certification.validity_hours)
-    if now - finished > valid:
-        raise NotCertified(
-            f"serve: the certification of {finished.isoformat()} is older than "
-            f"certification.validity_hours ({inv.spec.certification.validity_hours}); run `invoke certify`"
-        )
-    cert = Certification(source=str(path), finished_at=finished)
+    hours = inv.spec.certification.validity_hours
+    certified_at = [datetime.fromisoformat(e.judged_at) for h, e in book.nodes.items() if h in inv.gpu_hosts()]
+    cert = Certification(source=f"{path}#revision={book.revision}",
+                         finished_at=max(d if d.tzinfo else d.replace(tzinfo=UTC) for d in certified_at))
+    missing, left_out = [], []
     for host in inv.gpu_hosts():
-        node = summary.hosts.get(host)
-        if node is None:
+        entry = book.nodes.get(host)
+        ok, why = ledger.usable(entry, hours, now)
+        if entry is None:
+            missing.append(host)
             continue
-        if node.status != "certified" or host not in summary.certified or host in summary.quarantined:
+        if not ok:
             cert.quarantined.append(host)
+            left_out.append(f"{host} ({why})")
             continue
-        hcas = None if node.hcas_passed is None else tuple(node.hcas_passed)
+        hcas = None if entry.hcas_passed is None else tuple(entry.hcas_passed)
         group = inv.node_group_of(host) or ""
         cert.certified[host] = CertifiedNode(name=host, group=group, ip=node_ip(inv, host), hcas=hcas)
-    missing = [h for h in inv.gpu_hosts() if h not in cert.certified and h not in cert.quarantined]
     if missing:
         cert.messages.append(f"not in the certification (treated as uncertified): {', '.join(missing)}")
+    if left_out:
+        cert.messages.append(f"left out of serving: {', '.join(left_out)}")
+    if not cert.certified:
+        raise NotCertified(f"serve: no node of {inv.customer} is certified now ({'; '.join(left_out or missing)}); "
+                           "run `invoke certify`")
     return cert
 
 

@@ -1,16 +1,17 @@
 """bench: re-run readiness, smoke, the load benchmark and the SLO gate against the tiers `serve` deployed.
 
-Reads the newest serve summary (its endpoints) and the certification it was deployed on, both validated against
-their contracts; no deployment. Writes artifacts/.../bench/ with the tier reports, the decision record and
-summary.json. Exit 3 when a tier misses its SLO, 5 without a current certification, 2 without a serve run that
-matches the current plan (or with a foreign summary).
+Reads the ledger's deployment (the serve summary it points to: its endpoints) and the certification it was deployed
+on, both validated against their contracts; no deployment. Writes artifacts/.../bench/ with the tier reports, the
+decision record and summary.json. Exit 3 when a tier misses its SLO, 5 without a current certification, 2 without a
+serve run that matches the current plan (or with a foreign summary).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from gridready import contracts
+from gridready import contracts, ledger
 from gridready.artifacts import RunContext
 from gridready.contracts import BenchSummary, ServeSummary
 from gridready.errors import InvalidInput, NotCertified
@@ -24,11 +25,13 @@ STAGE = "bench"
 
 
 def deployed(inv: Inventory, ctx: RunContext, plans: list[topology.TierPlan]) -> str:
-    """The serve summary whose endpoints are the tiers planned now; InvalidInput when there is none."""
-    found = contracts.latest(ctx.root, inv.customer, ServeSummary)
-    if found is None:
-        raise InvalidInput(f"bench: no serve run found for {inv.customer}; run `invoke serve` first")
-    path, summary = found
+    """The serve summary of the ledger's deployment (never a render, check or refused run) whose endpoints are the
+    tiers planned now; InvalidInput when there is none."""
+    _, book = ledger.read(ctx.root, inv.customer)
+    if book.serving is None:
+        raise InvalidInput(f"bench: no deployment found for {inv.customer}; run `invoke serve` first")
+    path = Path(book.serving.summary)
+    summary = contracts.read(path, ServeSummary)
     served = {e.tier: e.heads for e in summary.endpoints}
     planned = {p.tier.name: [r.head for r in p.replicas] for p in plans}
     if served != planned:

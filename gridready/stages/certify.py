@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from gridready import ansible, contracts
+from gridready import ansible, contracts, evidence, ledger
 from gridready.artifacts import RunContext
 from gridready.certify.fabric import FabricResult
 from gridready.certify.hca import hca_verdicts
@@ -27,6 +27,7 @@ from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory
 from gridready.report import write_all
 from gridready.spec.certification import CertificationSpec
+from gridready.stages import attest
 from gridready.stages.common import Timer, base_extravars
 from gridready.stages.fabric import run_fabric_phase
 
@@ -65,19 +66,17 @@ def _in_limit(inv: Inventory, host: str, limit: str | None) -> bool:
 
 
 def reusable(ctx: RunContext, spec: CertificationSpec, hosts: list[str]) -> dict[str, tuple[str, NodeVerdict]]:
-    """Hosts whose last certification is still valid (certified, same profile, inside the window): the path of
-    their certification.json and its verdict."""
+    """Hosts whose ledger entry is still valid (certified, not drained, same profile, inside the window), whichever
+    run certified them: the path of their certification.json and its verdict."""
     if ctx.force:
         return {}
-    found = contracts.latest(ctx.root, ctx.customer, CertifySummary)
-    if not found:
-        return {}
-    summary_path, summary = found
+    _, book = ledger.read(ctx.root, ctx.customer)
     out = {}
     for host in hosts:
-        node = summary.hosts.get(host)
-        cert_path = Path(node.certification if node and node.certification
-                         else summary_path.parent / "nodes" / host / "certification.json")
+        entry = book.nodes.get(host)
+        if not ledger.usable(entry, spec.validity_hours)[0] or entry is None or not entry.certification:
+            continue
+        cert_path = Path(entry.certification)
         try:
             cert = json.loads(cert_path.read_text())
         except (OSError, ValueError):
@@ -89,6 +88,14 @@ def reusable(ctx: RunContext, spec: CertificationSpec, hosts: list[str]) -> dict
                 continue  # an older certification.json: probe the node again
             out[host] = (str(cert_path), verdict)
     return out
+
+
+def certified_elsewhere(ctx: RunContext, spec: CertificationSpec, fleet: list[str], hosts: list[str]) -> list[str]:
+    """GPU nodes outside this run's --limit that the ledger holds as certified now: a limited run counts them for
+    min_certified_nodes and pairs its nodes with them in the fabric phase, as it does with reused nodes (a
+    `certify --limit node3 --force` on a certified fleet must not fail for want of the nodes it was told to skip)."""
+    _, book = ledger.read(ctx.root, ctx.customer)
+    return [h for h in fleet if h not in hosts and ledger.usable(book.nodes.get(h), spec.validity_hours)[0]]
 
 
 def judge_probes(inv: Inventory, hosts: list[str], fetch_dir: Path) -> list[NodeVerdict]:
@@ -135,9 +142,11 @@ def run(inv: Inventory, ctx: RunContext) -> CertifySummary:
     timer = Timer()
     stage_dir = ctx.stage_dir(STAGE)
     spec = inv.spec.certification
+    key = evidence.load_private_key()  # a bad key stops the run before any probe (exit 2)
     hosts = [h for h in inv.gpu_hosts() if _in_limit(inv, h, ctx.limit)]
     reused = reusable(ctx, spec, hosts)
     todo = [h for h in hosts if h not in reused]
+    outside = certified_elsewhere(ctx, spec, inv.gpu_hosts(), hosts)
     fetch_dir = stage_dir / PROBES
     messages: list[str] = []
     unreachable: list[str] = []
@@ -149,14 +158,21 @@ def run(inv: Inventory, ctx: RunContext) -> CertifySummary:
         unreachable = sorted(result.unreachable_hosts)
         playbook = {"runner_status": result.status, "runner_rc": result.rc, "playbook_seconds": result.seconds}
     verdicts = judge_probes(inv, todo, fetch_dir)
-    fabric = fabric_results(inv, ctx, verdicts, peers=sorted(reused)) if todo else None
+    fabric = fabric_results(inv, ctx, verdicts, peers=sorted({*reused, *outside})) if todo else None
     extra = fabric.node_results if fabric is not None else {}
-    fleet = judge_fleet(spec, verdicts, reused=reused, customer=inv.customer, run_id=ctx.run_id, extra=extra)
+    fleet = judge_fleet(spec, verdicts, reused=[*reused, *outside], customer=inv.customer, run_id=ctx.run_id,
+                        extra=extra)
     reports = write_all(fleet, stage_dir, command=f"invoke certify ({inv.name})", fabric=fabric)
+    signed, notes = attest.sign_nodes(ctx, fleet, stage_dir, reports, key, probes=PROBES)
+    messages += notes
     if reused:
         messages.append(f"still certified from an earlier run (use --force to re-probe): {', '.join(sorted(reused))}")
+    if outside:
+        messages.append(f"outside --limit, certified in the ledger (counted for the policy, fabric partners): "
+                        f"{', '.join(outside)}")
     return write_summary(
         inv, ctx, fleet, hosts=hosts, reused=reused, unreachable=unreachable, messages=messages, timer=timer,
+        evidence=signed,
         reports={k: str(p.relative_to(stage_dir)) for k, p in reports.items()},
         data={**playbook, "fabric": None if fabric is None else {
             "status": fabric.status, "reason": fabric.reason, "quarantined": fabric.quarantined,
@@ -168,9 +184,11 @@ def run(inv: Inventory, ctx: RunContext) -> CertifySummary:
 def write_summary(inv: Inventory, ctx: RunContext, fleet: FleetVerdict, *, hosts: list[str] | None = None,
                   reused: dict[str, tuple[str, NodeVerdict]] | None = None, unreachable: list[str] | None = None,
                   messages: list[str] | None = None, timer: Timer | None = None,
-                  reports: dict[str, str] | None = None, data: dict[str, Any] | None = None) -> CertifySummary:
+                  reports: dict[str, str] | None = None, data: dict[str, Any] | None = None,
+                  evidence: dict[str, tuple[str | None, str | None]] | None = None) -> CertifySummary:
     """The certify stage's writer: the fleet verdict (and nodes reused from an earlier run) as the CertifySummary
-    contract, with the exit code the policy gives; written to <stage_dir>/summary.json."""
+    contract, with the exit code the policy gives; written to <stage_dir>/summary.json, then merged into the
+    customer's ledger (only the nodes this run judged; nothing for a check-mode run)."""
     reused, unreachable, timer = reused or {}, unreachable or [], timer or Timer()
     hosts = hosts if hosts is not None else [h for h in inv.gpu_hosts() if h in fleet.nodes or h in reused]
     todo = [h for h in hosts if h not in reused]
@@ -186,7 +204,7 @@ def write_summary(inv: Inventory, ctx: RunContext, fleet: FleetVerdict, *, hosts
         messages.append("check mode: verdicts recorded, nothing quarantined; would quarantine "
                         + ", ".join(fleet.quarantined))
     status = "success" if code is ExitCode.OK else "unreachable" if code is ExitCode.UNREACHABLE else "not-certified"
-    return CertifySummary(
+    summary = CertifySummary(
         customer=inv.customer, run_id=ctx.run_id, status=status, exit_code=int(code),  # type: ignore[arg-type]
         check=ctx.check, started_at=timer.started_at, seconds=timer.seconds, messages=messages,
         hosts=node_entries(hosts, fleet, reused, unreachable, ctx.stage_dir(STAGE)),
@@ -195,6 +213,11 @@ def write_summary(inv: Inventory, ctx: RunContext, fleet: FleetVerdict, *, hosts
         validity_hours=inv.spec.certification.validity_hours, reports=reports or {}, data=data or {},
         simulated=fleet.simulated,
     ).close(ctx)
+    summary_path = ctx.stage_dir(STAGE) / contracts.SUMMARY_FILE
+    groups = {h: inv.node_group_of(h) for h in summary.hosts}
+    ledger.update(ctx.root, inv.customer, lambda book: ledger.record_certify(
+        book, summary, summary_path, groups=groups, evidence=evidence))
+    return summary
 
 
 def node_entries(hosts: list[str], fleet: FleetVerdict, reused: dict[str, tuple[str, NodeVerdict]],

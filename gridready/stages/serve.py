@@ -1,8 +1,8 @@
 """serve: the serving tiers on certified nodes only, then readiness, smoke, benchmark and the SLO gate.
 
-1. Certification from disk (the newest certify summary.json), fail closed: none, stale, check-mode or error ->
-   exit 5. Quarantined nodes are left out; tiers are sized on what remains (too few -> exit 5; a TP x PP that
-   can never fit the inventory -> exit 2).
+1. Certification from the customer's ledger (each node's latest verdict, gridready.ledger), fail closed per
+   node: never certified, expired, quarantined or drained nodes are left out; none usable -> exit 5. Tiers are
+   sized on what remains (too few -> exit 5; a TP x PP that can never fit the inventory -> exit 2).
 2. Deploy (stages/serve_deploy.py) what stages/serve_config.py builds: target hosts runs playbooks/serve.yml;
    target kubernetes (and --render) renders the Pulumi stacks, validated, and applies them when the pulumi CLI
    exists.
@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from gridready import ledger
 from gridready.artifacts import RunContext
-from gridready.contracts import Endpoint, HostOutcome, ServeSummary
+from gridready.contracts import SUMMARY_FILE, Endpoint, HostOutcome, ServeSummary
 from gridready.errors import GridreadyError, InvalidInput, NotCertified
 from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory
@@ -28,12 +29,20 @@ from gridready.stages.serve_config import STAGE
 
 def _result(inv: Inventory, ctx: RunContext, timer: Timer, status: str, code: ExitCode,
             hosts: dict[str, HostOutcome], messages: list[str], data: dict[str, Any],
-            cert: Certification | None = None, endpoints: list[Endpoint] | None = None) -> ServeSummary:
-    return ServeSummary(
+            cert: Certification | None = None, endpoints: list[Endpoint] | None = None,
+            roles: dict[str, str] | None = None) -> ServeSummary:
+    """Write the summary; a deployment (roles given, exit 0, not check mode, not --render) becomes the ledger's
+    serving state, which bench reads; a refused, failed, check or render run never does."""
+    summary = ServeSummary(
         customer=inv.customer, run_id=ctx.run_id, status=status, exit_code=int(code),  # type: ignore[arg-type]
         check=ctx.check, started_at=timer.started_at, seconds=timer.seconds, hosts=hosts, messages=messages,
         data=data, certification=cert.source if cert else None, endpoints=endpoints or [],
     ).close(ctx)
+    path = ctx.stage_dir(STAGE) / SUMMARY_FILE
+    if roles is not None and not ctx.render and not ctx.check and summary.exit_code == 0:
+        ledger.update(ctx.root, inv.customer, lambda book: ledger.record_serve(
+            book, summary, path, roles, deployed=True))
+    return summary
 
 
 def run(inv: Inventory, ctx: RunContext) -> ServeSummary:
@@ -68,7 +77,7 @@ def run(inv: Inventory, ctx: RunContext) -> ServeSummary:
         code = err.code
         messages += str(err).splitlines()
     served = serve_config.endpoints(plans, cert) if on_hosts else []
-    return _result(inv, ctx, timer, status, code, hosts, messages, data, cert, served)
+    return _result(inv, ctx, timer, status, code, hosts, messages, data, cert, served, serve_config.roles(plans))
 
 
 def render(inv: Inventory, ctx: RunContext) -> dict[str, Any]:

@@ -11,11 +11,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from gridready import contracts
+from gridready import ledger
 from gridready import pulumi as gpulumi
 from gridready.artifacts import RunContext
 from gridready.bench.endpoint import Endpoint as BenchEndpoint
-from gridready.contracts import CertifySummary, Endpoint
+from gridready.contracts import Endpoint
 from gridready.errors import GridreadyError
 from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory, project_root
@@ -38,8 +38,18 @@ from gridready.stages.common import base_extravars
 
 STAGE = "serve"
 def current_certification(inv: Inventory, ctx: RunContext) -> Certification:
-    """The newest certify summary, validated against its contract (exit 2 when foreign), read fail closed."""
-    return topology.read_certification(inv, contracts.latest(ctx.root, inv.customer, CertifySummary))
+    """The customer's ledger (exit 2 when foreign or drifted), read fail closed per node."""
+    return topology.read_certification(inv, ledger.read(ctx.root, inv.customer))
+
+
+def roles(plans: list[TierPlan]) -> dict[str, str]:
+    """Each planned node's serving role, for the ledger and `invoke status`."""
+    out: dict[str, str] = {}
+    for plan in plans:
+        for r in plan.replicas:
+            out[r.head] = f"{plan.tier.name} head"
+            out.update({w: f"{plan.tier.name} worker" for w in r.workers if w not in out})
+    return out
 
 
 def endpoints(plans: list[TierPlan], cert: Certification) -> list[Endpoint]:

@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from gridready import artifacts, vault
+from gridready import ledger, vault
 from gridready.bench.http import HttpError, fetch
 from gridready.bench.router_overhead import measure
 from gridready.errors import InvalidInput
@@ -81,11 +81,11 @@ def client_key(inv: Inventory) -> str:
 def _decided(inv: Inventory, root: Path, index: int, route: Route, plans: list[TierPlan]) -> Route:
     where = f"{topology.cluster_file(inv)}: serving.router.routes[{index}].split_from_decision"
     models = {p.tier.model.source for p in plans if p.tier.name in {t.tier for t in route.targets}}
-    latest = artifacts.latest_summary(root, inv.customer, "serve")
-    if latest is None or len(models) != 1:
+    serving = ledger.read(root, inv.customer)[1].serving
+    if serving is None or len(models) != 1:
         raise InvalidInput(f"{where}: no serve run with a decision record of these tiers yet (serve once with "
                            "fixed weights)" if len(models) <= 1 else f"{where}: the tiers serve different models")
-    record = latest[0].parent / "decision" / models.pop().replace("/", "--") / "decision.json"
+    record = Path(serving.summary).parent / "decision" / models.pop().replace("/", "--") / "decision.json"
     try:
         return router.split_from_decision(route, json.loads(record.read_text()))
     except (OSError, ValueError) as err:

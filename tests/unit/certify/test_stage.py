@@ -102,3 +102,24 @@ def test_rerun_skips_valid_nodes_unless_forced(tmp_path: Path, monkeypatch: pyte
     assert third.reused == ["gpu-a", "gpu-b"]
     forced = stage.run(inv, _ctx(tmp_path, "20261130T030000Z-0008", force=True))
     assert forced.reused == [] and len(fake.calls) == 2
+
+
+def test_a_limited_forced_run_counts_the_nodes_certified_outside_the_limit(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The live bug (sandbox, issue 31): `certify --limit node2 --force` on a certified 2-node fleet with
+    min_certified_nodes 2 exited 5 ("only 0 node(s) certified"): the node outside the limit was not counted."""
+    from gridready import ledger
+
+    inv = _inv(tmp_path, minimum=2)
+    monkeypatch.setattr(ansible, "run_playbook", FakeRunner({"gpu-a": probe_quick(), "gpu-b": probe_quick()}))
+    first = stage.run(inv, _ctx(tmp_path, "20261130T030000Z-0001"))
+    assert first.exit_code == ExitCode.OK and first.certified == ["gpu-a", "gpu-b"]
+    ctx = _ctx(tmp_path, "20261130T040000Z-0002", force=True)
+    ctx.limit = "gpu-b"
+    again = stage.run(inv, ctx)
+    assert again.exit_code == ExitCode.OK, again.messages
+    assert list(again.hosts) == ["gpu-b"] and again.certified == ["gpu-a", "gpu-b"]
+    assert any("outside --limit" in m and "gpu-a" in m for m in again.messages)
+    _, book = ledger.read(tmp_path / "artifacts", "acme")
+    assert book.nodes["gpu-a"].run_id == "20261130T030000Z-0001"
+    assert book.nodes["gpu-b"].run_id == "20261130T040000Z-0002"

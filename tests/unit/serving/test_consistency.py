@@ -12,7 +12,7 @@ from gridready import pulumi as gpulumi
 from gridready.monitoring import kubernetes_monitors
 from gridready.serving import consistency, topology
 from gridready.stages import serve_config
-from tests.summaries import certification
+from tests.summaries import certified_ledger
 from tests.unit.serving.conftest import vllm_tier
 
 DIGEST = "sha256:" + "5e" * 32
@@ -32,7 +32,7 @@ def triton_tier(**over: Any) -> dict[str, Any]:
 @pytest.fixture
 def rendered(make_inv) -> dict[str, Any]:
     inv = make_inv(4, [vllm_tier(tensor_parallel=8, pipeline_parallel=2), triton_tier()], target="kubernetes")
-    cert = topology.read_certification(inv, certification(inv, ["gpu01", "gpu02", "gpu03", "gpu04"]))
+    cert = topology.read_certification(inv, certified_ledger(inv, ["gpu01", "gpu02", "gpu03", "gpu04"]))
     plans = topology.plan_tiers(inv, cert)
     configs = serve_config.stack_configs(inv, cert, plans)
     out = {stack: gpulumi.render(stack, cfg, "acme") for stack, cfg in configs.items()}

@@ -42,19 +42,19 @@ def test_a_summary_round_trips_through_its_writer_and_reader(make_inv):
 
 
 @pytest.mark.parametrize(("changes", "key"), [
-    ({"schema_version": "gridready.certify-summary/1"}, "schema_version"),
-    ({"stage": "provision"}, "stage"),
-    ({"certified": "gpu01"}, "certified"),
+    ({"schema_version": "gridready.ledger/0"}, "schema_version"),
+    ({"customer": "other"}, "customer"),
+    ({"nodes": {"gpu01": {"verdict": "maybe"}}}, "nodes.gpu01.verdict"),
     ({"hcas": {"gpu01": HCAS}}, "hcas"),
 ])
-def test_serve_refuses_a_foreign_certify_summary_with_exit_2_and_one_line(make_inv, changes, key):
+def test_serve_refuses_a_foreign_ledger_with_exit_2_and_one_line(make_inv, changes, key):
     inv = make_inv(1)
     path, _ = certification(inv, ["gpu01"])
-    _rewrite(path, **changes)
+    _rewrite(path.parents[2] / "ledger.json", **changes)
     result = serve.run(inv, _ctx(path.parents[3]))
     assert result.exit_code == ExitCode.INVALID == 2
     assert len(result.messages) == 1
-    assert result.messages[0].startswith("artifacts/acme/") and f"certify/summary.json: {key}: " in result.messages[0]
+    assert "acme/ledger.json: " in result.messages[0] and f"ledger.json: {key}: " in result.messages[0]
 
 
 def test_a_summary_that_is_not_json_is_refused_naming_the_file(make_inv, tmp_path):
@@ -91,13 +91,14 @@ def test_serve_records_its_endpoints_and_bench_reads_them(make_inv, monkeypatch)
     assert result.exit_code == 0 and result.serve_summary and result.serve_summary.endswith("serve/summary.json")
 
 
-def test_bench_refuses_a_serve_summary_of_another_schema(make_inv):
+def test_bench_refuses_a_serve_summary_of_another_schema(make_inv, monkeypatch):
+    monkeypatch.setenv("GRIDREADY_SERVE_SKIP_BENCH", "1")
+    monkeypatch.setattr(serve_deploy, "hosts", lambda *a, **k: ("success", ExitCode.OK))
     inv = make_inv(1)
     path, _ = certification(inv, ["gpu01"])
     root = path.parents[3]
-    serve_dir = root / "acme" / "20261130T040000Z-bbbb" / "serve"
-    serve_dir.mkdir(parents=True)
-    (serve_dir / "summary.json").write_text(json.dumps({"stage": "serve", "schema_version": 1, "check": False}))
+    assert serve.run(inv, _ctx(root)).exit_code == 0
+    _rewrite(root / "acme" / "20261130T040000Z-bbbb" / "serve" / "summary.json", schema_version=1)
     result = bench.run(inv, RunContext(customer="acme", run_id="20261130T050000Z-cccc", root=root))
     assert result.exit_code == 2 and len(result.messages) == 1
     assert "serve/summary.json: schema_version: 1 is not 'gridready.serve-summary/2'" in result.messages[0]

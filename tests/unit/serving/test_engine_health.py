@@ -16,7 +16,7 @@ import pytest
 
 from gridready.serving import topology
 from gridready.stages import serve_config
-from tests.summaries import certification
+from tests.summaries import certified_ledger
 from tests.unit.serving.conftest import vllm_tier
 
 SCRIPT = Path(__file__).resolve().parents[3] / "roles" / "gridready_engine_health" / "files" / "gridready-engine-health"
@@ -139,7 +139,7 @@ def test_each_engine_gets_its_units_health_url(make_inv, engine: str) -> None:
     head, SGLang /health on rank 0) and the spec's settings as the role's extra variables."""
     tier = vllm_tier(**({"name": "llama-sgl", "engine": "sglang"} if engine == "sglang" else {}))
     inv = make_inv(2, [tier])
-    cert = topology.read_certification(inv, certification(inv, inv.gpu_hosts()))
+    cert = topology.read_certification(inv, certified_ledger(inv, inv.gpu_hosts()))
     plans = topology.plan_tiers(inv, cert)
     extra = serve_config.hosts_extravars(inv, cert, plans)
     assert extra["gridready_engine_health_failures"] == inv.spec.serving.engine_health.failures == 3

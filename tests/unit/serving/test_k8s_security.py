@@ -13,7 +13,7 @@ import pytest
 from gridready import pulumi as gpulumi
 from gridready.serving import consistency, manifests, topology
 from gridready.stages import serve_config
-from tests.summaries import certification
+from tests.summaries import certified_ledger
 from tests.unit.serving.conftest import vllm_tier
 from tests.unit.serving.test_consistency import PROMETHEUS, triton_tier
 
@@ -25,7 +25,7 @@ def rendered(make_inv) -> dict[str, Any]:
     inv = make_inv(4, [vllm_tier(tensor_parallel=8, pipeline_parallel=2), triton_tier()], target="kubernetes")
     inv.spec.serving.firewall_clients = CLIENTS
     inv.spec.serving.kubernetes.client_namespaces = ["gateway-system"]
-    cert = topology.read_certification(inv, certification(inv, ["gpu01", "gpu02", "gpu03", "gpu04"]))
+    cert = topology.read_certification(inv, certified_ledger(inv, ["gpu01", "gpu02", "gpu03", "gpu04"]))
     plans = topology.plan_tiers(inv, cert)
     configs = serve_config.stack_configs(inv, cert, plans)
     out = {stack: gpulumi.render(stack, cfg, "acme") for stack, cfg in configs.items()}

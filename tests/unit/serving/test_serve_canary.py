@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from gridready import ansible, contracts
+from gridready import ansible, ledger
 from gridready import pulumi as gpulumi
 from gridready.artifacts import RunContext
 from gridready.errors import InvalidInput
@@ -81,7 +81,7 @@ def test_canary_route_is_the_route_without_the_canary():
 def test_hosts_deploy_keeps_the_canary_out_of_its_route_until_split(make_inv, write_certify):
     inv = with_router(make_inv(4, TIERS))  # default route: batch and hot, weight 1 each
     root = write_certify(inv, ["gpu01", "gpu02", "gpu03", "gpu04"])
-    cert = topology.read_certification(inv, contracts.latest(root, "acme", contracts.CertifySummary))
+    cert = topology.read_certification(inv, ledger.read(root, "acme"))
     plans = topology.plan_tiers(inv, cert)
     ids = [d["model_info"]["id"] for d in
            serve_router.extravars(inv, root, cert, plans, "hot")["gridready_serve_router"]["config"]["model_list"]]
@@ -96,7 +96,7 @@ def test_hosts_deploy_keeps_the_canary_out_of_its_route_until_split(make_inv, wr
 def _k8s(make_inv, write_certify, **flags: Any) -> list[dict[str, Any]]:
     inv = with_router(make_inv(4, TIERS, target="kubernetes"), routes=CANARY_ROUTES)
     root = write_certify(inv, ["gpu01", "gpu02", "gpu03", "gpu04"])
-    cert = topology.read_certification(inv, contracts.latest(root, "acme", contracts.CertifySummary))
+    cert = topology.read_certification(inv, ledger.read(root, "acme"))
     configs = serve_config.stack_configs(inv, cert, topology.plan_tiers(inv, cert), root, **flags)
     return gpulumi.render("serving", configs["serving"], "acme").manifests
 
@@ -157,7 +157,7 @@ def test_hosts_rollout_applies_each_step_through_the_router_play(make_inv, write
     decide (the network reads are replaced: scrapes return vLLM histogram text, the driver counts requests)."""
     inv = with_router(make_inv(4, TIERS))
     root = write_certify(inv, ["gpu01", "gpu02", "gpu03", "gpu04"])
-    cert = topology.read_certification(inv, contracts.latest(root, "acme", contracts.CertifySummary))
+    cert = topology.read_certification(inv, ledger.read(root, "acme"))
     plans = topology.plan_tiers(inv, cert)
     runs: list[dict[str, Any]] = []
 

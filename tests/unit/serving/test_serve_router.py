@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 import yaml
 
-from gridready import contracts, inventory
+from gridready import inventory, ledger
 from gridready.artifacts import RunContext
 from gridready.errors import InvalidInput
 from gridready.serving import topology
 from gridready.stages import serve, serve_deploy, serve_router
-from tests.summaries import certification
+from tests.summaries import certified_ledger
 from tests.unit.serving.conftest import vllm_tier
 from tests.unit.serving.test_serve_stage import _fake_playbook
 
@@ -53,7 +53,7 @@ def test_split_from_decision_needs_a_record(make_inv, write_certify, tmp_path: P
     inv = with_router(make_inv(4, TIERS), routes=[{"model": "llama-3.3-70b", "split_from_decision": True,
                                                    "targets": [{"tier": "batch"}, {"tier": "hot"}]}])
     root = write_certify(inv, ["gpu01", "gpu02", "gpu03", "gpu04"])
-    cert = topology.read_certification(inv, contracts.latest(root, "acme", contracts.CertifySummary))
+    cert = topology.read_certification(inv, ledger.read(root, "acme"))
     plans = topology.plan_tiers(inv, cert)
     with pytest.raises(InvalidInput, match=r"serving.router.routes\[0\].split_from_decision: no serve run"):
         serve_router.extravars(inv, root, cert, plans)
@@ -66,7 +66,7 @@ def test_bench_waits_a_minute_for_a_router_serve_started_not_serves_start_up_tim
     already up, waits a minute and then says the router is not live (a serve that failed before the router play
     left none), instead of hanging for 15 minutes."""
     inv = with_router(make_inv(4, TIERS))
-    cert = topology.read_certification(inv, certification(inv, ["gpu01", "gpu02", "gpu03", "gpu04"]))
+    cert = topology.read_certification(inv, certified_ledger(inv, ["gpu01", "gpu02", "gpu03", "gpu04"]))
     asked: list[float] = []
     monkeypatch.setattr(serve_router, "wait_live", lambda url, timeout_s: asked.append(timeout_s) or False)
     data: dict[str, Any] = {}

@@ -9,14 +9,14 @@ import yaml
 from gridready import pulumi as gpulumi
 from gridready.serving import manifests, topology
 from gridready.stages import serve_config
-from tests.summaries import certification
+from tests.summaries import certified_ledger
 from tests.unit.serving.conftest import vllm_tier
 
 
 @pytest.fixture
 def k8s(make_inv):
     inv = make_inv(4, [vllm_tier()], target="kubernetes")
-    cert = topology.read_certification(inv, certification(inv, ["gpu01", "gpu02", "gpu04"], ["gpu03"]))
+    cert = topology.read_certification(inv, certified_ledger(inv, ["gpu01", "gpu02", "gpu04"], ["gpu03"]))
     plans = topology.plan_tiers(inv, cert)
     configs = serve_config.stack_configs(inv, cert, plans)
     return {stack: gpulumi.render(stack, cfg, "acme") for stack, cfg in configs.items()}
@@ -145,7 +145,7 @@ def test_components_expose_outputs_under_plain_mocks():
 
 def _serving(make_inv, tier):
     inv = make_inv(4, [tier], target="kubernetes")
-    cert = topology.read_certification(inv, certification(inv, ["gpu01", "gpu02", "gpu03"]))
+    cert = topology.read_certification(inv, certified_ledger(inv, ["gpu01", "gpu02", "gpu03"]))
     plans = topology.plan_tiers(inv, cert)
     return gpulumi.render("serving", serve_config.stack_configs(inv, cert, plans)["serving"], "acme")
 

@@ -11,14 +11,14 @@ import pytest
 from gridready.artifacts import RunContext
 from gridready.serving import topology
 from gridready.stages import serve_verify
-from tests.summaries import certification
+from tests.summaries import certified_ledger
 from tests.unit.test_inventory_errors import EMBED
 
 
 def _verify(make_inv: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Any, stage: str) -> tuple[list[str], list[str]]:
     tier = {**EMBED, "embedding": {**EMBED["embedding"], "sweep": {"max_queue_delay_microseconds": [0, 500]}}}
     inv = make_inv(1, [tier])
-    cert = topology.read_certification(inv, certification(inv, ["gpu01"]))
+    cert = topology.read_certification(inv, certified_ledger(inv, ["gpu01"]))
     plans = topology.plan_tiers(inv, cert)
     swept: list[str] = []
     report = SimpleNamespace(readiness=SimpleNamespace(ready=True), tier="embed",

@@ -9,12 +9,12 @@ import pytest
 from gridready.errors import InvalidInput, NotCertified
 from gridready.exitcodes import ExitCode
 from gridready.serving import topology
-from tests.summaries import HCAS, certification
+from tests.summaries import HCAS, certified_ledger
 from tests.unit.serving.conftest import vllm_tier
 
 
 def _cert(inv, *args, **kwargs):
-    return topology.read_certification(inv, certification(inv, *args, **kwargs))
+    return topology.read_certification(inv, certified_ledger(inv, *args, **kwargs))
 
 
 @pytest.mark.parametrize(("nodes", "pp"), [(1, 1), (2, 2), (4, 4)])
@@ -83,7 +83,7 @@ def test_too_few_certified_nodes_left_is_exit_5(make_inv):
 @pytest.mark.parametrize("case", ["none", "stale", "check-mode"])
 def test_certification_fails_closed(make_inv, case):
     inv = make_inv(1)
-    found = None if case == "none" else certification(inv, ["gpu01"], check=case == "check-mode")
+    found = None if case == "none" else certified_ledger(inv, ["gpu01"], check=case == "check-mode")
     later = datetime.now(UTC) + timedelta(hours=30 if case == "stale" else 0)  # validity_hours is 24
     with pytest.raises(NotCertified):
         topology.read_certification(inv, found, now=later)

@@ -5,13 +5,13 @@ bind the leader's service address (tests/unit/serving_triton/test_plan_launch.py
 from __future__ import annotations
 
 from gridready.serving import topology, vllm
-from tests.summaries import certification
+from tests.summaries import certified_ledger
 from tests.unit.serving.test_consistency import triton_tier
 
 
 def test_every_triton_listener_is_an_api_port_of_the_leader(make_inv) -> None:
     inv = make_inv(2, [triton_tier()])
-    cert = topology.read_certification(inv, certification(inv, ["gpu01", "gpu02"]))
+    cert = topology.read_certification(inv, certified_ledger(inv, ["gpu01", "gpu02"]))
     (plan,) = topology.plan_tiers(inv, cert)
     hosts = vllm.hosts_extravars([plan], cert, inv.spec.serving)["gridready_serve"]["hosts"]
     leader, worker = hosts[plan.replicas[0].head], hosts[plan.replicas[0].nodes[-1]]
@@ -26,7 +26,7 @@ def test_a_fixed_cost_tier_is_one_node_and_every_listener_an_api_port(make_inv, 
 
     settings = {**EMBED["embedding"], "metrics_port": 9102}
     inv = make_inv(2, [{**EMBED, "port": 8100, "replicas": 2, "embedding": settings}])
-    cert = topology.read_certification(inv, certification(inv, ["gpu01", "gpu02"]))
+    cert = topology.read_certification(inv, certified_ledger(inv, ["gpu01", "gpu02"]))
     (plan,) = topology.plan_tiers(inv, cert)
     assert [r.nodes for r in plan.replicas] == [("gpu01",), ("gpu02",)]
     hosts = vllm.hosts_extravars([plan], cert, inv.spec.serving)["gridready_serve"]["hosts"]

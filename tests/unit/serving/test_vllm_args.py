@@ -7,13 +7,13 @@ import pytest
 from gridready.serving import topology, vllm
 from sandbox.engine import cli as sim_cli
 from sandbox.engine import entry as sim_entry
-from tests.summaries import HCAS, certification
+from tests.summaries import HCAS, certified_ledger
 from tests.unit.serving.conftest import vllm_tier
 
 
 def _plan(make_inv, nodes: int, **tier):
     inv = make_inv(nodes, [vllm_tier(**tier)])
-    cert = topology.read_certification(inv, certification(inv, inv.gpu_hosts()))
+    cert = topology.read_certification(inv, certified_ledger(inv, inv.gpu_hosts()))
     (plan,) = topology.plan_tiers(inv, cert)
     return inv, cert, plan
 

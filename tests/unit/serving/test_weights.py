@@ -13,7 +13,7 @@ import pytest
 from gridready.serving import sglang, topology, vllm, weights
 from gridready.spec.serving import ModelSource
 from sandbox.engine import hub
-from tests.summaries import certification
+from tests.summaries import certified_ledger
 from tests.unit.bench.conftest import REPO, engine_factory
 from tests.unit.serving.conftest import vllm_tier
 
@@ -25,7 +25,7 @@ COMMIT = "0e9e39f249a16976918f6564b8830bc894c89659"
 
 def _plan(make_inv, nodes: int):
     inv = make_inv(nodes, [vllm_tier()])
-    cert = topology.read_certification(inv, certification(inv, inv.gpu_hosts()))
+    cert = topology.read_certification(inv, certified_ledger(inv, inv.gpu_hosts()))
     (plan,) = topology.plan_tiers(inv, cert)
     return inv, cert, plan
 

@@ -9,14 +9,14 @@ import pytest
 from gridready import pulumi as gpulumi
 from gridready.serving import manifests, topology
 from gridready.stages import serve_config
-from tests.summaries import certification
+from tests.summaries import certified_ledger
 from tests.unit.serving.conftest import vllm_tier
 
 
 def _render(make_inv, pp: int, replicas: int = 1):
     tier = vllm_tier(name="llama-sgl", engine="sglang", pipeline_parallel=pp, replicas=replicas, port=30000)
     inv = make_inv(4, [tier], target="kubernetes")
-    cert = topology.read_certification(inv, certification(inv, ["gpu01", "gpu02", "gpu03", "gpu04"]))
+    cert = topology.read_certification(inv, certified_ledger(inv, ["gpu01", "gpu02", "gpu03", "gpu04"]))
     configs = serve_config.stack_configs(inv, cert, topology.plan_tiers(inv, cert))
     assert configs["serving"]["triton_tiers"] == []  # an sglang tier is not handed to the Triton component
     return gpulumi.render("serving", configs["serving"], "acme").manifests
@@ -76,7 +76,7 @@ def test_lws_schema_catches_a_broken_set(make_inv):
 def test_serve_render_writes_validated_manifests(make_inv, tmp_path, pp):
     tier = vllm_tier(name="llama-sgl", engine="sglang", pipeline_parallel=pp)
     inv = make_inv(4, [tier], target="kubernetes")
-    cert = topology.read_certification(inv, certification(inv, ["gpu01", "gpu02"]))
+    cert = topology.read_certification(inv, certified_ledger(inv, ["gpu01", "gpu02"]))
     out = serve_config.render_manifests(inv, cert, topology.plan_tiers(inv, cert), tmp_path / "k8s")
     assert out["files"] and out["validated_against"].startswith("kubernetes")
 

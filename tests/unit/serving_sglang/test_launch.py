@@ -11,7 +11,7 @@ from gridready.errors import InvalidInput
 from gridready.serving import sglang, topology
 from gridready.serving.sglang_versions import pin
 from gridready.stages import serve_config, serve_verify
-from tests.summaries import certification
+from tests.summaries import certified_ledger
 from tests.unit.serving.conftest import vllm_tier
 
 
@@ -21,7 +21,7 @@ def sglang_tier(**over):
 
 def _plan(make_inv, nodes: int, **tier):
     inv = make_inv(nodes, [sglang_tier(**tier)])
-    cert = topology.read_certification(inv, certification(inv, inv.gpu_hosts()))
+    cert = topology.read_certification(inv, certified_ledger(inv, inv.gpu_hosts()))
     (plan,) = topology.plan_tiers(inv, cert)
     return inv, cert, plan
 

@@ -1,0 +1,133 @@
+"""watch: one pass of passive health (`invoke watch --once`, run by a systemd timer on the controller:
+docs/fleet-lifecycle.md). Reads the signals the nodes already produce, asks gridready.health what to do, and
+does it:
+
+1. signals: Xid lines of `journalctl -k` since the last pass, `dcgmi health -c` per node (over SSH, as the fabric
+   phase reaches the hosts), and each served tier's engine health (`GET <url>/health` of the ledger's deployment);
+   or `--signals <file>` (a JSON list of gridready.health.Signal, e.g. from a DaemonSet or an exporter);
+2. drain: the node is marked drained in the ledger under the customer lock, so serve, bench and reuse leave it out
+   (a serving node's replica is re-planned on the next `invoke serve`), never past the circuit breaker;
+3. re-certify: a certify run limited to the faulty nodes (--force), in its own run id; its verdict, merged into the
+   ledger, returns the node (pass) or keeps it out as quarantined (fail).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+
+from gridready import health, ledger
+from gridready.artifacts import RunContext, new_run_id
+from gridready.bench.http import HttpError, fetch
+from gridready.contracts import ServeSummary, read
+from gridready.errors import GridreadyError, InvalidInput
+from gridready.health import Action, Policy, Signal
+from gridready.inventory import Inventory
+
+SIGNALS = TypeAdapter(list[Signal])
+
+
+def read_signals(path: str) -> list[Signal]:
+    try:
+        return SIGNALS.validate_json(Path(path).read_bytes())
+    except OSError as err:
+        raise InvalidInput(f"--signals: (flag): {path}: {err.strerror}") from None
+    except ValidationError as err:
+        first = err.errors()[0]
+        raise InvalidInput(f"{path}: {'.'.join(map(str, first['loc'])) or '(file)'}: {first['msg']}") from None
+
+
+def since(entry: ledger.NodeEntry, now: datetime, window: timedelta = timedelta(minutes=15)) -> str:
+    """journalctl's --since: the last `window`, never before the node's latest verdict, so an Xid a re-certification
+    already answered does not drain the node again."""
+    judged = datetime.fromisoformat(entry.judged_at)
+    judged = judged if judged.tzinfo else judged.replace(tzinfo=UTC)
+    return f"{max(now - window, judged).astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"
+
+
+def collect(inv: Inventory, book: ledger.Ledger, runner: Any, now: datetime | None = None) -> list[Signal]:
+    """Signals from every certified GPU node (runner: gridready.stages.fabric.SshRunner or a test double)."""
+    now = now or datetime.now(UTC)
+    out: list[Signal] = []
+    for node in inv.gpu_hosts():
+        entry = book.nodes.get(node)
+        if entry is None or entry.verdict != "certified":
+            continue
+        log = runner.run(node, ["journalctl", "-k", "--no-pager", "-o", "short", "--since", since(entry, now)], 60)
+        out += health.from_kernel_log(node, log.stdout)
+        dcgm = runner.run(node, ["dcgmi", "health", "-c"], 60)
+        if dcgm.rc is not None:
+            out += health.from_dcgm_health(node, dcgm.stdout)
+    if book.serving is not None:
+        try:
+            summary = read(Path(book.serving.summary), ServeSummary)
+        except InvalidInput:
+            summary = None
+        for ep in summary.endpoints if summary else []:
+            try:
+                code = asyncio.run(fetch(ep.url, "/health", timeout=10))[0]
+            except HttpError as err:
+                code, detail = 0, str(err)
+            else:
+                detail = f"HTTP {code}"
+            out += health.from_engine(ep.heads[0], ep.tier, code == 200, detail)
+    return out
+
+
+def once(inv: Inventory, ctx: RunContext, signals: list[Signal], policy: Policy | None = None,
+         recertify: Callable[[Inventory, RunContext], Any] | None = None) -> dict[str, Any]:
+    """One pass: decide, drain (ledger), re-certify the nodes that need it, report. The caller holds the lock;
+    `recertify` is the certify stage's run (composed here), given a context limited to the nodes."""
+    _, book = ledger.read(ctx.root, inv.customer)
+    actions = health.decide(book, signals, inv.gpu_hosts(), policy)
+    for a in actions:
+        if a.kind == "drain":
+            ledger.update(ctx.root, inv.customer, lambda b, a=a: ledger.drain(b, a.node, a.reason))
+    todo = sorted({a.node for a in actions if a.kind == "recertify"})
+    results: list[Action] = []
+    run_id = None
+    if todo and recertify is not None:
+        run_id = new_run_id()
+        sub = replace(ctx, run_id=run_id, limit=",".join(todo), force=True, check=False)
+        sub.claim_stage("certify")
+        try:
+            summary = recertify(inv, sub)
+            verdicts = {n: h.status for n, h in summary.hosts.items()}
+        except GridreadyError as err:
+            verdicts = {n: f"error: {err}" for n in todo}
+        results = health.outcome(actions, verdicts)
+    _, after = ledger.read(ctx.root, inv.customer)
+    return {"customer": inv.customer, "signals": [s.model_dump() for s in signals],
+            "actions": [a.model_dump() for a in [*actions, *results]], "recertify_run": run_id,
+            "revision": after.revision}
+
+
+def load_policy(share: float | None, days: float | None) -> Policy:
+    """The policy from flags (defaults: 50% breaker, weekly re-certification); exit 2 naming the flag."""
+    values: dict[str, Any] = {}
+    if share is not None:
+        values["max_drain_share"] = share
+    if days is not None:
+        values["recertify_days"] = days
+    try:
+        return Policy(**values)
+    except ValidationError as err:
+        first = err.errors()[0]
+        flag = "--max-drain-share" if first["loc"][0] == "max_drain_share" else "--recertify-days"
+        raise InvalidInput(f"{flag}: (flag): {first['msg']}") from None
+
+
+def run(inv: Inventory, ctx: RunContext, signals: str | None, policy: Policy,
+        recertify: Callable[[Inventory, RunContext], Any]) -> dict[str, Any]:
+    """`invoke watch --once`: signals from the file, else from the nodes over SSH; then one pass."""
+    from gridready.stages.fabric import SshRunner
+
+    found = read_signals(signals) if signals else collect(inv, ledger.read(ctx.root, inv.customer)[1],
+                                                          SshRunner.from_inventory(inv))
+    return once(inv, ctx, found, policy, recertify)
