@@ -39,7 +39,9 @@ class NcclFloor(BaseModel):
     exact: bool = False  # holds for exactly `gpus` GPUs, never for more (bridged pairs: more GPUs ring over PCIe)
 
 
-Platform = Literal["baremetal", "passthrough"]
+# baremetal: the whole board in this OS; passthrough: GPUs passed through to a VM; slice: 2 or 4 GPUs of an 8-GPU
+# NVSwitch board given to this OS on bare metal (a Slurm allocation, a container with some of the board's GPUs).
+Platform = Literal["baremetal", "passthrough", "slice"]
 
 
 class NodeShape(BaseModel):
@@ -100,13 +102,32 @@ class Sku(BaseModel):
     def shape_names(self) -> str:
         return ", ".join(s.label for s in self.shapes)
 
-    def nccl_floor(self, gpus: int, algo: str, collective: str = "all_reduce") -> NcclFloor | None:
+    def nccl_floor(self, gpus: int, algo: str, collective: str = "all_reduce",
+                   nvswitch: bool = False) -> NcclFloor | None:
         """The floor for exactly this collective, GPU count and algorithm, else the nearest smaller count; the
-        point-to-point collectives (alltoall, sendrecv) take their floor whatever the algorithm."""
+        point-to-point collectives (alltoall, sendrecv) take their floor whatever the algorithm.
+
+        `nvswitch`: the GPUs hang on a non-blocking NVSwitch board (the full board or a 2/4-GPU slice of it). There
+        every GPU keeps its full NVLink bandwidth whatever the GPU count, and nccl-tests' busbw factors ((n-1)/n,
+        2(n-1)/n, 1: doc/PERFORMANCE.md) normalise the count away, so without a figure for exactly this count the
+        floor is the LOWEST published floor of the board for that collective at any count (a slice of 4 takes
+        the 8-GPU alltoall floor; never the figures of the 4-GPU boards without NVSwitch). Ring and point-to-point
+        only: NVLS reduces in the switch, its algbw is the link rate and its busbw grows with 2(n-1)/n, so an
+        8-GPU NVLS figure does not hold for fewer GPUs."""
         p2p = collective in P2P_COLLECTIVES
-        matches = [f for f in self.nccl_floors
-                   if (p2p or f.algo == algo) and f.gpus <= gpus and f.collective == collective
-                   and (f.gpus == gpus or not f.exact)]
+        same = [f for f in self.nccl_floors if (p2p or f.algo == algo) and f.collective == collective]
+        if nvswitch and self.nvswitch and (p2p or algo == "ring"):
+            exact = [f for f in same if f.gpus == gpus]
+            if exact:
+                return exact[0]
+            if not same:
+                return None
+            low = min(same, key=lambda f: f.floor_gbps)
+            return low.model_copy(update={
+                "gpus": gpus, "source": f"NVSwitch board, {gpus} of its GPUs keep the per-GPU NVLink bandwidth: the "
+                f"board's lowest {collective} floor ({low.gpus} GPUs"
+                + (f", {low.source}" if low.source else "") + ")"})
+        matches = [f for f in same if f.gpus <= gpus and (f.gpus == gpus or not f.exact)]
         return max(matches, key=lambda f: f.gpus) if matches else None
 
 
@@ -130,8 +151,10 @@ _GEN5_X16_GBPS = 63.0  # PCIe 5.0: 32 GT/s x 16 lanes x 128/130 = 63 GB/s one di
 # (doc/PERFORMANCE.md: the busbw factor is "independent of the algorithm used ... as long as they use point-to-point
 # operations"): their floors serve every `nccl.algo` (Sku.nccl_floor).
 # No credible public alltoall figure for 2 or 4 GPUs (the one public 4 x H100 alltoall_perf output, NCCL-2169, is an
-# open performance question, not a reference): those counts have no alltoall floor and the gate asks for one
-# (certification.floors.nccl_collectives_gbps.alltoall).
+# open performance question, not a reference): the 4-GPU boards without NVSwitch have no alltoall floor and the gate
+# asks for one (certification.floors.nccl_collectives_gbps.alltoall). A 2- or 4-GPU slice of an 8-GPU NVSwitch board
+# (platform slice or passthrough) keeps each GPU's 18 NVLinks into the switch, so it takes the board's floors
+# (Sku.nccl_floor with nvswitch=True): the lowest published floor of that collective at any GPU count.
 #   ML-ENG-8  stas00/ml-engineering network/README.md "NVLink SHARP" table (8 x H200, nccl-tests, 16 GiB),
 #             https://github.com/stas00/ml-engineering/blob/master/network/README.md
 #   GTC25-A2A NVIDIA GTC 2025 session S72583, slide "All-to-all Communication Bandwidth": "NCCL Tests Alltoall Bus
@@ -180,6 +203,10 @@ _HGX_SHAPES = (
               source="FIX-H200: 2 GPUs in a VM, NV18, fabric state Completed/Success; FM 2-GPU partition"),
     NodeShape(gpus=1, platform="passthrough", nvswitch=False, fabric_manager_on_node=False, nvlink_links=0,
               source="FIX-H200x1: 1 GPU in a VM, fabric state N/A, `nvlink -s` empty; FM 1-GPU partition"),
+    *(NodeShape(gpus=n, platform="slice", nvswitch=True, fabric_manager_on_node=True, nvlink_links=18,
+                source=f"FM: {n} GPUs of the 8-GPU NVSwitch baseboard on bare metal (a Slurm allocation or container "
+                       "slice); every GPU keeps its 18 links into the NVSwitches, the fabric manager runs on the host")
+      for n in (2, 4)),
 )
 # PCIe cards (H100 PCIe, H100 NVL): 1 to 8 per server, NVLink bridges join pairs (12 links), never an NVSwitch.
 _PCIE_SRC = "DS-H100 PCIe/NVL: PCIe card, 2-way NVLink bridge (600 GB/s = 12 links), no NVSwitch"

@@ -62,11 +62,13 @@ def _expected(exp: Expectations, collective: str) -> Expected | None:
     spec_floor = floors.nccl_busbw_gbps if collective == "all_reduce" else floors.nccl_collectives_gbps.get(collective)
     if spec_floor is not None:
         return Expected(floor=spec_floor, source="spec")
-    cat = exp.sku.nccl_floor(exp.gpus, ns.algo, collective)
+    shape = exp.shape
+    cat = exp.sku.nccl_floor(exp.gpus, ns.algo, collective, nvswitch=bool(shape and shape.nvswitch))
     if cat is None:
         return None
     algo = "p2p" if collective in P2P_COLLECTIVES else cat.algo
     return Expected(floor=cat.floor_gbps, source=f"catalog: {exp.sku.name} {cat.gpus} GPUs {algo} {collective}"
+                    + (f" {shape.platform}" if shape and shape.platform == "slice" else "")
                     + (f" ({cat.source}, {cat.reference_gbps:g} GB/s measured)" if cat.source else ""))
 
 
