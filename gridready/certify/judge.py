@@ -25,6 +25,7 @@ from gridready.certify import (
     software,
     thermal,
     transfer,
+    versions,
     xid,
 )
 from gridready.certify.expectations import Expectations, from_target
@@ -39,6 +40,7 @@ PROBE_SCHEMA = "gridready.probe/1"
 Gate = Callable[[dict[str, Any], Expectations], list[GateResult]]
 GATES: tuple[tuple[str, Gate], ...] = (
     ("software_versions", software.software_versions),
+    ("min_versions", versions.min_versions),
     ("services", software.services),
     ("persistence_mode", software.persistence_mode),
     ("gpu_inventory", inventory.gpu_inventory),

@@ -48,6 +48,38 @@ class Floors(BaseModel):
     hca_write_bw_gbits: NonNegativeFloat | None = Field(None, description="ib_write_bw per HCA, Gb/s")
 
 
+# ClusterMAX minimum versions (SemiAnalysis, https://www.clustermax.ai/minimum-versions.json, read 2026-12-01,
+# ../shared/reference/next-anchors.md): one minimum per driver branch, DCGM 4.5.3. Its CUDA 13.1 is the toolkit;
+# nvidia-smi prints the driver's CUDA API level (13.0 on 580.159.04), so `cuda` stays unset by default.
+CLUSTERMAX_DRIVER_MINIMUMS = ["535.309.01", "570.211.01", "580.159.03", "590.48.01", "595.71.05"]
+CLUSTERMAX_DCGM_MINIMUM = "4.5.3"
+
+
+class MinVersions(BaseModel):
+    """Minimum software versions (gate `min_versions`), with the severity a version below them gets."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    severity: Literal["fail", "warn", "off"] = Field(
+        "warn", description="below a minimum (or a version not readable): fail blocks certification, warn reports, "
+                            "off skips the gate")
+    driver: list[str] = Field(
+        default_factory=lambda: list(CLUSTERMAX_DRIVER_MINIMUMS),
+        description="minimum per driver branch (major number); a branch not listed is below the table")
+    dcgm: str | None = Field(CLUSTERMAX_DCGM_MINIMUM, description="minimum DCGM (the diag JSON's metadata.version)")
+    cuda: str | None = Field(None, description="minimum CUDA version nvidia-smi prints (the driver's CUDA level)")
+    nccl: str | None = Field(None, description="minimum NCCL the probe's torch reports")
+    source: str = "ClusterMAX minimum versions (clustermax.ai/minimum-versions.json, read 2026-12-01)"
+
+    @field_validator("driver")
+    @classmethod
+    def _one_per_branch(cls, value: list[str]) -> list[str]:
+        branches = [v.split(".")[0] for v in value]
+        if len(set(branches)) != len(branches):
+            raise ValueError(f"one minimum per driver branch: {value}")
+        return value
+
+
 class NcclSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -129,6 +161,7 @@ class CertificationSpec(BaseModel):
     sxid_allow: list[int] = Field(default_factory=list, description="NVSwitch SXids that do not fail the node")
     host: HostSettings = Field(default_factory=HostSettings)
     limits: Limits = Field(default_factory=Limits)
+    min_versions: MinVersions = Field(default_factory=MinVersions, description="minimum software versions")
     fabric: FabricSettings = Field(default_factory=FabricSettings, description="the multi-node fabric phase")
     probe_timeout_s: PositiveInt = Field(
         1800, description="wall-clock limit for the whole probe on one node (the role kills it after this)"

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 # Single-node gates, in the order gridready.certify.judge runs them after `probe` (DESIGN.md section 4).
 NODE_GATE_NAMES = (
-    "probe", "software_versions", "services", "persistence_mode", "gpu_inventory", "pcie_link", "nvlink", "ecc",
-    "row_remap", "xid", "clocks", "throttle", "power", "temperature", "iommu", "acs", "peermem", "dcgm", "gemm_bf16",
-    "gemm_fp8", "hbm_bandwidth", "gpu_burn", "h2d_bandwidth", "peer_bandwidth", "nccl_allreduce",
-    "nccl_all_gather", "nccl_reduce_scatter", "nccl_alltoall", "nccl_sendrecv",  # where nccl.collectives names them
+    "probe", "software_versions", "min_versions", "services", "persistence_mode", "gpu_inventory", "pcie_link",
+    "nvlink", "ecc", "row_remap", "xid", "clocks", "throttle", "power", "temperature", "iommu", "acs", "peermem",
+    "dcgm", "gemm_bf16", "gemm_fp8", "hbm_bandwidth", "gpu_burn", "h2d_bandwidth", "peer_bandwidth",
+    "nccl_allreduce", "nccl_all_gather", "nccl_reduce_scatter", "nccl_alltoall", "nccl_sendrecv",  # where chosen
 )
 # Gates of the multi-node fabric phase.
 FABRIC_GATE_NAMES = (
