@@ -9,6 +9,8 @@ Every figure carries its source in a comment. Abbreviations:
   FM       NVIDIA Fabric Manager User Guide, https://docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide
            (fabric manager exists for NVSwitch-based HGX/DGX; virtualization models: full passthrough, shared NVSwitch
            with 1/2/4/8-GPU partitions whose fabric manager runs in a service VM)
+  GP-H200  docs/examples/h200x1/issue30: the goodput probe on one H200, 544.4 model TFLOP/s (55% MFU); an
+           independent nn.TransformerEncoderLayer model 513.2 in the same run; issue 30's reference 514 (eager, 0.94B)
   AIE-NVS  NVIDIA AI Enterprise, "NVIDIA NVSwitch", https://docs.nvidia.com/ai-enterprise/release-8/8.0/infra-software/
            vgpu/features/nvswitch.html: NVSwitch on the HGX H100 and HGX H200 8-GPU baseboards
 Floors are what a healthy part must reach under gridready's own probes; the spec may override any of them.
@@ -89,6 +91,9 @@ class Sku(BaseModel):
     peer_floor_gbps: float  # GPU->GPU copy over NVLink (0 where no NVLink)
     nccl_floors: tuple[NcclFloor, ...] = ()
     shapes: tuple[NodeShape, ...] = ()
+    # training goodput probe (probe/goodput.py: 0.97B decoder, 16,384 tokens per step): model TFLOP/s per GPU
+    goodput_floor_tflops: float | None = None
+    goodput_source: str = ""
     max_gpu_temp_c: float = 85.0  # ANCH 3.8: SI 75 C at idle, ME example 84 under load
     max_mem_temp_c: float = 95.0  # ANCH 3.8: SI memory 95 C
 
@@ -246,6 +251,8 @@ SKUS: tuple[Sku, ...] = (
         peer_floor_gbps=335.0,  # Azure NHC P2P floor 335 GB/s (ANCH 3.4)
         nccl_floors=_NVLINK4_NCCL,
         shapes=_HGX_SHAPES,
+        goodput_floor_tflops=385.0,  # derived: 75% of GP-H200's 514 reference; same GH100 die, clocks and 989 peak
+        goodput_source="75% of 514 model TFLOP/s on H200 (issue 30; GH100 as H200, not measured on H100)",
     ),
     Sku(
         name="H200-SXM-141GB",
@@ -271,6 +278,8 @@ SKUS: tuple[Sku, ...] = (
         peer_floor_gbps=335.0,  # FIX-H200: 395 GB/s GPU0->GPU1; Azure NHC 335 (ANCH 3.4)
         nccl_floors=_NVLINK4_NCCL,
         shapes=_HGX_SHAPES,
+        goodput_floor_tflops=385.0,  # GP-H200: 75% of the 514 reference (544.4 measured by the probe)
+        goodput_source="75% of 514 model TFLOP/s (issue 30 reference; 544.4 measured, docs/examples/h200x1/issue30)",
     ),
     Sku(
         name="H100-NVL-94GB",
@@ -297,6 +306,8 @@ SKUS: tuple[Sku, ...] = (
         # the bridged pair only: with 4 or 8 cards a ring crosses PCIe between pairs, so no floor (the spec sets one)
         nccl_floors=(NcclFloor(gpus=2, algo="ring", floor_gbps=200.0, reference_gbps=260.0, exact=True),),
         shapes=_PCIE_SHAPES,
+        goodput_floor_tflops=325.0,  # derived: 385 x 835/989 dense bf16 peak (DS-H100 NVL), not measured
+        goodput_source="H200 floor scaled by dense bf16 peak 835/989 (derived, not measured)",
     ),
     Sku(
         name="H100-PCIe-80GB",
@@ -322,6 +333,8 @@ SKUS: tuple[Sku, ...] = (
         peer_floor_gbps=200.0,
         nccl_floors=(NcclFloor(gpus=2, algo="ring", floor_gbps=200.0, reference_gbps=260.0, exact=True),),
         shapes=_PCIE_SHAPES,
+        goodput_floor_tflops=294.0,  # derived: 385 x 756/989 dense bf16 peak (DS-H100 PCIe), not measured
+        goodput_source="H200 floor scaled by dense bf16 peak 756/989 (derived, not measured)",
     ),
 )
 

@@ -46,6 +46,8 @@ class Floors(BaseModel):
         default_factory=dict, description="single-node busbw floor per other collective, e.g. {alltoall: 300}")
     multinode_busbw_gbps: NonNegativeFloat | None = Field(None, description="multi-node all-reduce busbw floor")
     hca_write_bw_gbits: NonNegativeFloat | None = Field(None, description="ib_write_bw per HCA, Gb/s")
+    goodput_model_tflops: NonNegativeFloat | None = Field(
+        None, description="training goodput probe: model TFLOP/s per GPU (catalog: goodput_floor_tflops)")
 
 
 # ClusterMAX minimum versions (SemiAnalysis, https://www.clustermax.ai/minimum-versions.json, read 2026-12-01,
