@@ -4,7 +4,13 @@ loss finite and falling, MFU (model TFLOP/s over the SKU's dense bf16 peak) and 
 
 The loss must fall by LOSS_DROP_MIN nats between the mean of the first and of the last five steps: on the lent H200
 the probe's 35 steps fell 1.29 (10.68 -> 9.39; docs/examples/h200x1/issue30), issue 30's reference 10.56 -> 8.80.
-The quick profile runs no training step: n/a there (reported, not passed). Missing data is an error."""
+The quick profile runs no training step: n/a there (reported, not passed). Missing data is an error.
+
+With 2+ GPUs the probe also trains the model data-parallel over NCCL (`goodput.ddp`) with NCCL_DEBUG=INFO and
+records the transports NCCL chose (probe/nccl_debug.py). Inside a node every connection must ride P2P (NVLink, or
+PCIe peer access where the shape has no NVLink) or NVLS: NET/Socket (TCP) or SHM (host memory) is a silent fallback
+and fails, naming the transport and a line; NVIDIA's readiness engine once measured 3 GB/s instead of 489 on such a
+fallback (issue 30). No channel line recorded is an error."""
 
 from __future__ import annotations
 
@@ -45,6 +51,8 @@ def training_goodput(doc: dict[str, Any], exp: Expectations) -> list[GateResult]
         out.append(exp.result(GATE, E, f"no training run on GPU {', '.join(map(str, missing))} of {exp.gpus}",
                               expected=expected, evidence="raw.goodput"))
     peak = exp.sku.bf16_dense_tflops
+    if exp.gpus >= 2:
+        out.append(_transport(g.get("ddp"), exp))
     for i, r in sorted(rows.items()):
         tf, loss = r.get("model_tflops"), list(r.get("loss") or [])
         mfu = round(100 * tf / peak, 1) if tf and peak else None
@@ -71,3 +79,31 @@ def training_goodput(doc: dict[str, Any], exp: Expectations) -> list[GateResult]
             out.append(exp.result(GATE, P, f"GPU {i}: {tf:.1f} model TFLOP/s, {mfu}% MFU of {peak:g}, loss "
                                   f"{first:.2f} -> {last:.2f} in {len(loss)} steps", **kw))
     return out
+
+
+INTRA_NODE_OK = ("P2P", "NVLS")
+
+
+def _transport(ddp: dict[str, Any] | None, exp: Expectations) -> GateResult:
+    """The data-parallel run's NCCL transports: P2P/NVLS only inside a node."""
+    if not ddp or not ddp.get("present"):
+        why = (ddp or {}).get("reason") or "no data-parallel run recorded"
+        return exp.result(GATE, E, f"data-parallel training over {exp.gpus} GPUs: {why}", evidence="goodput.ddp")
+    t = ddp.get("transports") or {}
+    fams = t.get("families") or {}
+    m = {"world": ddp.get("world"), "transports": fams, "model_tflops_per_gpu": ddp.get("model_tflops_per_gpu"),
+         "loss": ddp.get("loss")}
+    kw: dict[str, Any] = {"measured": m, "evidence": "raw.goodput (ddp.nccl_debug_tail)",
+                          "expected": Expected(equals=list(INTRA_NODE_OK), source="NCCL transports inside a node: "
+                                               "NVLink/PCIe peer access or NVLS, never sockets or host memory")}
+    if not t.get("connections"):
+        return exp.result(GATE, E, "data-parallel run: no NCCL channel line recorded (NCCL_DEBUG=INFO): the "
+                          "transport NCCL chose is unknown", **kw)
+    bad = {f: n for f, n in fams.items() if f not in INTRA_NODE_OK}
+    if bad:
+        first = next(iter(bad))
+        return exp.result(GATE, F, f"data-parallel run over {ddp.get('world')} GPUs: NCCL fell back to "
+                          + ", ".join(f"{f} ({n} connections)" for f, n in bad.items())
+                          + f" instead of NVLink/P2P — e.g. {(t.get('examples') or {}).get(first, '')}", **kw)
+    return exp.result(GATE, P, f"data-parallel run over {ddp.get('world')} GPUs: NCCL chose "
+                      + ", ".join(f"{f} x{n}" for f, n in fams.items()), **kw)

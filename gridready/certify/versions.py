@@ -1,7 +1,8 @@
 """Minimum software versions (gate `min_versions`): the driver against the minimum of its branch, DCGM, and where
 the spec sets them CUDA (the driver's level nvidia-smi prints) and NCCL. Defaults: ClusterMAX's table
 (spec.certification.MinVersions). Severity from the spec: `fail` blocks, `warn` reports, `off` skips. A version the
-probe did not read is never a pass: it gets the same severity as one below the minimum."""
+probe did not read is never a pass: it gets the same severity as one below the minimum. Where the spec lists `dcgm`
+in `not_applicable` (no DCGM on those nodes), the DCGM minimum is not checked."""
 
 from __future__ import annotations
 
@@ -69,6 +70,8 @@ def min_versions(doc: dict[str, Any], exp: Expectations) -> list[GateResult]:
             wanted["driver"] = branches[branch]
     for name in ("dcgm", "cuda", "nccl"):
         minimum = getattr(mv, name)
+        if name == "dcgm" and "dcgm" in exp.spec.not_applicable:
+            continue  # the spec says DCGM does not run on these nodes: its minimum does not apply either
         if minimum:
             wanted[name] = minimum
             if why := _check(name.upper() if name != "driver" else name, have[name], minimum):

@@ -17,10 +17,15 @@ Imported only when torch imports. `parse` reads the JSON text run_all writes (`r
 
 from __future__ import annotations
 
+import glob
 import json
 import math
+import os
+import tempfile
 import time
 from typing import Any
+
+from . import nccl_debug
 
 SCHEMA = "gridready.goodput/1"
 # d_model, layers, heads, vocab, seq, batch: 0.97B parameters, 16,384 tokens per step
@@ -139,17 +144,100 @@ def train(dev: int, steps: int, warmup: int = 3, cfg: dict[str, int] | None = No
     return out
 
 
+def _ddp_worker(rank: int, world: int, steps: int, warmup: int, port: int, outdir: str) -> None:
+    """One rank of the data-parallel run (torch.multiprocessing spawn); rank 0 writes the figures."""
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    torch.cuda.set_device(rank)
+    dist.init_process_group("nccl", rank=rank, world_size=world, device_id=torch.device(f"cuda:{rank}"))
+    try:
+        cfg = dict(MODEL)
+        torch.manual_seed(30)
+        model = DistributedDataParallel(build(torch, cfg, rank), device_ids=[rank])
+        opt = torch.optim.AdamW(model.parameters(), lr=3e-4, betas=(0.9, 0.95), weight_decay=0.0, fused=True)
+        data = batches(torch, cfg, rank, seed=30 + rank)
+        pre = [next(data) for _ in range(min(steps, 4))]
+        loss_t, t0 = [], None
+        for i in range(steps):
+            if i == warmup:
+                torch.cuda.synchronize(rank)
+                t0 = time.perf_counter()
+            x, y = pre[i % len(pre)]
+            loss = torch.nn.functional.cross_entropy(model(x).view(-1, cfg["vocab"]).float(), y.reshape(-1))
+            loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            loss_t.append(loss.detach())
+        torch.cuda.synchronize(rank)
+        wall = time.perf_counter() - (t0 or time.perf_counter())
+        if rank == 0:
+            tps = (steps - warmup) * cfg["batch"] * cfg["seq"] / wall if wall > 0 else None
+            with open(os.path.join(outdir, "result.json"), "w", encoding="utf-8") as fh:
+                json.dump({"tokens_per_s_per_gpu": tps, "loss": [round(float(v), 4) for v in loss_t],
+                           "model_tflops_per_gpu": round(tps * flops_per_token(cfg) / 1e12, 1) if tps else None,
+                           "seconds_timed": round(wall, 3)}, fh)
+    finally:
+        dist.destroy_process_group()
+
+
+def train_ddp(world: int, steps: int, warmup: int = 3, timeout_s: float = 900.0) -> dict[str, Any]:
+    """The model data-parallel over `world` local GPUs with NCCL_DEBUG=INFO: figures and the transports chosen."""
+    import torch.multiprocessing as mp
+
+    out: dict[str, Any] = {"present": False, "world": world}
+    with tempfile.TemporaryDirectory(prefix="gridready-ddp-") as td:
+        env = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,P2P,NET", "NCCL_DEBUG_FILE": f"{td}/nccl.%h.%p.log"}
+        saved = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+        try:
+            port = 29500 + os.getpid() % 2000
+            mp.start_processes(_ddp_worker, args=(world, steps, warmup, port, td), nprocs=world, join=True,
+                               start_method="spawn")
+        except Exception as exc:
+            out["reason"] = f"{type(exc).__name__}: {str(exc)[:400]}"
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+        log = ""
+        for name in sorted(glob.glob(f"{td}/nccl.*")):
+            with open(name, encoding="utf-8", errors="replace") as fh:
+                log += fh.read()
+        out["nccl_debug_tail"] = log[-20000:]
+        out["transports"] = nccl_debug.parse(log)
+        res = os.path.join(td, "result.json")
+        if os.path.exists(res):
+            with open(res, encoding="utf-8") as fh:
+                out.update(json.load(fh), present=True)
+        elif "reason" not in out:
+            out["reason"] = "the data-parallel run wrote no result"
+    return out
+
+
 def run_all(prof: dict[str, Any], errors: list[dict[str, str]]) -> str:
-    """Every local GPU, one after the other; the JSON text the probe keeps as `raw.goodput`."""
+    """Every local GPU, one after the other, then (2+ GPUs) the data-parallel run; the JSON text the probe keeps
+    as `raw.goodput`."""
     import torch
 
     gpus = []
+    steps = int(prof.get("goodput_steps", 35))
     for d in range(torch.cuda.device_count()):
         try:
-            gpus.append(train(d, int(prof.get("goodput_steps", 35))))
+            gpus.append(train(d, steps))
         except Exception as exc:
             errors.append({"collector": "torch.goodput", "gpu": str(d), "error": f"{type(exc).__name__}: {exc}"})
-    return json.dumps({"schema": SCHEMA, "tool": "gridready.probe.goodput", "gpus": gpus})
+    ddp = None
+    if torch.cuda.device_count() >= 2:
+        try:
+            ddp = train_ddp(torch.cuda.device_count(), min(steps, 12))
+        except Exception as exc:
+            errors.append({"collector": "torch.goodput_ddp", "error": f"{type(exc).__name__}: {exc}"})
+    return json.dumps({"schema": SCHEMA, "tool": "gridready.probe.goodput", "gpus": gpus, "ddp": ddp})
 
 
 def parse(text: str) -> dict[str, Any]:
