@@ -15,6 +15,8 @@ def parse_args(argv: list[str]) -> dict[str, object]:
     p.add_argument("--profile", choices=sorted(PROFILES), default="quick")
     p.add_argument("--dcgm-level", type=int, default=None, help="default from the profile")
     p.add_argument("--dcgm-precision", default="h", help="diagnostic plugin precisions (h, s, d), level 3+")
+    p.add_argument("--dcgm-outlier-pcnt", type=float, default=0.0,
+                   help="level 3+, DCGM 4.5+: diagnostic plugin cross-GPU clocks/power tolerance in %% (0: not passed)")
     p.add_argument("--algo", choices=["ring", "nvls", "tree"], default="ring")
     p.add_argument("--nccl-min-bytes", type=int, default=1 * GiB, help="smallest size of the gated range")
     p.add_argument("--nccl-max-bytes", type=int, default=8 * GiB)
@@ -29,7 +31,8 @@ def parse_args(argv: list[str]) -> dict[str, object]:
     return {"profile": a.profile, "dcgm_level": a.dcgm_level, "algo": a.algo, "nccl_min_bytes": a.nccl_min_bytes,
             "nccl_max_bytes": a.nccl_max_bytes, "best_of": a.best_of, "timeout": a.timeout,
             "skip": [s for s in a.skip.split(",") if s], "nccl_tests_dir": a.nccl_tests_dir, "out": a.out,
-            "collectives": [c for c in a.collectives.split(",") if c], "dcgm_precision": a.dcgm_precision}
+            "collectives": [c for c in a.collectives.split(",") if c], "dcgm_precision": a.dcgm_precision,
+            "dcgm_outlier_pcnt": a.dcgm_outlier_pcnt}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -204,7 +204,8 @@ class Probe:
         if which("dcgmi") is None:
             self.doc["dcgm"] = {"present": False, "level": level}
             return
-        res = dcgm.collect(level, timeout_s=float(self.opts["timeout"]), precision=self.opts.get("dcgm_precision"))
+        res = dcgm.collect(level, timeout_s=float(self.opts["timeout"]), precision=self.opts.get("dcgm_precision"),
+                           outlier_pcnt=float(self.opts.get("dcgm_outlier_pcnt") or 0))
         self.doc["raw"]["dcgmi_diag"] = res["run"]["stdout"]
         self.doc["dcgm"] = {"present": True, "level": level, "rc": res["run"]["rc"], "parameters": res["parameters"],
                             "timed_out": res["run"]["timed_out"], "parsed": res["parsed"],

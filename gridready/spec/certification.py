@@ -142,6 +142,11 @@ class CertificationSpec(BaseModel):
         "h", pattern=r"^[hsd]{1,3}$",
         description="DCGM diagnostic plugin GEMM precisions (level 3+): h = FP16 on the tensor cores, s = FP32, "
                     "d = FP64; DCGM offers no BF16/FP8 (the probe's gemm gates load those)")
+    dcgm_outlier_tolerance_pcnt: float | None = Field(
+        None, gt=0, le=100,
+        description="level 3+ on DCGM 4.5+: the diagnostic plugin flags a GPU whose clocks or power differ from the "
+                    "other GPUs' by more than this percentage (diagnostic.clocks_tolerance_pcnt and "
+                    "power_tolerance_pcnt); unset: not passed, DCGM's default")
     waive: list[str] = Field(default_factory=list, description="gate names that do not block certification")
     not_applicable: list[str] = Field(
         default_factory=list, description="gates that cannot apply on these nodes (reported, not passed)"

@@ -49,6 +49,7 @@ def extravars(inv: Inventory, fetch_dir: Path) -> dict[str, Any]:
         "gridready_certify_best_of": c.nccl.best_of,
         "gridready_certify_collectives": list(c.nccl.collectives),
         "gridready_certify_dcgm_precision": c.dcgm_precision,
+        "gridready_certify_dcgm_outlier_pcnt": c.dcgm_outlier_tolerance_pcnt or 0,
         "gridready_certify_gate_timeout_s": c.gate_timeout_s,
         "gridready_certify_timeout_s": c.probe_timeout_s,
     }
