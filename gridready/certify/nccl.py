@@ -105,6 +105,7 @@ def nccl_collective(doc: dict[str, Any], exp: Expectations, collective: str) -> 
     m = {"source": source, "collective": collective, "max_busbw_gbps": best["busbw"] if best else None,
          "at_bytes": best["bytes"] if best else None, "min_bytes": ns.min_bytes, "algo": ns.algo, "wrong": wrong,
          "out_of_bounds": oob, "validation": next((p.get("validation") for p in parsed), None),
+         "check_iters": ns.check_iters,
          "pct_of_nvlink_peak": round(100 * best["busbw"] / peak, 1) if best and peak else None,
          "avg_bus_bandwidth_not_gated": next((p.get("avg_busbw") for p in parsed), None),
          "sweep": [{"bytes": p["bytes"], "busbw": p["busbw"], "run": p["run"]} for p in pts]}

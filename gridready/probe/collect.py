@@ -228,7 +228,8 @@ class Probe:
                 with tempfile.TemporaryDirectory() as tmp:
                     res = nccl_tests.collect(max(n, 1), self.opts["nccl_min_bytes"], self.opts["nccl_max_bytes"],
                                              nccl_env(self.opts["algo"]), float(self.opts["timeout"]),
-                                             os.path.join(tmp, "nccl.json"), binary)
+                                             os.path.join(tmp, "nccl.json"), binary,
+                                             check_iters=int(self.opts.get("nccl_check_iters") or 1))
                 raw.append(res["run"]["stdout"])
                 runs.append({"rc": res["run"]["rc"], "timed_out": res["run"]["timed_out"],
                              "parsed": res["json"] or res["parsed"]})

@@ -93,6 +93,9 @@ class NcclSettings(BaseModel):
     min_bytes: PositiveInt = Field(1 << 30, description="the floor applies to the max busbw at sizes >= this")
     max_bytes: PositiveInt = Field(8 << 30, description="largest message of the sweep")
     best_of: PositiveInt = Field(2, description="best of N runs, against flaky fabrics")
+    check_iters: PositiveInt = Field(
+        1, le=100, description="nccl-tests `-c N`: correctness checks per size, counted in #wrong (a maintainer: at "
+        "1000 nodes -c 1 often missed the faulty node, -c X isolated it: nccl-tests issue 172)")
     multinode_fraction_of_nic: float = Field(
         0.85, gt=0, le=1.2, description="multi-node floor as a share of the per-node NIC bandwidth (ring): healthy "
         "runs reach 91-96% (46-48 GB/s per NDR400 NIC, nccl-tests#290); one of 8 rails lost caps a node at 84%"

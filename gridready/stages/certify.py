@@ -47,6 +47,7 @@ def extravars(inv: Inventory, fetch_dir: Path) -> dict[str, Any]:
         "gridready_certify_nccl_min_bytes": c.nccl.min_bytes,
         "gridready_certify_nccl_max_bytes": c.nccl.max_bytes,
         "gridready_certify_best_of": c.nccl.best_of,
+        "gridready_certify_nccl_check_iters": c.nccl.check_iters,
         "gridready_certify_collectives": list(c.nccl.collectives),
         "gridready_certify_dcgm_precision": c.dcgm_precision,
         "gridready_certify_dcgm_outlier_pcnt": c.dcgm_outlier_tolerance_pcnt or 0,
