@@ -48,6 +48,8 @@ def extravars(inv: Inventory, fetch_dir: Path) -> dict[str, Any]:
         "gridready_certify_nccl_max_bytes": c.nccl.max_bytes,
         "gridready_certify_best_of": c.nccl.best_of,
         "gridready_certify_nccl_check_iters": c.nccl.check_iters,
+        # Ansible checks an async task first after `poll` seconds: at 10 a 3 s quick probe cost 10 s (issue 30)
+        "gridready_certify_poll_s": 1 if str(c.profile) == "quick" else 5,
         "gridready_certify_collectives": list(c.nccl.collectives),
         "gridready_certify_dcgm_precision": c.dcgm_precision,
         "gridready_certify_dcgm_outlier_pcnt": c.dcgm_outlier_tolerance_pcnt or 0,
