@@ -217,6 +217,10 @@ class Probe:
         """Each collective of `collectives` (default all_reduce) with its `<collective>_perf`, best of N runs."""
         wanted = list(self.opts.get("collectives") or ["all_reduce"])
         n = len(self.bus_of_index) or int(self.opts.get("gpus") or 0)
+        if n == 1:  # a collective needs a peer: the gates are n/a on one GPU, so the runs would only cost time
+            # (5 collectives x best of 2 took 7.4 s of an 18 s quick probe on the lent H200: issue 30)
+            self.doc["nccl_tests"] = {"present": False, "skipped": "one GPU: a collective has no peer"}
+            return
         per: dict[str, Any] = {}
         for coll in wanted:
             binary = nccl_tests.find_binary(f"{coll}_perf", self.opts.get("nccl_tests_dir"))
