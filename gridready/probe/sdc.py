@@ -15,7 +15,7 @@ fp32 runs with TF32 off (torch.backends.cuda.matmul.allow_tf32 = False): a true 
 holds for one SKU, driver, CUDA and torch (the gate groups by them; torch's wheel pins its cuBLAS): cuBLAS picks the
 same kernel for the same problem on the same part, which the repeat check on one GPU also shows.
 
-Imported only when torch imports. `parse` reads the JSON text this module writes (`raw.sdc`), also the simulator's.
+Imported only when torch imports. `parse` reads the JSON text this module writes (`raw.sdc`).
 """
 
 from __future__ import annotations
@@ -137,7 +137,7 @@ def run_all(prof: dict[str, Any], errors: list[dict[str, str]]) -> str:
 
 
 def parse(text: str) -> dict[str, Any]:
-    """The JSON text of run_all (or the simulator's) -> the `sdc` section of the probe document."""
+    """The JSON text of run_all -> the `sdc` section of the probe document."""
     doc = json.loads(text)
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         raise ValueError(f"not a {SCHEMA} document")
