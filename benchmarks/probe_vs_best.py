@@ -14,6 +14,11 @@ time to find the best the hardware gives:
 Prints one JSON document (figures, ratios probe/best, within_3pct) and writes a Markdown table with --md.
 
     python3 benchmarks/probe_vs_best.py --profile quick --out probe_vs_best.json --md probe_vs_best.md
+
+`--goodput` compares the training goodput probe (gridready/probe/goodput.py) with an independent implementation of
+the same model, side by side on each GPU: PyTorch's own nn.TransformerEncoderLayer (norm_first, GELU 4d MLP, no
+biases, causal), the same tied embedding, data, optimizer, steps and FLOP count; goal probe/reference >= 0.95 of
+model TFLOP/s. `--goodput-only` skips the micro-benchmarks.
 """
 
 from __future__ import annotations
@@ -33,6 +38,51 @@ from gridready.probe import nccl_tests, torch_bench
 from gridready.probe.profiles import PROFILES, GiB, MiB
 
 TOLERANCE = 0.03
+GOODPUT_GOAL = 0.95
+
+
+def reference_decoder(torch: Any, cfg: dict[str, int], dev: int) -> Any:
+    """The goodput probe's model written with PyTorch's own transformer layer (an independent implementation)."""
+    nn = torch.nn
+    d = cfg["d"]
+
+    class Ref(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.emb = nn.Embedding(cfg["vocab"], d)
+            layer = nn.TransformerEncoderLayer(d, cfg["heads"], 4 * d, dropout=0.0, activation="gelu",
+                                               batch_first=True, norm_first=True, bias=False)
+            self.enc = nn.TransformerEncoder(layer, cfg["layers"], enable_nested_tensor=False)
+            self.norm = nn.LayerNorm(d, bias=False)
+            for p in self.parameters():
+                if p.dim() == 2:
+                    nn.init.normal_(p, std=0.02)
+
+        def forward(self, idx: Any) -> Any:
+            s = idx.shape[1]
+            mask = nn.Transformer.generate_square_subsequent_mask(s, device=idx.device, dtype=torch.bfloat16)
+            x = self.enc(self.emb(idx), mask=mask, is_causal=True)
+            return nn.functional.linear(self.norm(x), self.emb.weight)
+
+    return Ref().to(device=dev, dtype=torch.bfloat16)
+
+
+def goodput_rows(steps: int) -> list[dict[str, Any]]:
+    import torch
+
+    from gridready.probe import goodput
+
+    rows = []
+    for dev in range(torch.cuda.device_count()):
+        probe = goodput.train(dev, steps)
+        ref = goodput.train(dev, steps, model_builder=reference_decoder)
+        ratio = probe["model_tflops"] / ref["model_tflops"] if probe["model_tflops"] and ref["model_tflops"] else None
+        rows.append({"gpu": dev, "figure": "goodput_model_tflops", "probe": probe["model_tflops"],
+                     "best": ref["model_tflops"], "ratio": ratio, "goal": GOODPUT_GOAL,
+                     "within_3pct": ratio is not None and ratio >= GOODPUT_GOAL,
+                     "best_source": "nn.TransformerEncoderLayer (same model, data, optimizer)",
+                     "probe_run": probe, "reference_run": ref})
+    return rows
 
 
 def reference(dev: int, prof: dict[str, Any]) -> dict[str, Any]:
@@ -79,6 +129,9 @@ def main() -> int:
     ap.add_argument("--out", type=Path)
     ap.add_argument("--md", type=Path)
     ap.add_argument("--raw-dir", type=Path, help="keep each <collective>_perf output here (2+ GPUs)")
+    ap.add_argument("--goodput", action="store_true", help="also the training goodput probe vs a reference")
+    ap.add_argument("--goodput-only", action="store_true", help="only the training goodput comparison")
+    ap.add_argument("--goodput-steps", type=int, default=35)
     args = ap.parse_args()
     import torch
 
@@ -86,9 +139,11 @@ def main() -> int:
     world = torch.cuda.device_count()
     t0 = time.monotonic()
     errors: list[dict[str, str]] = []
-    probe = torch_bench.run_all(prof, None, errors)
+    probe = torch_bench.run_all(prof, None, errors) if not args.goodput_only else {"gpus": [], "peer": []}
     probe_s = round(time.monotonic() - t0, 1)
     rows: list[dict[str, Any]] = []
+    if args.goodput or args.goodput_only:
+        rows += goodput_rows(args.goodput_steps)
     for g in probe["gpus"]:
         ref = reference(g["index"], prof)
         for name, got, best in _pairs(g, ref):
@@ -100,7 +155,7 @@ def main() -> int:
         ratio = p["gbps"] / best if p.get("gbps") and best else None
         rows.append({"gpu": f"{p['src']}->{p['dst']}", "figure": "peer_gbps", "probe": p.get("gbps"), "best": best,
                      "ratio": ratio, "within_3pct": ratio is not None and ratio >= 1 - TOLERANCE})
-    for coll in COLLECTIVES if world >= 2 else ():
+    for coll in COLLECTIVES if world >= 2 and not args.goodput_only else ():
         from gridready.probe import torch_allreduce
 
         ref_bw = nccl_tests_busbw(coll, world, 8 * GiB, args.raw_dir)

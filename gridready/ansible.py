@@ -6,6 +6,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import threading
@@ -270,7 +271,11 @@ def hostvars(inv: Inventory) -> dict[str, dict[str, Any]]:
     (ansible_runner.get_inventory kept it, and the whole controller environment in `command`, in a private data
     dir under TMPDIR that nothing removed). The command runs with the playbooks' scrubbed environment."""
     vault_file = vault.password_file(inv.path)
-    argv = [str(Path(sys.executable).parent / "ansible-inventory"), "--list", "-i", str(inv.hosts_file)]
+    beside = Path(sys.executable).parent / "ansible-inventory"
+    # beside the interpreter (a venv), else on PATH (ansible-core installed with --target, as on the lent GPU
+    # machines: docs/device.md)
+    found = str(beside) if beside.exists() else shutil.which("ansible-inventory") or str(beside)
+    argv = [found, "--list", "-i", str(inv.hosts_file)]
     if vault_file:
         argv += ["--vault-id", f"{inv.customer}@{vault_file}"]
     env = scrubbed_env(dict(os.environ), {

@@ -9,6 +9,8 @@ Every figure carries its source in a comment. Abbreviations:
   FM       NVIDIA Fabric Manager User Guide, https://docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide
            (fabric manager exists for NVSwitch-based HGX/DGX; virtualization models: full passthrough, shared NVSwitch
            with 1/2/4/8-GPU partitions whose fabric manager runs in a service VM)
+  GP-H200  docs/examples/h200x1/issue30: the goodput probe on one H200, 544.4 model TFLOP/s (55% MFU); an
+           independent nn.TransformerEncoderLayer model 513.2 in the same run; issue 30's reference 514 (eager, 0.94B)
   AIE-NVS  NVIDIA AI Enterprise, "NVIDIA NVSwitch", https://docs.nvidia.com/ai-enterprise/release-8/8.0/infra-software/
            vgpu/features/nvswitch.html: NVSwitch on the HGX H100 and HGX H200 8-GPU baseboards
 Floors are what a healthy part must reach under gridready's own probes; the spec may override any of them.
@@ -39,7 +41,9 @@ class NcclFloor(BaseModel):
     exact: bool = False  # holds for exactly `gpus` GPUs, never for more (bridged pairs: more GPUs ring over PCIe)
 
 
-Platform = Literal["baremetal", "passthrough"]
+# baremetal: the whole board in this OS; passthrough: GPUs passed through to a VM; slice: 2 or 4 GPUs of an 8-GPU
+# NVSwitch board given to this OS on bare metal (a Slurm allocation, a container with some of the board's GPUs).
+Platform = Literal["baremetal", "passthrough", "slice"]
 
 
 class NodeShape(BaseModel):
@@ -87,6 +91,9 @@ class Sku(BaseModel):
     peer_floor_gbps: float  # GPU->GPU copy over NVLink (0 where no NVLink)
     nccl_floors: tuple[NcclFloor, ...] = ()
     shapes: tuple[NodeShape, ...] = ()
+    # training goodput probe (probe/goodput.py: 0.97B decoder, 16,384 tokens per step): model TFLOP/s per GPU
+    goodput_floor_tflops: float | None = None
+    goodput_source: str = ""
     max_gpu_temp_c: float = 85.0  # ANCH 3.8: SI 75 C at idle, ME example 84 under load
     max_mem_temp_c: float = 95.0  # ANCH 3.8: SI memory 95 C
 
@@ -100,13 +107,32 @@ class Sku(BaseModel):
     def shape_names(self) -> str:
         return ", ".join(s.label for s in self.shapes)
 
-    def nccl_floor(self, gpus: int, algo: str, collective: str = "all_reduce") -> NcclFloor | None:
+    def nccl_floor(self, gpus: int, algo: str, collective: str = "all_reduce",
+                   nvswitch: bool = False) -> NcclFloor | None:
         """The floor for exactly this collective, GPU count and algorithm, else the nearest smaller count; the
-        point-to-point collectives (alltoall, sendrecv) take their floor whatever the algorithm."""
+        point-to-point collectives (alltoall, sendrecv) take their floor whatever the algorithm.
+
+        `nvswitch`: the GPUs hang on a non-blocking NVSwitch board (the full board or a 2/4-GPU slice of it). There
+        every GPU keeps its full NVLink bandwidth whatever the GPU count, and nccl-tests' busbw factors ((n-1)/n,
+        2(n-1)/n, 1: doc/PERFORMANCE.md) normalise the count away, so without a figure for exactly this count the
+        floor is the LOWEST published floor of the board for that collective at any count (a slice of 4 takes
+        the 8-GPU alltoall floor; never the figures of the 4-GPU boards without NVSwitch). Ring and point-to-point
+        only: NVLS reduces in the switch, its algbw is the link rate and its busbw grows with 2(n-1)/n, so an
+        8-GPU NVLS figure does not hold for fewer GPUs."""
         p2p = collective in P2P_COLLECTIVES
-        matches = [f for f in self.nccl_floors
-                   if (p2p or f.algo == algo) and f.gpus <= gpus and f.collective == collective
-                   and (f.gpus == gpus or not f.exact)]
+        same = [f for f in self.nccl_floors if (p2p or f.algo == algo) and f.collective == collective]
+        if nvswitch and self.nvswitch and (p2p or algo == "ring"):
+            exact = [f for f in same if f.gpus == gpus]
+            if exact:
+                return exact[0]
+            if not same:
+                return None
+            low = min(same, key=lambda f: f.floor_gbps)
+            return low.model_copy(update={
+                "gpus": gpus, "source": f"NVSwitch board, {gpus} of its GPUs keep the per-GPU NVLink bandwidth: the "
+                f"board's lowest {collective} floor ({low.gpus} GPUs"
+                + (f", {low.source}" if low.source else "") + ")"})
+        matches = [f for f in same if f.gpus <= gpus and (f.gpus == gpus or not f.exact)]
         return max(matches, key=lambda f: f.gpus) if matches else None
 
 
@@ -130,8 +156,10 @@ _GEN5_X16_GBPS = 63.0  # PCIe 5.0: 32 GT/s x 16 lanes x 128/130 = 63 GB/s one di
 # (doc/PERFORMANCE.md: the busbw factor is "independent of the algorithm used ... as long as they use point-to-point
 # operations"): their floors serve every `nccl.algo` (Sku.nccl_floor).
 # No credible public alltoall figure for 2 or 4 GPUs (the one public 4 x H100 alltoall_perf output, NCCL-2169, is an
-# open performance question, not a reference): those counts have no alltoall floor and the gate asks for one
-# (certification.floors.nccl_collectives_gbps.alltoall).
+# open performance question, not a reference): the 4-GPU boards without NVSwitch have no alltoall floor and the gate
+# asks for one (certification.floors.nccl_collectives_gbps.alltoall). A 2- or 4-GPU slice of an 8-GPU NVSwitch board
+# (platform slice or passthrough) keeps each GPU's 18 NVLinks into the switch, so it takes the board's floors
+# (Sku.nccl_floor with nvswitch=True): the lowest published floor of that collective at any GPU count.
 #   ML-ENG-8  stas00/ml-engineering network/README.md "NVLink SHARP" table (8 x H200, nccl-tests, 16 GiB),
 #             https://github.com/stas00/ml-engineering/blob/master/network/README.md
 #   GTC25-A2A NVIDIA GTC 2025 session S72583, slide "All-to-all Communication Bandwidth": "NCCL Tests Alltoall Bus
@@ -180,6 +208,10 @@ _HGX_SHAPES = (
               source="FIX-H200: 2 GPUs in a VM, NV18, fabric state Completed/Success; FM 2-GPU partition"),
     NodeShape(gpus=1, platform="passthrough", nvswitch=False, fabric_manager_on_node=False, nvlink_links=0,
               source="FIX-H200x1: 1 GPU in a VM, fabric state N/A, `nvlink -s` empty; FM 1-GPU partition"),
+    *(NodeShape(gpus=n, platform="slice", nvswitch=True, fabric_manager_on_node=True, nvlink_links=18,
+                source=f"FM: {n} GPUs of the 8-GPU NVSwitch baseboard on bare metal (a Slurm allocation or container "
+                       "slice); every GPU keeps its 18 links into the NVSwitches, the fabric manager runs on the host")
+      for n in (2, 4)),
 )
 # PCIe cards (H100 PCIe, H100 NVL): 1 to 8 per server, NVLink bridges join pairs (12 links), never an NVSwitch.
 _PCIE_SRC = "DS-H100 PCIe/NVL: PCIe card, 2-way NVLink bridge (600 GB/s = 12 links), no NVSwitch"
@@ -219,6 +251,8 @@ SKUS: tuple[Sku, ...] = (
         peer_floor_gbps=335.0,  # Azure NHC P2P floor 335 GB/s (ANCH 3.4)
         nccl_floors=_NVLINK4_NCCL,
         shapes=_HGX_SHAPES,
+        goodput_floor_tflops=385.0,  # derived: 75% of GP-H200's 514 reference; same GH100 die, clocks and 989 peak
+        goodput_source="75% of 514 model TFLOP/s on H200 (issue 30; GH100 as H200, not measured on H100)",
     ),
     Sku(
         name="H200-SXM-141GB",
@@ -244,6 +278,8 @@ SKUS: tuple[Sku, ...] = (
         peer_floor_gbps=335.0,  # FIX-H200: 395 GB/s GPU0->GPU1; Azure NHC 335 (ANCH 3.4)
         nccl_floors=_NVLINK4_NCCL,
         shapes=_HGX_SHAPES,
+        goodput_floor_tflops=385.0,  # GP-H200: 75% of the 514 reference (544.4 measured by the probe)
+        goodput_source="75% of 514 model TFLOP/s (issue 30 reference; 544.4 measured, docs/examples/h200x1/issue30)",
     ),
     Sku(
         name="H100-NVL-94GB",
@@ -270,6 +306,8 @@ SKUS: tuple[Sku, ...] = (
         # the bridged pair only: with 4 or 8 cards a ring crosses PCIe between pairs, so no floor (the spec sets one)
         nccl_floors=(NcclFloor(gpus=2, algo="ring", floor_gbps=200.0, reference_gbps=260.0, exact=True),),
         shapes=_PCIE_SHAPES,
+        goodput_floor_tflops=325.0,  # derived: 385 x 835/989 dense bf16 peak (DS-H100 NVL), not measured
+        goodput_source="H200 floor scaled by dense bf16 peak 835/989 (derived, not measured)",
     ),
     Sku(
         name="H100-PCIe-80GB",
@@ -295,6 +333,8 @@ SKUS: tuple[Sku, ...] = (
         peer_floor_gbps=200.0,
         nccl_floors=(NcclFloor(gpus=2, algo="ring", floor_gbps=200.0, reference_gbps=260.0, exact=True),),
         shapes=_PCIE_SHAPES,
+        goodput_floor_tflops=294.0,  # derived: 385 x 756/989 dense bf16 peak (DS-H100 PCIe), not measured
+        goodput_source="H200 floor scaled by dense bf16 peak 756/989 (derived, not measured)",
     ),
 )
 

@@ -70,6 +70,8 @@ def node_group(doc: dict[str, Any], name: str = "discovered") -> dict[str, Any]:
     if sku is None:
         raise DiscoveryError(f"PCI device id {distinct[0]} is not in the catalog (known: "
                              f"{', '.join(catalog.known_keys())})")
+    if platform == "baremetal" and nvswitch and sku.nvswitch and len(ids) in (2, 4):
+        platform = "slice"  # some GPUs of an 8-GPU NVSwitch board (a Slurm allocation): the board's NVLink per GPU
     shape = sku.shape(len(ids), platform)
     if shape is None:
         raise DiscoveryError(f"{len(ids)} x {sku.name} {platform} is not a catalog shape ({sku.shape_names()})")

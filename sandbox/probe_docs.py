@@ -15,7 +15,7 @@ from typing import Any
 
 from gridready.probe import nvsmi, offline
 from sandbox.profile import Fault, HardwareProfile
-from sandbox.sim import dcgmi, dmesg, nccl_tests, nvidia_smi, simcore
+from sandbox.sim import dcgmi, dmesg, nccl_tests, nvidia_smi, sdc, simcore
 
 NCCL_ARGS = ["-b", str(1 << 20), "-e", str(8 << 30), "-f", "2", "-n", "20", "-w", "5", "-c", "1"]
 # faults a fleet benchmark spreads over a few nodes (sandbox/profile.py FaultKind)
@@ -51,8 +51,8 @@ def _profile_env(path: Path) -> Iterator[None]:
 
 
 def probe_doc(profile: HardwareProfile, workdir: Path, dcgm_level: int = 3) -> dict[str, Any]:
-    """The probe document of one simulated node: nvidia-smi (query, -q, nvlink), dmesg, dcgmi diag -r <level> -j
-    and all_reduce_perf, each the simulator's output for this profile."""
+    """The probe document of one simulated node: nvidia-smi (query, -q, nvlink), dmesg, dcgmi diag -r <level> -j,
+    all_reduce_perf and the SDC step's digests, each the simulator's output for this profile."""
     path = profile.write(workdir / f"{profile.host}.json")
     gpus = str(profile.gpus)
     with _profile_env(path):
@@ -64,6 +64,7 @@ def probe_doc(profile: HardwareProfile, workdir: Path, dcgm_level: int = 3) -> d
             "kernel_log": _run(dmesg.main, []),
             "dcgmi_diag": _run(dcgmi.main, ["diag", "-r", str(dcgm_level), "-j"]),
             "all_reduce_perf": _run(nccl_tests.main, [*NCCL_ARGS, "-g", gpus], prog="all_reduce_perf"),
+            "sdc": _run(sdc.main, []),  # SIMULATED digests in the probe's sdc JSON (sandbox/sim/sdc.py)
         }
     doc = offline.doc_from_outputs(outputs, host=profile.host, dcgm_level=dcgm_level,
                                    modules=["nvidia", "nvidia_peermem"], cmdline="iommu=pt", iommu_groups=0)

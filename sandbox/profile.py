@@ -34,6 +34,8 @@ class FaultKind(StrEnum):
     HCA_HALF_RATE = "hca_half_rate"  # HCA port Active at half its rate (400 -> 200 Gb/s)
     LOW_NCCL_BUSBW = "low_nccl_busbw"  # NCCL busbw multiplied by `factor` (default 0.6)
     DCGM_LEVEL3_FAILURE = "dcgm_level3_failure"  # dcgmi diag -r 3/4 fails a test on one GPU, exit 226
+    SDC_BITFLIP = "sdc_bitflip"  # the GPU's bf16 GEMM output differs in one bit: its SDC digest is the minority
+    SDC_NONDETERMINISTIC = "sdc_nondeterministic"  # the GPU's bf16 GEMM digest changes between repeats
 
 
 GPU_FAULTS = {
@@ -46,6 +48,8 @@ GPU_FAULTS = {
     FaultKind.POWER_BRAKE,
     FaultKind.THERMAL_THROTTLE,
     FaultKind.DCGM_LEVEL3_FAILURE,
+    FaultKind.SDC_BITFLIP,
+    FaultKind.SDC_NONDETERMINISTIC,
 }
 HCA_FAULTS = {FaultKind.HCA_DOWN, FaultKind.HCA_HALF_RATE}
 

@@ -16,15 +16,18 @@ from pydantic import BaseModel, ConfigDict, Field
 from gridready.certify import (
     compute,
     diagnostics,
+    goodput,
     host_settings,
     inventory,
     memory_errors,
     nccl,
     nvlink,
     pcie,
+    sdc,
     software,
     thermal,
     transfer,
+    versions,
     xid,
 )
 from gridready.certify.expectations import Expectations, from_target
@@ -39,6 +42,7 @@ PROBE_SCHEMA = "gridready.probe/1"
 Gate = Callable[[dict[str, Any], Expectations], list[GateResult]]
 GATES: tuple[tuple[str, Gate], ...] = (
     ("software_versions", software.software_versions),
+    ("min_versions", versions.min_versions),
     ("services", software.services),
     ("persistence_mode", software.persistence_mode),
     ("gpu_inventory", inventory.gpu_inventory),
@@ -66,6 +70,8 @@ GATES: tuple[tuple[str, Gate], ...] = (
     ("nccl_reduce_scatter", nccl.nccl_reduce_scatter),
     ("nccl_alltoall", nccl.nccl_alltoall),
     ("nccl_sendrecv", nccl.nccl_sendrecv),
+    ("sdc", sdc.sdc),
+    ("training_goodput", goodput.training_goodput),
 )
 GATE_NAMES = tuple(n for n, _ in GATES)
 
@@ -138,7 +144,7 @@ def figures(doc: dict[str, Any]) -> dict[str, Any]:
     return {"gpus": per_gpu, "peer": [{"src": p["src"], "dst": p["dst"], "gbps": p.get("gbps")}
                                       for p in t.get("peer") or []],
             "allreduce": {"source": source, "points": [{"bytes": p["bytes"], "busbw_gbps": p["busbw"]} for p in pts]},
-            "probe_wall_s": doc.get("wall_s")}
+            "probe_wall_s": doc.get("wall_s"), "sdc": sdc.figures(doc)}
 
 
 def judge_node(spec: CertificationSpec, target: Any, probe_doc: dict[str, Any] | None, *, node: str | None = None,
@@ -223,10 +229,12 @@ class FleetVerdict(BaseModel):
 
 def judge_fleet(spec: CertificationSpec, verdicts: Iterable[NodeVerdict], *, reused: Iterable[str] = (),
                 customer: str | None = None, run_id: str | None = None, outliers: bool = True,
+                sdc_consensus: bool = True,
                 extra: Mapping[str, Iterable[GateResult]] | None = None) -> FleetVerdict:
     """Add fleet outliers (median + MAD per SKU group) and any extra results (fabric gates) to the node verdicts,
     then apply the failure policy: stop -> exit 5 on any uncertified node; quarantine -> exit 0 while at least
-    min_certified_nodes are certified (counting nodes still valid from an earlier run), else 5."""
+    min_certified_nodes are certified (counting nodes still valid from an earlier run), else 5. The SDC consensus
+    (certify/sdc.py) compares every GPU's digests with the majority of the fleet's GPUs of the same key."""
     nodes = {v.node: v for v in verdicts}
     if outliers and len(nodes) >= 3:
         from gridready.certify.outliers import judge_fleet_outliers
@@ -244,6 +252,9 @@ def judge_fleet(spec: CertificationSpec, verdicts: Iterable[NodeVerdict], *, reu
         for r in judge_fleet_outliers(figs, group_of, spec):
             if r.node in nodes:
                 nodes[r.node].add([r], spec)
+    if sdc_consensus and nodes and "sdc" not in spec.not_applicable:
+        for n, results in sdc.consensus({n: (v.sku, v.figures.get("sdc")) for n, v in nodes.items()}).items():
+            nodes[n].add(results, spec)
     for n, results in (extra or {}).items():
         if n in nodes:
             nodes[n].add(results, spec)

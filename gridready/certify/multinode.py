@@ -92,7 +92,7 @@ def mpirun_plan(
     min_bytes: int | None = None,
     max_bytes: int | None = None,
 ) -> LaunchPlan:
-    """Open MPI launch of nccl-tests: one rank per GPU (`-g 1`), checking on (`-c 1`), a timeout (`-T`)."""
+    """Open MPI launch of nccl-tests: one rank per GPU (`-g 1`), checking on (`-c check_iters`), a timeout (`-T`)."""
     slots = _slots(hosts, gpus_per_node)
     addrs = {h: (addresses or {}).get(h, h) for h in hosts}
     argv = [
@@ -106,7 +106,8 @@ def mpirun_plan(
     argv += [
         _binary(settings, collective),
         "-b", str(min_bytes or settings.min_bytes), "-e", str(max_bytes or settings.max_bytes),
-        "-f", "2", "-g", "1", "-c", "1", "-n", str(settings.iters), "-T", str(settings.timeout_s),
+        "-f", "2", "-g", "1", "-c", str(settings.check_iters), "-n", str(settings.iters),
+        "-T", str(settings.timeout_s),
     ]
     return LaunchPlan(hosts=list(hosts), launcher=hosts[0], argv=argv, env=env,
                       hostfile=hostfile(hosts, gpus_per_node, addresses), collective=collective)

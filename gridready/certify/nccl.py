@@ -62,11 +62,13 @@ def _expected(exp: Expectations, collective: str) -> Expected | None:
     spec_floor = floors.nccl_busbw_gbps if collective == "all_reduce" else floors.nccl_collectives_gbps.get(collective)
     if spec_floor is not None:
         return Expected(floor=spec_floor, source="spec")
-    cat = exp.sku.nccl_floor(exp.gpus, ns.algo, collective)
+    shape = exp.shape
+    cat = exp.sku.nccl_floor(exp.gpus, ns.algo, collective, nvswitch=bool(shape and shape.nvswitch))
     if cat is None:
         return None
     algo = "p2p" if collective in P2P_COLLECTIVES else cat.algo
     return Expected(floor=cat.floor_gbps, source=f"catalog: {exp.sku.name} {cat.gpus} GPUs {algo} {collective}"
+                    + (f" {shape.platform}" if shape and shape.platform == "slice" else "")
                     + (f" ({cat.source}, {cat.reference_gbps:g} GB/s measured)" if cat.source else ""))
 
 
@@ -103,6 +105,7 @@ def nccl_collective(doc: dict[str, Any], exp: Expectations, collective: str) -> 
     m = {"source": source, "collective": collective, "max_busbw_gbps": best["busbw"] if best else None,
          "at_bytes": best["bytes"] if best else None, "min_bytes": ns.min_bytes, "algo": ns.algo, "wrong": wrong,
          "out_of_bounds": oob, "validation": next((p.get("validation") for p in parsed), None),
+         "check_iters": ns.check_iters,
          "pct_of_nvlink_peak": round(100 * best["busbw"] / peak, 1) if best and peak else None,
          "avg_bus_bandwidth_not_gated": next((p.get("avg_busbw") for p in parsed), None),
          "sweep": [{"bytes": p["bytes"], "busbw": p["busbw"], "run": p["run"]} for p in pts]}

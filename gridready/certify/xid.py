@@ -10,10 +10,18 @@ nvvs/plugin_src/pcie/Pcie.cpp); a fatal one fails, before the run only when the 
 
 No evidence is never a pass: an unreadable or empty kernel log (`journalctl -k` may print nothing and exit 0) and a
 log that does not reach back to boot (`from_boot` false: the ring buffer wrapped, Xids before its first line are
-lost) are errors unless the lines there already fail the node. MIG lines (`PCI:... GPU-I:05`) name the GPU too."""
+lost) are errors unless the lines there already fail the node. MIG lines (`PCI:... GPU-I:05`) name the GPU too.
+
+Follow-on Xids are judged by their cause. NVIDIA's Xid catalog (docs.nvidia.com/deploy/xid-errors, "Xid 45:
+Preemptive cleanup, due to previous errors") lists Xid 45 as the cleanup the driver does after an earlier error;
+it is allow-listed by default because an application fault (Xid 13, 31, 43) also ends in one. A log window may hold
+only the follow-on lines of a fatal event (the journal rotated, `--since` cut the cause off): where such a line
+names the Xid that caused it (`... due to Xid 79`, `(Xid 79)`), the gate judges the named Xid, not the follow-on
+code, and says so."""
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import Any
 
@@ -22,6 +30,27 @@ from gridready.certify.measurements import _bus, after_load, gpus
 from gridready.certify.result import Expected, GateResult, GateStatus
 
 F, E, W, P = GateStatus.FAIL, GateStatus.ERROR, GateStatus.WARN, GateStatus.PASS
+
+
+# follow-on Xid -> what NVIDIA's Xid catalog says it is (docs.nvidia.com/deploy/xid-errors)
+FOLLOW_ON = {45: "preemptive cleanup, due to previous errors"}
+_CAUSE = re.compile(r"\bXid\s*[:#(]?\s*(\d+)", re.IGNORECASE)
+
+
+def cause_of(e: dict[str, Any]) -> int | None:
+    """The earlier Xid a follow-on Xid line names as its cause, or None (not a follow-on, or no cause named)."""
+    if e.get("xid") not in FOLLOW_ON:
+        return None
+    for m in _CAUSE.finditer(str(e.get("message") or "")):
+        if int(m.group(1)) != e["xid"]:
+            return int(m.group(1))
+    return None
+
+
+def _judged(e: dict[str, Any]) -> dict[str, Any]:
+    """The event as judged: a follow-on line that names its cause counts as the cause (`follow_on` keeps the code)."""
+    cause = cause_of(e)
+    return {**e, "xid": cause, "follow_on": e["xid"]} if cause is not None else e
 
 
 def _non_fatal(e: dict[str, Any]) -> bool:
@@ -58,7 +87,8 @@ def xid(doc: dict[str, Any], exp: Expectations) -> list[GateResult]:
     index_of = {(g["bus_id"] or "")[:10]: g["index"] for g in rows}
     later = {(g["bus_id"] or "")[:10]: g for g in gpus(after)} if after else {}
     seen = {e["line"] for e in log.get("xid", []) + log.get("sxid", [])}
-    new_x = [e for e in (alog or {}).get("xid", []) if e["line"] not in seen]
+    log = {**log, "xid": [_judged(e) for e in log.get("xid", [])]}
+    new_x = [_judged(e) for e in (alog or {}).get("xid", []) if e["line"] not in seen]
     new_s = [e for e in (alog or {}).get("sxid", []) if e["line"] not in seen]
     bad = [e for e in log.get("xid", []) + new_x if e["xid"] not in allow]
     sbad = [e for e in log.get("sxid", []) + new_s if e["sxid"] not in sallow]
@@ -72,6 +102,10 @@ def xid(doc: dict[str, Any], exp: Expectations) -> list[GateResult]:
         counts = Counter(e["xid"] for e in events)
         who = f"GPU {gpu} ({pci})" if gpu is not None else f"GPU at PCI {pci}"
         listed = ", ".join(f"{x} x{n}" if n > 1 else str(x) for x, n in sorted(counts.items()))
+        follow = sorted({(e["follow_on"], e["xid"]) for e in events if "follow_on" in e})
+        if follow:
+            listed += " (" + "; ".join(f"named as the cause by follow-on Xid {f} lines ({FOLLOW_ON[f]})"
+                                       for f, _ in follow) + ")"
         during = [e for e in events if e["line"] in run_lines]
         fixed = _recovered(later.get(bus)) if after is not None and not during else None
         if during:

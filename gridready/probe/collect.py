@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from . import SCHEMA, dcgm, gpu_burn, hca, kernel_log, lspci, nccl_tests, nvbandwidth, nvml, nvsmi, sysfs
+from . import SCHEMA, dcgm, goodput, gpu_burn, hca, kernel_log, lspci, nccl_tests, nvbandwidth, nvml, nvsmi, sdc, sysfs
 from .profiles import PROFILES, sweep_sizes
 from .tools import run, which
 
@@ -205,7 +205,8 @@ class Probe:
         if which("dcgmi") is None:
             self.doc["dcgm"] = {"present": False, "level": level}
             return
-        res = dcgm.collect(level, timeout_s=float(self.opts["timeout"]), precision=self.opts.get("dcgm_precision"))
+        res = dcgm.collect(level, timeout_s=float(self.opts["timeout"]), precision=self.opts.get("dcgm_precision"),
+                           outlier_pcnt=float(self.opts.get("dcgm_outlier_pcnt") or 0))
         self.doc["raw"]["dcgmi_diag"] = res["run"]["stdout"]
         self.doc["dcgm"] = {"present": True, "level": level, "rc": res["run"]["rc"], "parameters": res["parameters"],
                             "timed_out": res["run"]["timed_out"], "parsed": res["parsed"],
@@ -217,6 +218,10 @@ class Probe:
         """Each collective of `collectives` (default all_reduce) with its `<collective>_perf`, best of N runs."""
         wanted = list(self.opts.get("collectives") or ["all_reduce"])
         n = len(self.bus_of_index) or int(self.opts.get("gpus") or 0)
+        if n == 1:  # a collective needs a peer: the gates are n/a on one GPU, so the runs would only cost time
+            # (5 collectives x best of 2 took 7.4 s of an 18 s quick probe on the lent H200: issue 30)
+            self.doc["nccl_tests"] = {"present": False, "skipped": "one GPU: a collective has no peer"}
+            return
         per: dict[str, Any] = {}
         for coll in wanted:
             binary = nccl_tests.find_binary(f"{coll}_perf", self.opts.get("nccl_tests_dir"))
@@ -228,7 +233,8 @@ class Probe:
                 with tempfile.TemporaryDirectory() as tmp:
                     res = nccl_tests.collect(max(n, 1), self.opts["nccl_min_bytes"], self.opts["nccl_max_bytes"],
                                              nccl_env(self.opts["algo"]), float(self.opts["timeout"]),
-                                             os.path.join(tmp, "nccl.json"), binary)
+                                             os.path.join(tmp, "nccl.json"), binary,
+                                             check_iters=int(self.opts.get("nccl_check_iters") or 1))
                 raw.append(res["run"]["stdout"])
                 runs.append({"rc": res["run"]["rc"], "timed_out": res["run"]["timed_out"],
                              "parsed": res["json"] or res["parsed"]})
@@ -282,6 +288,42 @@ class Probe:
             except Exception as exc:
                 self.err(f"torch.{coll}", f"{type(exc).__name__}: {exc}")
 
+    def _torch_gpus(self) -> str | None:
+        """Why the torch workloads cannot run here, or None."""
+        t = self.doc.get("torch") or {}
+        if not t.get("present"):
+            return f"torch not importable ({t.get('import_error')})"
+        if not t.get("cuda_available") or not t.get("device_count"):
+            return "torch sees no CUDA device"
+        return None
+
+    def sdc(self) -> None:
+        """Seeded GEMM digests on every GPU (probe/sdc.py), after the torch benchmarks have heated the GPUs."""
+        if why := self._torch_gpus():
+            self.doc["sdc"] = {"present": False, "reason": why}
+            return
+        errors: list[dict[str, str]] = []
+        text = sdc.run_all(self.prof, errors)
+        self.doc["errors"] += errors
+        self.doc["raw"]["sdc"] = text
+        self.doc["sdc"] = {"present": True, **sdc.parse(text)}
+
+    def goodput(self) -> None:
+        """The ~1B decoder's training steps on every GPU (probe/goodput.py); not in the quick profile."""
+        steps = int(self.prof.get("goodput_steps") or 0)
+        if not steps:
+            self.doc["goodput"] = {"present": False, "ran": False,
+                                   "reason": f"the {self.opts['profile']} profile runs no training steps"}
+            return
+        if why := self._torch_gpus():
+            self.doc["goodput"] = {"present": False, "ran": True, "reason": why}
+            return
+        errors: list[dict[str, str]] = []
+        text = goodput.run_all(self.prof, errors)
+        self.doc["errors"] += errors
+        self.doc["raw"]["goodput"] = text
+        self.doc["goodput"] = {"present": True, "ran": True, **goodput.parse(text)}
+
     def gpu_burn(self) -> None:
         """burn-in only, where gpu_burn is installed (the torch GEMM burn runs regardless)."""
         secs = int(self.prof.get("gemm_burn_s") or 0)
@@ -320,7 +362,8 @@ class Probe:
         steps = (("nvidia_smi", self.nvidia_smi), ("nvml", self.nvml), ("system", self.system),
                  ("kernel_log", self.kernel), ("services", self.services), ("dcgm", self.dcgm),
                  ("nccl_tests", self.nccl_tests), ("nvbandwidth", self.nvbandwidth), ("hca", self.hca),
-                 ("gpu_burn", self.gpu_burn), ("torch", self.torch), ("health_after", self.health_after))
+                 ("gpu_burn", self.gpu_burn), ("torch", self.torch), ("sdc", self.sdc), ("goodput", self.goodput),
+                 ("health_after", self.health_after))
         for name, fn in steps:
             self.step(name, fn)
         self.doc["wall_s"] = round(time.monotonic() - t0, 2)

@@ -117,18 +117,25 @@ def failed_tests(parsed: dict[str, Any]) -> list[str]:
                    or any(r["status"] == "fail" for r in t["results"])})
 
 
-def diag_parameters(level: int, precision: str | None) -> dict[str, str]:
+def diag_parameters(level: int, precision: str | None, outlier_pcnt: float = 0.0) -> dict[str, str]:
     """`-p` test parameters. Level 3+ runs the diagnostic plugin, whose `precision` takes the letters h (FP16,
     cublasHgemm: tensor cores), s (FP32) and d (FP64); without it the plugin alternates h+s (+d where FP64 is fast).
     DCGM has no BF16/FP8 precision. Sources: NVIDIA DCGM "Diagnostic Plugin" (docs.nvidia.com/datacenter/dcgm/latest/
     user-guide/diag-diagnostic-plugin.html) and NVIDIA/DCGM nvvs/plugin_src/diagnostic/DiagnosticPlugin.cpp
-    (SetPrecisionFromString)."""
-    return {"diagnostic.precision": precision} if precision and level >= 3 else {}
+    (SetPrecisionFromString). `outlier_pcnt` > 0 (DCGM 4.5+) sets the plugin's cross-GPU outlier tolerances,
+    `clocks_tolerance_pcnt` and `power_tolerance_pcnt` (DCGM "Diagnostic Plugin" docs, 4.5)."""
+    if level < 3:
+        return {}
+    out = {"diagnostic.precision": precision} if precision else {}
+    if outlier_pcnt and outlier_pcnt > 0:
+        out["diagnostic.clocks_tolerance_pcnt"] = f"{outlier_pcnt:g}"
+        out["diagnostic.power_tolerance_pcnt"] = f"{outlier_pcnt:g}"
+    return out
 
 
-def collect(level: int, timeout_s: float, precision: str | None = None) -> dict[str, Any]:
+def collect(level: int, timeout_s: float, precision: str | None = None, outlier_pcnt: float = 0.0) -> dict[str, Any]:
     """Run `dcgmi diag -r level -j [-p diagnostic.precision=..]`; retry each failed flaky plugin once alone."""
-    params = diag_parameters(level, precision)
+    params = diag_parameters(level, precision, outlier_pcnt)
     extra = ["-p", ";".join(f"{k}={v}" for k, v in params.items())] if params else []
     res = run(["dcgmi", "diag", "-r", str(level), "-j", *extra], timeout_s=timeout_s)
     out: dict[str, Any] = {"level": level, "run": res, "parsed": None, "parse_error": None, "retries": [],

@@ -167,10 +167,11 @@ def validated_busbw(row: dict[str, Any]) -> float | None:
 
 
 def collect(gpus: int, min_bytes: int, max_bytes: int, env: dict[str, str], timeout_s: float,
-            tmp_json: str, binary: str = "all_reduce_perf") -> dict[str, Any]:
-    """Run `<collective>_perf -g <gpus>` (single process, all local GPUs) with `-J`; parse both outputs."""
+            tmp_json: str, binary: str = "all_reduce_perf", check_iters: int = 1) -> dict[str, Any]:
+    """Run `<collective>_perf -g <gpus>` (single process, all local GPUs) with `-J` and `-c check_iters` (each
+    size's result checked that many times, errors counted in `#wrong`); parse both outputs."""
     argv = [binary, "-b", str(min_bytes), "-e", str(max_bytes), "-f", "2", "-g", str(gpus),
-            "-n", "20", "-w", "5", "-c", "1", "-J", tmp_json]
+            "-n", "20", "-w", "5", "-c", str(max(1, check_iters)), "-J", tmp_json]
     res = run(argv, timeout_s=timeout_s, env=env)
     out: dict[str, Any] = {"run": res, "parsed": None, "json": None, "env": env}
     if res["absent"]:

@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from . import SCHEMA, dcgm, gpu_burn, kernel_log, lspci, nccl_tests, nvbandwidth, nvsmi, sysfs
+from . import SCHEMA, dcgm, goodput, gpu_burn, kernel_log, lspci, nccl_tests, nvbandwidth, nvsmi, sdc, sysfs
 
 
 def _torch_from_fixture(text: str) -> dict[str, Any]:
@@ -101,4 +101,8 @@ def doc_from_outputs(outputs: Mapping[str, str], *, host: str = "fixture", dcgm_
         doc["gpu_burn"] = {"present": True, "rc": 0, "timed_out": False, "parsed": gpu_burn.parse(outputs["gpu_burn"])}
     if "torch_probe" in outputs:
         doc["torch"] = _torch_from_fixture(outputs["torch_probe"])
+    if "sdc" in outputs:
+        doc["sdc"] = {"present": True, **sdc.parse(outputs["sdc"])}
+    if "goodput" in outputs:
+        doc["goodput"] = {"present": True, "ran": True, **goodput.parse(outputs["goodput"])}
     return doc

@@ -46,6 +46,40 @@ class Floors(BaseModel):
         default_factory=dict, description="single-node busbw floor per other collective, e.g. {alltoall: 300}")
     multinode_busbw_gbps: NonNegativeFloat | None = Field(None, description="multi-node all-reduce busbw floor")
     hca_write_bw_gbits: NonNegativeFloat | None = Field(None, description="ib_write_bw per HCA, Gb/s")
+    goodput_model_tflops: NonNegativeFloat | None = Field(
+        None, description="training goodput probe: model TFLOP/s per GPU (catalog: goodput_floor_tflops)")
+
+
+# ClusterMAX minimum versions (SemiAnalysis, https://www.clustermax.ai/minimum-versions.json, read 2026-12-01,
+# ../shared/reference/next-anchors.md): one minimum per driver branch, DCGM 4.5.3. Its CUDA 13.1 is the toolkit;
+# nvidia-smi prints the driver's CUDA API level (13.0 on 580.159.04), so `cuda` stays unset by default.
+CLUSTERMAX_DRIVER_MINIMUMS = ["535.309.01", "570.211.01", "580.159.03", "590.48.01", "595.71.05"]
+CLUSTERMAX_DCGM_MINIMUM = "4.5.3"
+
+
+class MinVersions(BaseModel):
+    """Minimum software versions (gate `min_versions`), with the severity a version below them gets."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    severity: Literal["fail", "warn", "off"] = Field(
+        "warn", description="below a minimum (or a version not readable): fail blocks certification, warn reports, "
+                            "off skips the gate")
+    driver: list[str] = Field(
+        default_factory=lambda: list(CLUSTERMAX_DRIVER_MINIMUMS),
+        description="minimum per driver branch (major number); a branch not listed is below the table")
+    dcgm: str | None = Field(CLUSTERMAX_DCGM_MINIMUM, description="minimum DCGM (the diag JSON's metadata.version)")
+    cuda: str | None = Field(None, description="minimum CUDA version nvidia-smi prints (the driver's CUDA level)")
+    nccl: str | None = Field(None, description="minimum NCCL the probe's torch reports")
+    source: str = "ClusterMAX minimum versions (clustermax.ai/minimum-versions.json, read 2026-12-01)"
+
+    @field_validator("driver")
+    @classmethod
+    def _one_per_branch(cls, value: list[str]) -> list[str]:
+        branches = [v.split(".")[0] for v in value]
+        if len(set(branches)) != len(branches):
+            raise ValueError(f"one minimum per driver branch: {value}")
+        return value
 
 
 class NcclSettings(BaseModel):
@@ -59,6 +93,9 @@ class NcclSettings(BaseModel):
     min_bytes: PositiveInt = Field(1 << 30, description="the floor applies to the max busbw at sizes >= this")
     max_bytes: PositiveInt = Field(8 << 30, description="largest message of the sweep")
     best_of: PositiveInt = Field(2, description="best of N runs, against flaky fabrics")
+    check_iters: PositiveInt = Field(
+        1, le=100, description="nccl-tests `-c N`: correctness checks per size, counted in #wrong (a maintainer: at "
+        "1000 nodes -c 1 often missed the faulty node, -c X isolated it: nccl-tests issue 172)")
     multinode_fraction_of_nic: float = Field(
         0.85, gt=0, le=1.2, description="multi-node floor as a share of the per-node NIC bandwidth (ring; a fraction, "
         "0.85 for 85 %): healthy runs reach 91-96% (46-48 GB/s per NDR400 NIC, nccl-tests#290); one of 8 rails lost "
@@ -110,6 +147,11 @@ class CertificationSpec(BaseModel):
         "h", pattern=r"^[hsd]{1,3}$",
         description="DCGM diagnostic plugin GEMM precisions (level 3+): h = FP16 on the tensor cores, s = FP32, "
                     "d = FP64; DCGM offers no BF16/FP8 (the probe's gemm gates load those)")
+    dcgm_outlier_tolerance_pcnt: float | None = Field(
+        None, gt=0, le=100,
+        description="level 3+ on DCGM 4.5+: the diagnostic plugin flags a GPU whose clocks or power differ from the "
+                    "other GPUs' by more than this percentage (diagnostic.clocks_tolerance_pcnt and "
+                    "power_tolerance_pcnt); unset: not passed, DCGM's default")
     waive: list[str] = Field(default_factory=list, description="gate names that do not block certification")
     not_applicable: list[str] = Field(
         default_factory=list, description="gates that cannot apply on these nodes (reported, not passed)"
@@ -132,6 +174,7 @@ class CertificationSpec(BaseModel):
         default_factory=list, description="NVSwitch SXids that do not fail the node")
     host: HostSettings = Field(default_factory=HostSettings)
     limits: Limits = Field(default_factory=Limits)
+    min_versions: MinVersions = Field(default_factory=MinVersions, description="minimum software versions")
     fabric: FabricSettings = Field(default_factory=FabricSettings, description="the multi-node fabric phase")
     probe_timeout_s: PositiveInt = Field(
         1800, description="wall-clock limit for the whole probe on one node (the role kills it after this)"

@@ -37,8 +37,9 @@ class NodeGroup(BaseModel):
     name: str = Field(pattern=ANSIBLE_NAME, description="Ansible group in hosts.yml")
     sku: str = Field(description="catalog SKU name or PCI device id, e.g. H200-SXM-141GB or 0x2335")
     gpus_per_node: PositiveInt = Field(8, le=16)
-    platform: Literal["baremetal", "passthrough"] = Field(
-        "baremetal", description="bare metal, or GPUs passed through to a VM; with gpus_per_node a catalog node shape")
+    platform: Literal["baremetal", "passthrough", "slice"] = Field(
+        "baremetal", description="bare metal, GPUs passed through to a VM, or a slice (2 or 4 GPUs of an 8-GPU "
+                                 "NVSwitch board on bare metal, a Slurm allocation); with gpus_per_node a shape")
     os: Literal["ubuntu-22.04", "ubuntu-24.04", "debian-12"] = "ubuntu-22.04"
     nics: list[Nic] = Field(default_factory=list, description="HCAs/NICs every node of the group has")
     mgmt_interface: str | None = Field(None, description="interface for NCCL/Gloo bootstrap sockets")

@@ -78,6 +78,8 @@ class FabricSettings(BaseModel):
         0.625, gt=0, le=1.2, description="pairwise floor = min(the set floor, this x per-node NIC bandwidth)",
     )
     iters: PositiveInt = 20
+    check_iters: PositiveInt = Field(1, le=100, description="nccl-tests -c N: correctness checks per size, in #wrong "
+                                     "(-c 1 can miss a faulty node at scale: nccl-tests issue 172)")
     timeout_s: PositiveInt = Field(600, description="nccl-tests -T and the launcher's wall limit per run")
     require_gdr: bool = Field(True, description="NET/IB without GDRDMA warns when the group expects GDR")
     hca_bw_fraction: float = Field(

@@ -64,8 +64,9 @@ def test_the_node_certifies_with_its_shapes_na_set(probe_doc: dict[str, Any]) ->
     assert ("nccl_allreduce" in na) == (world == 1)
     assert ("peer_bandwidth" in na) == (world == 1 or not shape.nvlink_links)
     assert ("services" in na) == (not shape.nvswitch) and ("nvlink" in na) == (shape.nvlink_links == 0)
-    for gate in ("gemm_bf16", "gemm_fp8", "hbm_bandwidth", "h2d_bandwidth"):
+    for gate in ("gemm_bf16", "gemm_fp8", "hbm_bandwidth", "h2d_bandwidth", "sdc"):
         assert v.worst(gate) is GateStatus.PASS, gate
+    assert "training_goodput" in na  # the quick profile runs no training steps
 
 
 def test_probe_hbm_and_gemm_within_3pct_of_the_best_method() -> None:

@@ -51,9 +51,15 @@ def group(sku: str = "H200-SXM-141GB", gpus: int = 2, gdr: bool = False, platfor
                                      "platform": plat})
 
 
+# The captured probe documents (h200x2, h200x1, public) predate the probe's sdc and goodput steps (issue 30): on them
+# those gates are declared n/a (reported skipped, never passed); tests of the new gates use documents that have them.
+BEFORE_ISSUE30 = ["sdc", "training_goodput"]
+
+
 def spec(**kw: Any) -> CertificationSpec:
     base: dict[str, Any] = {"profile": "quick", "not_applicable": ["dcgm"]}
     base.update(kw)
+    base["not_applicable"] = [*base["not_applicable"], *(g for g in BEFORE_ISSUE30 if g not in base["not_applicable"])]
     return CertificationSpec(**base)
 
 

@@ -16,7 +16,7 @@ from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory
 from gridready.spec import ClusterSpec
 from gridready.stages import certify as stage
-from tests.unit.certify.fixtures_io import probe_quick
+from tests.unit.certify.fixtures_io import BEFORE_ISSUE30, probe_quick
 
 
 def _inv(tmp: Path, policy: str = "quarantine", minimum: int = 1) -> Inventory:
@@ -24,7 +24,8 @@ def _inv(tmp: Path, policy: str = "quarantine", minimum: int = 1) -> Inventory:
         "customer": "acme",
         "node_groups": [{"name": "gpu_nodes", "sku": "H200-SXM-141GB", "gpus_per_node": 2, "platform": "passthrough",
                          "gpudirect_rdma": False}],
-        "certification": {"profile": "quick", "not_applicable": ["dcgm"], "failure_policy": policy,
+        # the h200x2 capture predates the sdc and goodput probe steps (fixtures_io.BEFORE_ISSUE30)
+        "certification": {"profile": "quick", "not_applicable": ["dcgm", *BEFORE_ISSUE30], "failure_policy": policy,
                           "min_certified_nodes": minimum, "fabric": {"enabled": False}},
     })
     hosts = {"gpu-a": {}, "gpu-b": {}}
