@@ -17,7 +17,7 @@ import pytest
 from gridready.serving import sglang, topology, vllm
 from gridready.serving.sglang_versions import pin
 from gridready.spec.serving import VLLM_VERSION
-from tests.summaries import certification
+from tests.summaries import certified_ledger
 from tests.unit.serving.conftest import vllm_tier
 
 DATA = Path(__file__).resolve().parents[3] / "gridready" / "data" / "engine_cli"
@@ -43,7 +43,7 @@ def _flags(args: list[str]) -> list[str]:
 
 def _plans(make_inv: Any, tier: dict[str, Any], target: str = "hosts") -> list[Any]:
     inv = make_inv(4, [tier], target=target)
-    cert = topology.read_certification(inv, certification(inv, inv.gpu_hosts()))
+    cert = topology.read_certification(inv, certified_ledger(inv, inv.gpu_hosts()))
     return topology.plan_tiers(inv, cert)
 
 

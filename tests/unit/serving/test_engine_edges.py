@@ -9,7 +9,7 @@ import dataclasses
 import pytest
 
 from gridready.serving import sglang, topology, vllm
-from tests.summaries import HCAS, certification
+from tests.summaries import HCAS, certified_ledger
 from tests.unit.serving.conftest import vllm_tier
 
 NO_HCA_ENV = {"NCCL_SOCKET_IFNAME": "bond0", "GLOO_SOCKET_IFNAME": "bond0", "NCCL_IB_DISABLE": "1",
@@ -18,7 +18,7 @@ NO_HCA_ENV = {"NCCL_SOCKET_IFNAME": "bond0", "GLOO_SOCKET_IFNAME": "bond0", "NCC
 
 def _plan(make_inv, nodes: int, **tier):
     inv = make_inv(nodes, [vllm_tier(**tier)])
-    cert = topology.read_certification(inv, certification(inv, inv.gpu_hosts()))
+    cert = topology.read_certification(inv, certified_ledger(inv, inv.gpu_hosts()))
     (plan,) = topology.plan_tiers(inv, cert)
     return inv, cert, plan
 

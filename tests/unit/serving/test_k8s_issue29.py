@@ -14,7 +14,7 @@ from gridready.errors import InvalidInput
 from gridready.monitoring import kubernetes_monitors
 from gridready.serving import consistency, manifests, topology
 from gridready.stages import serve_config
-from tests.summaries import certification
+from tests.summaries import certified_ledger
 from tests.unit.serving.conftest import vllm_tier
 from tests.unit.serving.test_consistency import PROMETHEUS, triton_tier
 
@@ -34,7 +34,7 @@ def rendered(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     make = conftest.make_inv.__wrapped__(tmp_path_factory.mktemp("inv"), mp)  # type: ignore[attr-defined]
     inv = make(6, [vllm_tier(tensor_parallel=8, pipeline_parallel=2), triton_tier(), sglang_tier()],
                target="kubernetes")
-    cert = topology.read_certification(inv, certification(inv, inv.gpu_hosts()))
+    cert = topology.read_certification(inv, certified_ledger(inv, inv.gpu_hosts()))
     plans = topology.plan_tiers(inv, cert)
     configs = serve_config.stack_configs(inv, cert, plans)
     out = {stack: gpulumi.render(stack, cfg, "acme") for stack, cfg in configs.items()}
@@ -64,7 +64,7 @@ def test_the_render_passes_every_rule(rendered) -> None:
 # 1. LoRA on Kubernetes: Ray Serve LLM's LoraConfig takes remote URIs only
 def test_a_node_local_lora_folder_is_refused_on_kubernetes(make_inv) -> None:
     inv = make_inv(4, [vllm_tier(lora_adapters=[{"name": "sql", "path": "/adapters/sql"}])], target="kubernetes")
-    cert = topology.read_certification(inv, certification(inv, inv.gpu_hosts()))
+    cert = topology.read_certification(inv, certified_ledger(inv, inv.gpu_hosts()))
     with pytest.raises(InvalidInput, match=r"lora_adapters: .*s3://"):
         serve_config.stack_configs(inv, cert, topology.plan_tiers(inv, cert))
 
@@ -118,7 +118,7 @@ def test_the_storage_class_of_cluster_yml_reaches_the_claims(make_inv) -> None:
     inv = make_inv(4, [triton_tier()], target="kubernetes")
     inv.spec.serving.kubernetes.storage_class = "fast-rwx"
     inv.spec.serving.kubernetes.engine_cache_size = "300Gi"
-    cert = topology.read_certification(inv, certification(inv, inv.gpu_hosts()))
+    cert = topology.read_certification(inv, certified_ledger(inv, inv.gpu_hosts()))
     cfg = serve_config.stack_configs(inv, cert, topology.plan_tiers(inv, cert))["serving"]
     docs = gpulumi.render("serving", cfg, "acme").manifests
     claims = {d["metadata"]["name"]: d["spec"] for d in docs if d["kind"] == "PersistentVolumeClaim"}
@@ -226,7 +226,7 @@ def test_the_httproute_sends_v1_to_the_router_without_a_model_header(make_inv) -
     inv = make_inv(2, [tier], target="kubernetes")
     inv.spec.serving.router.enabled = True
     inv.spec.serving.router.keys = []
-    cert = topology.read_certification(inv, certification(inv, inv.gpu_hosts()))
+    cert = topology.read_certification(inv, certified_ledger(inv, inv.gpu_hosts()))
     cfg = serve_config.stack_configs(inv, cert, topology.plan_tiers(inv, cert))["serving"]
     (route,) = cfg["router_routes"]
     (rule,) = route["spec"]["rules"]

@@ -14,7 +14,7 @@ from gridready import pulumi as gpulumi
 from gridready.serving import topology
 from gridready.stacks.platform.program import merged_taints
 from gridready.stages import serve_config
-from tests.summaries import certification
+from tests.summaries import certified_ledger
 from tests.unit.serving.conftest import vllm_tier
 
 POOL = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
@@ -45,7 +45,7 @@ def live_pool_taint(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_the_platform_patch_adds_and_removes_only_gridreadys_taint(make_inv, live_pool_taint) -> None:
     inv = make_inv(4, [vllm_tier()], target="kubernetes")
     # gpu03 stays quarantined, gpu04 (quarantined before) passes again
-    cert = topology.read_certification(inv, certification(inv, ["gpu01", "gpu02", "gpu04"], ["gpu03"]))
+    cert = topology.read_certification(inv, certified_ledger(inv, ["gpu01", "gpu02", "gpu04"], ["gpu03"]))
     cfg = serve_config.stack_configs(inv, cert, topology.plan_tiers(inv, cert))["platform"]
     nodes = {d["metadata"]["name"]: d for d in gpulumi.render("platform", cfg, "acme").manifests
              if d["kind"] == "Node"}
