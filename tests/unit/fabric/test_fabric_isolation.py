@@ -101,13 +101,18 @@ def test_parallel_rounds_give_the_same_answer():
     import threading
     import time
 
-    active, peak = [0], [0]
+    active, peak, calls = [0], [0], [0]
     lock = threading.Lock()
+    first_round = threading.Barrier(6, timeout=10)  # the 6 pairs of round 1 must all be running at once
 
     def slow(a, b):
         with lock:
             active[0] += 1
+            calls[0] += 1
+            mine = calls[0]
             peak[0] = max(peak[0], active[0])
+        if mine <= 6:
+            first_round.wait()  # a serial isolate() would break it (BrokenBarrierError) instead of passing
         time.sleep(0.02)
         with lock:
             active[0] -= 1
