@@ -13,7 +13,9 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from tests.e2e.test_pipeline import _invoke
 
-pytestmark = [pytest.mark.sandbox, pytest.mark.slow]
+# extended: a fleet of its own for certify, serve, limited re-certification and a watch pass (about 17 min on the
+# shared CI machine, 2026-12-02): the ledger, evidence and watcher logic are unit-tested in the default suite
+pytestmark = [pytest.mark.sandbox, pytest.mark.slow, pytest.mark.extended]
 
 
 def test_ledger_status_evidence_and_watch_on_a_fleet(make_module_fleet, tmp_path_factory, monkeypatch):
