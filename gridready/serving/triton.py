@@ -23,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from gridready.serving import engine_cache, triton_repo
+from gridready.serving import engine_cache, triton_repo, weights
 from gridready.serving.engine_cache import EngineRecord
 from gridready.serving.triton_build import build_script, engine_key
 from gridready.serving.triton_launch import (
@@ -237,7 +237,19 @@ def hosts_extravars(
         "gridready_triton_trtllm_openai_port": plan.ports.get("openai", 0),
         "gridready_triton_trtllm_frontend": s.frontend,
         "gridready_triton_trtllm_startup_timeout_s": s.startup_timeout_s,
+        "gridready_triton_trtllm_weights": host_weights(plan),
     }
+
+
+def host_weights(plan: TritonPlan) -> dict[str, str]:
+    """Where the image reads a Hub model (<weights_dir>/<hf_id>/<revision>, mounted at WEIGHTS_DIR) and the node's
+    Hugging Face cache snapshot the model-weights role downloaded it into; {} for a local path. The role links the
+    snapshot's files there (hard links: no second copy), since the cache's own symlinks point into blobs/."""
+    model = plan.tier.model
+    if not model.hf_id or not model.revision:
+        return {}
+    return {"snapshot": f"{weights.hub_cache()}/{weights.repo_folder(model.hf_id)}/snapshots/{model.revision}",
+            "folder": f"{model.hf_id}/{model.revision}"}
 
 
 def summary_entry(

@@ -108,6 +108,21 @@ def test_hosts_extravars_cover_the_role_interface(tmp_path: Path) -> None:
     assert extra["gridready_triton_trtllm_engine_cache_dir"] == "/var/lib/gridready/engines"
 
 
+def test_the_role_links_the_snapshot_the_weights_role_downloads_where_the_image_reads_it(tmp_path: Path) -> None:
+    """Issue 29, finding 9: nothing filled <weights_dir>/<hf_id>/<revision> on hosts, so the engine build (and the
+    simulated trtllm-build, which refuses a folder without config.json) failed on a fresh node."""
+    from gridready.serving import weights
+
+    p = plan("8b", mode="engine")
+    extra = triton.hosts_extravars(p, triton.write_repository(p, tmp_path / "repo"), ["10.77.0.11"])
+    model = p.tier.model
+    download = weights.download(model)
+    assert download is not None
+    w = extra["gridready_triton_trtllm_weights"]
+    assert w["snapshot"] == f"{download['cache_dir']}/{weights.repo_folder(model.hf_id)}/snapshots/{model.revision}"
+    assert p.weights_dir == f"/models/hf/{w['folder']}"  # <weights_dir> is mounted at /models/hf
+
+
 @pytest.mark.parametrize("settings", [{}, {"mode": "engine"}, {"mode": "engine", "bls": True},
                                       {"frontend": "trtllm-serve"}, {"openai_frontend": False}])
 @pytest.mark.parametrize(("tp", "pp"), [(1, 1), (8, 1), (8, 2)])
