@@ -290,6 +290,9 @@ def run_fabric_phase(
             if rec is not None:
                 pair_records.append(rec.model_copy(update={"phase": r.phase, "round": r.round}))
         good = iso.good
+    # a node an HCA gate failed is quarantined whatever its pairs showed: kept in the all-node run it narrows the
+    # HCAs every member may use (NCCL_IB_HCA is their intersection) and the run's failure would blame the fabric
+    good = [n for n in good if n not in hca_failed]
     timings["isolation"] = round(time.monotonic() - t0 - timings["hca"], 3)
     set_records = [
         launch(good, "set", c, settings.min_bytes, floor) for c in settings.collectives

@@ -37,22 +37,30 @@ def _phase(fleet, tmp: Path, **settings):
                             settings=FabricSettings(all_reduce_perf="all_reduce_perf", **settings))
 
 
-@pytest.mark.parametrize(("faulted", "prefilter"), [
-    ([], True),
-    (["node4"], True),
-    (["node4"], False),
-    (["node2", "node5"], False),
+# a node slower across nodes than any HCA gate sees (the simulator scales its NCCL busbw; 0.4 x 480 GB/s of
+# NVLink ring bound is under the 250 GB/s pair floor)
+SLOW = [{"kind": "low_nccl_busbw", "factor": 0.4}]
+
+
+@pytest.mark.parametrize(("faulted", "prefilter", "fault"), [
+    ([], True, HALF),
+    (["node4"], True, HALF),
+    (["node4"], False, HALF),
+    (["node2", "node5"], False, SLOW),
 ])
-def test_names_exactly_the_faulted_hosts(six, tmp_path, faulted, prefilter):
-    set_faults(six, dict.fromkeys(faulted, HALF))
+def test_names_exactly_the_faulted_hosts(six, tmp_path, faulted, prefilter, fault):
+    set_faults(six, dict.fromkeys(faulted, fault))
     r = _phase(six, tmp_path, exclude_hca_failures=prefilter)
     assert sorted(r.quarantined) == faulted, r.reason
-    assert sorted(r.certified) == sorted(set(HOSTS) - set(faulted))
+    blocking = {n: [f"{g.gate}: {g.reason}" for g in gs if g.blocks_certification] for n, gs in r.node_results.items()}
+    assert sorted(r.certified) == sorted(set(HOSTS) - set(faulted)), blocking
     assert r.set_runs and r.set_runs[0].status == "pass" and r.set_runs[0].transport == "NET/IB/GDRDMA"
     assert sorted(r.set_runs[0].hosts) == sorted(r.certified)
-    if faulted and prefilter:
+    if faulted and fault is HALF:
+        # the HCA gate names the port with or without the prefilter; without it the pairs ran around the port
         assert "mlx5_1 port 1 rate 200" in r.quarantined["node4"]
-    if not prefilter:
+        assert prefilter or r.pairwise_run_count >= 3
+    if fault is SLOW:
         assert r.pairwise_run_count <= 3 + 2 * 2 * len(faulted)
         for h in faulted:
             assert "failed pairwise all-reduce with 2 partners" in r.quarantined[h]
