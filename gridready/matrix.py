@@ -52,6 +52,10 @@ class CudaRow(_Row):
     nccl: list[str]
 
 
+class ProbeTorchRow(_Row):
+    cuda: str  # the CUDA runtime of its PyPI wheel
+
+
 class NcclTestsRow(_Row):
     url: str
     sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$")
@@ -92,6 +96,7 @@ class VersionMatrix(BaseModel):
     driver_branches: dict[str, DriverBranch]
     cuda: dict[str, CudaRow]
     nccl_tests: dict[str, NcclTestsRow]
+    probe_torch: dict[str, ProbeTorchRow]
     fabricmanager: FabricManagerRule
     rdma: RdmaRows
     packages: dict[str, PackageRow]
@@ -103,6 +108,7 @@ class VersionMatrix(BaseModel):
             *((f"driver_branches.{k}", r) for k, r in self.driver_branches.items()),
             *((f"cuda.{k}", r) for k, r in self.cuda.items()),
             *((f"nccl_tests.{k}", r) for k, r in self.nccl_tests.items()),
+            *((f"probe_torch.{k}", r) for k, r in self.probe_torch.items()),
             ("fabricmanager", self.fabricmanager),
             ("rdma.distro", self.rdma.distro),
             *((f"rdma.doca.{k}", r) for k, r in self.rdma.doca.items()),
@@ -148,6 +154,14 @@ class VersionMatrix(BaseModel):
                           f"(known: {', '.join(self.nccl_tests)})")
         elif _vtuple(pins.nccl) < _vtuple(tests.min_nccl):
             errors.append(f"software.nccl_tests: nccl-tests {pins.nccl_tests} needs NCCL >= {tests.min_nccl}")
+        if pins.probe_torch is not None:
+            torch = self.probe_torch.get(pins.probe_torch)
+            if torch is None:
+                errors.append(f"software.probe_torch: {pins.probe_torch} is not in the version matrix "
+                              f"(known: {', '.join(self.probe_torch)})")
+            elif branch is not None and torch.cuda not in branch.cuda:
+                errors.append(f"software.probe_torch: torch {pins.probe_torch} runs CUDA {torch.cuda}, which driver "
+                              f"branch {pins.driver_branch} does not support ({', '.join(branch.cuda)})")
         if pins.rdma_stack == "doca":
             doca = self.rdma.doca.get(pins.doca_ofed or "")
             if doca is None:

@@ -42,6 +42,9 @@ def role_vars(spec: ClusterSpec, node_group: NodeGroup) -> dict[str, Any]:
         "gridready_rdma_stack": pins.rdma_stack,
         "gridready_rdma_peermem": bool(rdma_nics) and node_group.gpudirect_rdma,
         "gridready_host_tuning_iommu_passthrough": bool(rdma_nics) and node_group.gpudirect_rdma,
+        "gridready_probe_runtime_enabled": pins.probe_torch is not None,
+        "gridready_probe_runtime_torch_version": pins.probe_torch or "",
+        "gridready_probe_runtime_pip_args": pins.pip_index_args(),
         "gridready_rdma_roce_nics": [{"netdev": n.netdev, "mtu": n.mtu or 0} for n in node_group.nics
                                      if n.kind == "roce" and n.netdev],
     }

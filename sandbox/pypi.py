@@ -6,9 +6,10 @@ repository at http://10.77.0.1:8088/pypi/simple/), read by the hosts' pip like a
   once by the controller's pip from PyPI for the hosts' interpreter (Debian 12: CPython 3.11, x86_64) and cached;
 - SIMULATED wheels under the real names and pinned versions of what needs a GPU: `vllm` (console script
   `vllm = vllm.entrypoints.cli.main:main`, vLLM's own entry point in its setup.py), `sglang` (`python -m
-  sglang.launch_server`, docs/advanced_features/server_arguments.md) and `huggingface_hub` (console script
-  `hf = huggingface_hub.cli.hf:main`, huggingface_hub's setup.py since 1.0). Each carries gridready's simulated
-  engine (sandbox/engine, stdlib only) or Hub client, says SIMULATED in its metadata, and takes the real
+  sglang.launch_server`, docs/advanced_features/server_arguments.md), `huggingface_hub` (console script
+  `hf = huggingface_hub.cli.hf:main`, huggingface_hub's setup.py since 1.0) and `torch` (the probe runtime, one
+  wheel per release in the version matrix's probe_torch table). Each carries gridready's simulated engine
+  (sandbox/engine, stdlib only), Hub client or torch stand-in, says SIMULATED in its metadata, and takes the real
   program's command line.
 
 PEP 503 (https://peps.python.org/pep-0503/): one page per normalized project name, each link to a file with its
@@ -104,6 +105,44 @@ if __name__ == "__main__":
 '''
 
 
+# SIMULATED torch: what a real torch wheel answers on a host with no NVIDIA device (the sandbox hosts have no GPU to
+# compute on): torch.cuda.is_available() False and device_count() 0 ("Return a bool indicating if CUDA is currently
+# available", https://docs.pytorch.org/docs/stable/generated/torch.cuda.is_available.html); torch.version.cuda is the
+# CUDA runtime of the wheel (the matrix's probe_torch row). The real wheel also requires its nvidia-*-cu12 runtime
+# wheels, filelock, sympy, networkx, jinja2, fsspec and triton; the stand-in needs none of them.
+TORCH_INIT = '''"""SIMULATED torch {version} (gridready sandbox): no GPU compute; CUDA is never available."""
+
+from torch import cuda, version
+
+__version__ = "{version}"
+__all__ = ["cuda", "version"]
+'''
+TORCH_VERSION = '''"""SIMULATED torch.version: the CUDA runtime the real wheel carries."""
+
+__version__ = "{version}"
+cuda = "{cuda}"
+'''
+TORCH_CUDA = '''"""SIMULATED torch.cuda: the answers of a real torch on a host without an NVIDIA device."""
+
+
+def is_available():
+    return False
+
+
+def device_count():
+    return 0
+'''
+
+
+def torch_wheels() -> list[SimWheel]:
+    rows = yaml.safe_load((REPO_ROOT / "gridready/data/version_matrix.yml").read_text())["probe_torch"]
+    return [SimWheel("torch", version, "torch", {
+        "__init__.py": TORCH_INIT.format(version=version),
+        "version.py": TORCH_VERSION.format(version=version, cuda=row["cuda"]),
+        "cuda/__init__.py": TORCH_CUDA,
+    }, with_engine=False) for version, row in rows.items()]
+
+
 def _init(name: str, version: str) -> str:
     return (f'"""SIMULATED {name} {version}: gridready\'s sandbox stand-in (no GPU, no model weights); it takes the '
             f'real program\'s command line and says SIMULATED in what it serves."""\n\n__version__ = "{version}"\n')
@@ -125,6 +164,7 @@ def sim_wheels() -> list[SimWheel]:
             "_sim_hub.py": (ENGINE_DIR / "hub.py").read_text(),
             "cli/__init__.py": "", "cli/hf.py": HF_CLI,
         }, {"hf": "huggingface_hub.cli.hf:main"}, with_engine=False),
+        *torch_wheels(),
     ]
 
 
@@ -191,7 +231,7 @@ def sources_hash() -> str:
     h = hashlib.sha256(f"pypi-v{INDEX_VERSION}".encode())
     for w in sim_wheels():
         h.update(f"{w.name}={w.version}".encode())
-    for f in [Path(__file__), *sorted(ENGINE_DIR.glob("*.py"))]:
+    for f in [Path(__file__), REPO_ROOT / "gridready/data/version_matrix.yml", *sorted(ENGINE_DIR.glob("*.py"))]:
         h.update(f.name.encode() + b"\0" + f.read_bytes())
     h.update("\n".join(real_requirements()).encode())
     return h.hexdigest()[:16]

@@ -14,7 +14,8 @@ def torch_missing(doc: dict[str, Any]) -> str | None:
     """Why the torch benchmarks did not run, or None when they did."""
     t = doc.get("torch") or {}
     if not t.get("present"):
-        return f"PyTorch not importable on the node ({t.get('import_error', 'not collected')})"
+        return (f"PyTorch not importable on the node ({t.get('import_error', 'not collected')}); provision installs "
+                "it (software.probe_torch, role gridready_probe_runtime)")
     if not t.get("cuda_available") or not t.get("gpus"):
         return "PyTorch found no CUDA device"
     return None

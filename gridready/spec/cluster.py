@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 from typing import Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator, model_validator
 
@@ -102,6 +103,19 @@ class SoftwarePins(BaseModel):
     python_index_plain_http: bool = Field(
         False, description="accept an http:// python_index (pip's --trusted-host for its host): the packages then "
                            "come unauthenticated, so only on an isolated network you control")
+    probe_torch: str | None = Field(
+        "2.9.1", pattern=r"^\d+\.\d+\.\d+$",
+        description="PyTorch release provision installs for certification's GPU gates (GEMM, HBM, H2D, SDC, goodput), "
+                    "from python_index or PyPI; null installs none (bring your own: gridready_certify_python)")
+
+    def pip_index_args(self) -> list[str]:
+        """`--index-url <mirror>` (and `--trusted-host <host>` for an accepted plain-http one), else nothing."""
+        if not self.python_index:
+            return []
+        args = ["--index-url", self.python_index]
+        if self.python_index.lower().startswith("http://") and self.python_index_plain_http:
+            args += ["--trusted-host", urlsplit(self.python_index).hostname or ""]
+        return args
 
 
 class ClusterSpec(BaseModel):

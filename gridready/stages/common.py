@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import urlsplit
 
 from gridready.ansible import PlaybookResult
 from gridready.contracts import HostOutcome
@@ -31,14 +30,8 @@ def base_extravars(inv: Inventory) -> dict[str, Any]:
 
 
 def pip_index_args(inv: Inventory) -> list[str]:
-    """`--index-url <mirror>` (and `--trusted-host <host>` for an accepted plain-http one), else nothing."""
-    sw = inv.spec.software
-    if not sw.python_index:
-        return []
-    args = ["--index-url", sw.python_index]
-    if sw.python_index.lower().startswith("http://") and sw.python_index_plain_http:
-        args += ["--trusted-host", urlsplit(sw.python_index).hostname or ""]
-    return args
+    """pip's index arguments for the nodes (gridready.spec.cluster.SoftwarePins.pip_index_args)."""
+    return inv.spec.software.pip_index_args()
 
 
 def outcome_from_playbook(result: PlaybookResult) -> tuple[str, ExitCode, dict[str, HostOutcome]]:

@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from gridready import vault
+from gridready.spec.cluster import SoftwarePins
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.sandbox, pytest.mark.slow]
@@ -63,6 +64,17 @@ def test_certification_quarantines_exactly_the_faulted_host(pipeline):
     report = (next(artifacts.glob("*/*/certify")) / "report.md").read_text()
     assert "GPU 3" in report and "x8" in report
     assert "## Fabric (multi-node)" in report and "| set | node1+node2 | pass |" in report
+
+
+def test_the_probe_ran_on_the_runtime_provision_installed(pipeline):
+    """A bare node has no torch: provision installs the pinned one (gridready_probe_runtime) and certify runs the
+    probe with it (the SIMULATED wheel imports and sees no CUDA device, so the sandbox's GPU gates are n/a)."""
+    _, artifacts, _ = pipeline
+    pin = SoftwarePins().probe_torch
+    for host in ("node1", "node2", "node3"):
+        doc = json.loads((next(artifacts.glob("*/*/certify")) / "probes" / host / "probe.json").read_text())
+        assert doc["torch"]["present"] and doc["torch"]["version"] == pin, doc["torch"]
+        assert doc["torch"]["cuda_available"] is False
 
 
 def test_serve_runs_both_tiers_on_certified_nodes_and_records_a_decision(pipeline):

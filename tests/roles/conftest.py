@@ -162,8 +162,8 @@ def provisioned(make_fleet: Any, tmp_path_factory: pytest.TempPathFactory) -> It
     facts: dict[str, dict[str, Any]] = {}
     for host in GOOD:
         facts[host] = {}
-        for role in ("preflight", "nvidia_driver", "fabricmanager", "nccl", "dcgm", "rdma", "container_toolkit",
-                     "host_tuning"):
+        for role in ("preflight", "nvidia_driver", "fabricmanager", "nccl", "dcgm", "rdma", "container_engine",
+                     "container_toolkit", "probe_runtime", "host_tuning"):
             r = fleet.ssh(host, f"cat /etc/gridready/facts.d/{role}.json", check=False)
             facts[host][role] = json.loads(r.stdout) if r.returncode == 0 else {}
     yield Provisioned(fleet, first, second, check, fast, facts)

@@ -11,8 +11,9 @@ import yaml
 ROLES_DIR = Path(__file__).resolve().parents[2] / "roles"
 ROLES = ["gridready_preflight", "gridready_nvidia_driver", "gridready_fabricmanager", "gridready_dcgm",
          "gridready_nccl", "gridready_rdma", "gridready_container_engine", "gridready_container_toolkit",
-         "gridready_host_tuning"]
-TYPES = {"str": str, "bool": bool, "int": int, "float": float, "list": list, "dict": dict}
+         "gridready_host_tuning", "gridready_probe_runtime"]
+OS_ROLES = [r for r in ROLES if r != "gridready_probe_runtime"]  # the probe runtime is pip only, the same everywhere
+TYPES = {"str": str, "path": str, "bool": bool, "int": int, "float": float, "list": list, "dict": dict}
 ANATOMY = ["defaults/main.yml", "tasks/main.yml", "handlers/main.yml", "meta/main.yml", "meta/argument_specs.yml",
            "vars/Debian-12.yml", "vars/Ubuntu-22.yml", "vars/Ubuntu-24.yml"]
 
@@ -21,7 +22,7 @@ def _load(role: str, rel: str):
     return yaml.safe_load((ROLES_DIR / role / rel).read_text())
 
 
-@pytest.mark.parametrize("role", ROLES)
+@pytest.mark.parametrize("role", OS_ROLES)
 def test_role_has_the_standard_anatomy(role):
     missing = [rel for rel in ANATOMY if not (ROLES_DIR / role / rel).is_file()]
     assert not missing

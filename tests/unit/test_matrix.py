@@ -41,6 +41,9 @@ def test_default_pins_are_supported():
         ({"rdma_stack": "doca"}, "software.doca_ofed"),  # doca without a version
         ({"rdma_stack": "doca", "doca_ofed": "2.9.1"}, "software.doca_ofed"),  # not qualified with 580
         ({"doca_ofed": "3.1.0"}, "software.doca_ofed"),  # a DOCA version with the distro stack
+        ({"probe_torch": "1.13.1"}, "software.probe_torch"),  # not in the matrix
+        # torch 2.9.1's PyPI wheel runs CUDA 12.8, which R535 cannot
+        ({"driver_branch": "535", "cuda": "12.2", "nccl": "2.19.3", "dcgm_major": 3}, "software.probe_torch"),
     ],
 )
 def test_unsupported_pins_name_the_key(software, key):
@@ -157,3 +160,13 @@ def test_role_vars_enforce_the_matrix_fields():
     assert got["gridready_nvidia_driver_open_kernel_modules"] is True
     assert got["gridready_rdma_min_rdma_core"] == "39.0"  # rdma.distro.rdma_core Ubuntu-22
     assert got["gridready_rdma_roce_nics"] == [{"netdev": "enp25s0np0", "mtu": 4200}]
+
+
+def test_the_probe_runtime_follows_the_spec_and_its_index():
+    got = role_vars(_spec(probe_torch="2.8.0", python_index="https://pypi.example.internal/simple/"),
+                    NodeGroup(name="gpu_nodes", sku="h200"))
+    assert got["gridready_probe_runtime_enabled"] is True
+    assert got["gridready_probe_runtime_torch_version"] == "2.8.0"
+    assert got["gridready_probe_runtime_pip_args"] == ["--index-url", "https://pypi.example.internal/simple/"]
+    none = role_vars(_spec(probe_torch=None), NodeGroup(name="gpu_nodes", sku="h200"))
+    assert none["gridready_probe_runtime_enabled"] is False and matrix.check_spec(_spec(probe_torch=None)) == []

@@ -17,7 +17,7 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[3]
 ROLES = ["preflight", "nvidia_driver", "fabricmanager", "nccl", "dcgm", "rdma", "container_engine", "container_toolkit",
-         "host_tuning"]
+         "probe_runtime", "host_tuning"]
 
 
 def _rendered_inputs(tmp_path: Path, host_vars: dict[str, object]) -> dict[str, str]:
