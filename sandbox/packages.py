@@ -93,12 +93,15 @@ def _exe(pkg: Pkg, path: str, data: bytes) -> None:
     pkg.modes[path] = 0o755
 
 
+FM_PIDFILE = "/var/run/nvidia-fabricmanager/nv-fabricmanager.pid"
+
+
 def _unit(desc: str, exec_start: str, *, kind: str = "simple", after: str = "network.target", extra: str = "") -> str:
     return (
         f"[Unit]\nDescription={desc} (gridready-sim: SIMULATED)\nAfter={after}\n"
         "ConditionPathExists=/etc/gridready-sim/profile.json\nStartLimitIntervalSec=0\n\n"
         f"[Service]\nType={kind}\nExecStart={exec_start}\n{extra}"
-        + ("Restart=on-failure\nRestartSec=2\n" if kind == "simple" else "RemainAfterExit=yes\n")
+        + {"simple": "Restart=on-failure\nRestartSec=2\n", "oneshot": "RemainAfterExit=yes\n"}.get(kind, "")
         + "\n[Install]\nWantedBy=multi-user.target\n"
     )
 
@@ -241,11 +244,17 @@ def packages(repo_os: str = "debian12") -> list[Pkg]:
     fm.files["/usr/share/nvidia/nvswitch/fabricmanager.cfg"] = (
         b"# gridready-sim: SIMULATED fabric manager configuration\nLOG_LEVEL=4\n"
         b"LOG_FILE_NAME=/var/log/fabricmanager.log\n"
-        b"DAEMONIZE=0\nFABRIC_MODE=0\n"
+        b"DAEMONIZE=1\nFABRIC_MODE=0\n"
     )
     fm.files["/usr/share/gridready-sim/fabricmanager-version"] = f"{V['driver']}\n".encode()
+    # The package's unit: Type=forking with a PID file (DAEMONIZE=1 in fabricmanager.cfg), so `systemctl start` and
+    # `restart` wait for the parent and fail when it exits 1 (a driver/FM version mismatch). Fabric Manager User
+    # Guide, "Starting Fabric Manager" / "Fabric Manager Config Options" (DAEMONIZE, default 1), and the
+    # nvidia-fabricmanager.service of NVIDIA's packages (Type=forking, PIDFile=/var/run/nvidia-fabricmanager/
+    # nv-fabricmanager.pid), https://docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide/index.html
     fm.units["nvidia-fabricmanager.service"] = _unit(
-        "NVIDIA fabric manager service", "/usr/bin/nv-fabricmanager -c /usr/share/nvidia/nvswitch/fabricmanager.cfg"
+        "NVIDIA fabric manager service", "/usr/bin/nv-fabricmanager -c /usr/share/nvidia/nvswitch/fabricmanager.cfg",
+        kind="forking", extra=f"PIDFile={FM_PIDFILE}\nTimeoutStartSec=240\n",
     )
     nscq = Pkg("libnvidia-nscq", DRIVER, "NVSwitch Configuration and Query library (used by DCGM on NVSwitch)",
                [dep_common], arch=ARCH, section="libs")  # fmt: skip

@@ -18,6 +18,7 @@ from pathlib import Path
 from . import simcore
 
 CONTAINERD_DROPIN = Path("/etc/containerd/conf.d/99-nvidia.toml")  # nvidia-ctk 1.18+ for containerd
+FM_PIDFILE = "/var/run/nvidia-fabricmanager/nv-fabricmanager.pid"  # the package unit's PIDFile=
 FM_VERSION_FILE = Path("/usr/share/gridready-sim/fabricmanager-version")  # written by the fabric manager package
 
 
@@ -122,7 +123,26 @@ def fabricmanager(argv: list[str]) -> int:
     except OSError:
         pass
     _log("nv-fabricmanager", f"Fabric Manager {v['driver']} started (gridready-sim); NVLink training completed")
+    if _config(argv).get("DAEMONIZE", "1") != "0":
+        # DAEMONIZE=1 (the default): the parent returns once the daemon runs, which writes the unit's PID file
+        if os.fork():
+            return 0
+        os.setsid()
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):  # a daemon lets go of its parent's terminal and pipes
+            os.dup2(null, fd)
+        _pidfile(FM_PIDFILE)
     return _wait_forever("nv-fabricmanager", threading.Event())
+
+
+def _config(argv: list[str]) -> dict[str, str]:
+    """KEY=VALUE lines of the file `-c` names (fabricmanager.cfg)."""
+    path = simcore.option(argv, "-c") or "/usr/share/nvidia/nvswitch/fabricmanager.cfg"
+    try:
+        lines = Path(path).read_text().splitlines()
+    except OSError:
+        return {}
+    return dict(line.split("=", 1) for line in lines if "=" in line and not line.lstrip().startswith("#"))
 
 
 def ctk(argv: list[str]) -> int:

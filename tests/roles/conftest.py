@@ -94,6 +94,7 @@ class Provisioned:
     check: Run
     fast: Run | None = None  # a no-op run on the recorded converged state (the fast path)
     facts: dict[str, dict[str, Any]] = field(default_factory=dict)  # host -> role -> facts file
+    recorded_by_first: list[str] = field(default_factory=list)  # hosts with a converged record after run 1
 
 
 def _simulated_sysfs(fleet: Any) -> None:
@@ -142,17 +143,27 @@ def provisioned(make_fleet: Any, tmp_path_factory: pytest.TempPathFactory) -> It
     ev.write_text(json.dumps(extravars))
     good = ",".join(CONVERGED)
     first = Run.of(fleet.ansible_playbook(PLAYBOOK, "-e", f"@{ev}", check=False))
+    # the first converge records GOOD (their new module is loaded: the simulated one loads without a reboot);
+    # UPGRADED still runs its old module, so it owes a reboot and stays unrecorded
+    recorded = [h for h in CONVERGED if fleet.ssh(h, f"test -e {CONVERGED_RECORD}", check=False).returncode == 0]
     # The roles themselves must be idempotent and check-mode clean, not only the fast path that skips them: the
-    # first run owes a reboot (driver package changed), so it records nothing and the second runs every role;
-    # the check runs with the record set aside, then the record is put back for a fast no-op run of GOOD.
-    # -v: the versions are a fact set at the end of the play (the stage reads them from its events); -v prints it
+    # second run and the check run with the record set aside, so every role runs; then the record is put back for
+    # a fast no-op run of GOOD. -v: the versions are a fact set at the end of the play (the stage reads them from
+    # its events); -v prints it
+    def aside() -> None:
+        for host in CONVERGED:
+            fleet.ssh(host, f"test ! -e {CONVERGED_RECORD} || mv {CONVERGED_RECORD} {CONVERGED_RECORD}.kept")
+
+    def back() -> None:
+        for host in CONVERGED:
+            fleet.ssh(host, f"test ! -e {CONVERGED_RECORD}.kept || mv -f {CONVERGED_RECORD}.kept {CONVERGED_RECORD}")
+
+    aside()
     second = Run.of(fleet.ansible_playbook(PLAYBOOK, "-e", f"@{ev}", "--limit", good, "-v", check=False))
-    for host in CONVERGED:
-        fleet.ssh(host, f"test ! -e {CONVERGED_RECORD} || mv {CONVERGED_RECORD} {CONVERGED_RECORD}.kept")
+    aside()
     check = Run.of(fleet.ansible_playbook(PLAYBOOK, "-e", f"@{ev}", "--limit", good, "--check", "--diff",
                                           check=False))
-    for host in CONVERGED:
-        fleet.ssh(host, f"test ! -e {CONVERGED_RECORD}.kept || mv {CONVERGED_RECORD}.kept {CONVERGED_RECORD}")
+    back()
     # GOOD only: UPGRADED owes a reboot (its loaded driver is older than the installed one), so it is never
     # recorded as converged and its roles run on every run until it reboots
     fast = Run.of(fleet.ansible_playbook(PLAYBOOK, "-e", f"@{ev}", "--limit", ",".join(GOOD), check=False))
@@ -166,7 +177,7 @@ def provisioned(make_fleet: Any, tmp_path_factory: pytest.TempPathFactory) -> It
                      "container_toolkit", "probe_runtime", "host_tuning"):
             r = fleet.ssh(host, f"cat /etc/gridready/facts.d/{role}.json", check=False)
             facts[host][role] = json.loads(r.stdout) if r.returncode == 0 else {}
-    yield Provisioned(fleet, first, second, check, fast, facts)
+    yield Provisioned(fleet, first, second, check, fast, facts, recorded)
 
 
 @pytest.fixture(scope="session")

@@ -17,6 +17,13 @@ def test_first_run_converges_the_good_hosts(provisioned: Provisioned):
         assert stats["changed"] > 0
 
 
+def test_the_first_converge_is_recorded(provisioned: Provisioned):
+    """Issue 28, finding 7: the record is taken where the host's state checks out (module loaded = installed
+    driver, persistence on, fabric manager active with fabric Completed), so the second run takes the fast path;
+    it was written only by the second run. The upgraded host runs its old module: it owes a reboot, no record."""
+    assert provisioned.recorded_by_first == GOOD
+
+
 def test_preflight_stops_only_the_host_with_the_wrong_gpu_count(provisioned: Provisioned):
     assert provisioned.first.recap[BAD]["failed"] == 1
     assert f"fatal: [{BAD}]" in provisioned.first.stdout

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -51,3 +56,33 @@ def test_nvidia_ctk_configures_containerd_through_a_drop_in(tmp_path, monkeypatc
     assert "nvidia-container-runtime" not in config.read_text()  # a grep of config.toml never finds it
     assert config.read_text().count("imports = ") == 1
     assert dropin.read_text().count("nvidia-container-runtime") == 1
+
+
+def test_fabricmanager_daemonizes_as_its_forking_unit_expects(tmp_path, monkeypatch):
+    """DAEMONIZE=1 (fabricmanager.cfg's default): the parent exits 0 once the daemon runs and the daemon writes the
+    unit's PID file; on a version mismatch the parent exits 1, which fails `systemctl start` of the forking unit."""
+    _profile(tmp_path, monkeypatch)
+    cfg = tmp_path / "fabricmanager.cfg"
+    cfg.write_text("LOG_LEVEL=4\nDAEMONIZE=1\n")
+    pidfile = tmp_path / "nv-fabricmanager.pid"
+    code = ("import sys; from sandbox.sim import daemons; daemons.FM_PIDFILE = sys.argv[1]; "
+            "daemons.FM_VERSION_FILE = daemons.Path(sys.argv[2]); sys.exit(daemons.fabricmanager(['-c', sys.argv[3]]))")
+    version = tmp_path / "fabricmanager-version"
+    version.write_text(daemons.simcore.versions()["driver"] + "\n")
+    run = subprocess.run([sys.executable, "-c", code, str(pidfile), str(version), str(cfg)], timeout=30,
+                         capture_output=True, text=True, check=False)
+    assert run.returncode == 0, run.stderr
+    for _ in range(100):
+        if pidfile.exists() and pidfile.read_text().strip():
+            break
+        time.sleep(0.05)
+    pid = int(pidfile.read_text())
+    try:
+        os.kill(pid, 0)  # the daemon runs on after its parent returned
+    finally:
+        os.kill(pid, signal.SIGKILL)
+    version.write_text("580.95.05\n")
+    pidfile.unlink()
+    refused = subprocess.run([sys.executable, "-c", code, str(pidfile), str(version), str(cfg)], timeout=30,
+                             capture_output=True, text=True, check=False)
+    assert refused.returncode == 1 and not pidfile.exists()
