@@ -501,7 +501,14 @@ def _digests(data: bytes) -> dict[str, str]:
             "SHA256": hashlib.sha256(data).hexdigest()}  # fmt: skip
 
 
-def write_index(out_dir: Path, built: list[tuple[Path, str]]) -> None:
+# Release Origin/Label as the real repositories publish them, which apt preferences match: NVIDIA's CUDA
+# repository is "NVIDIA"/"NVIDIA CUDA" (cuda-keyring's /etc/apt/preferences.d/cuda-repository-pin-600 pins
+# `release l=NVIDIA CUDA` at 600); Docker's is "Docker"/"Docker CE" (download.docker.com/linux/debian/dists/*/Release)
+NVIDIA_RELEASE = ("NVIDIA", "NVIDIA CUDA")
+DOCKER_RELEASE = ("Docker", "Docker CE")
+
+
+def write_index(out_dir: Path, built: list[tuple[Path, str]], release_of: tuple[str, str] = NVIDIA_RELEASE) -> None:
     """Packages, Packages.gz and Release of a flat repository, from the control files we wrote."""
     stanzas = []
     for deb, text in sorted(built, key=lambda b: b[0].name):
@@ -514,8 +521,8 @@ def write_index(out_dir: Path, built: list[tuple[Path, str]]) -> None:
     (out_dir / "Packages").write_bytes(packages)
     (out_dir / "Packages.gz").write_bytes(gzip.compress(packages, mtime=0))
     release = [
-        "Origin: gridready-sandbox",
-        "Label: gridready sandbox (SIMULATED NVIDIA packages)",
+        f"Origin: {release_of[0]}",
+        f"Label: {release_of[1]}",
         "Suite: sandbox",
         "Codename: sandbox",
         f"Architectures: {ARCH} all",
@@ -669,8 +676,8 @@ def build_docker_repo(out_dir: Path) -> Path:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     built = [build_deb(p, out_dir) for p in docker_packages()]
-    write_index(out_dir, built)
-    text = (out_dir / "Release").read_text().replace("SIMULATED NVIDIA packages", "SIMULATED Docker packages")
+    write_index(out_dir, built, DOCKER_RELEASE)
+    text = (out_dir / "Release").read_text()
     text = text.replace("SIMULATED NVIDIA driver/DCGM/NCCL stack", "SIMULATED Docker Engine (docker-ce)")
     (out_dir / "Release").write_text(text)
     return out_dir

@@ -15,6 +15,17 @@ def test_repository_is_signed_and_configured(converged_fleet):
     assert node.file("/usr/share/keyrings/gridready-nvidia.gpg").exists
 
 
+def test_the_nvidia_repository_is_preferred_over_the_archive(converged_fleet):
+    """Issue 28, finding 6: as cuda-keyring's cuda-repository-pin-600, the repository labelled "NVIDIA CUDA" is
+    pinned at 600, above a distribution archive's 500 that may carry the same driver names at a higher version."""
+    node = converged_fleet.host("node1")
+    pin = node.file("/etc/apt/preferences.d/gridready-nvidia-repository").content_string
+    assert "Pin: release l=NVIDIA CUDA" in pin and "Pin-Priority: 600" in pin
+    policy = node.check_output("apt-cache policy nvidia-kernel-open-dkms")
+    repo_lines = [line.split() for line in policy.splitlines() if "/nvidia" in line and "http" in line]
+    assert repo_lines and all(parts[0] == "600" for parts in repo_lines), policy
+
+
 def test_open_driver_of_the_pinned_branch_is_installed(node):
     # the sandbox hosts are Debian 12: NVIDIA's Debian packaging, compute-only (docs/provision.md)
     pkg = node.package("nvidia-kernel-open-dkms")
