@@ -7,6 +7,7 @@ import ast
 import shutil
 from pathlib import Path
 
+import jinja2
 import pytest
 
 from sandbox import packages
@@ -64,8 +65,8 @@ def test_the_driver_role_installs_the_compute_only_driver_of_each_os(repos, tmp_
     res = apt.simulate(*driver_packages(os_name))
     assert res.returncode == 0, res.stdout + res.stderr
     assert "Inst nvidia-driver " not in res.stdout  # Debian's desktop metapackage: not on a compute node
-    fm_follows = role_vars("gridready_fabricmanager", os_name)["__gridready_fabricmanager_driver_package"]
-    assert fm_follows == driver_packages(os_name)[0]  # fabric manager reads the version of the kernel module package
+    fm_follows = role_vars("gridready_fabricmanager", os_name)["__gridready_fabricmanager_os_driver_packages"]
+    assert fm_follows[0] == driver_packages(os_name)[0]  # fabric manager reads the version of the kernel module package
 
 
 def test_debian_kernel_module_flavours_exclude_each_other(repos, tmp_path):
@@ -127,3 +128,36 @@ def test_dcgm_role_installs_the_plugins_on_a_host_that_has_dcgm4_without_them(re
     res = root.simulate(*wanted)
     assert res.returncode == 0, res.stdout + res.stderr
     assert "Inst datacenter-gpu-manager-4-proprietary-cuda13 " in res.stdout
+
+
+def _archive_with_a_higher_driver(tmp_path: Path, name: str, version: str) -> Path:
+    """A flat repository standing in for Ubuntu's archive: the same driver name at a higher version (no Release
+    label, priority 500)."""
+    archive = tmp_path / "archive"
+    archive.mkdir()
+    (archive / "Packages").write_text(
+        f"Package: {name}\nVersion: {version}\nArchitecture: amd64\nMaintainer: test\nPriority: optional\n"
+        f"Section: restricted/libs\nFilename: ./{name}_{version}_amd64.deb\nSize: 1\n"
+        "Description: the distribution archive's build\n")
+    return archive
+
+
+@pytest.mark.parametrize("pinned", [False, True])
+def test_the_role_pin_makes_apt_take_nvidias_driver_over_a_higher_archive_one(repos, tmp_path, pinned):
+    """Issue 28, finding 6: with Ubuntu's archive carrying nvidia-driver-580-open at a higher version, apt takes the
+    archive's; the driver role's preference (as cuda-keyring's cuda-repository-pin-600) makes it take NVIDIA's."""
+    apt = AptRoot.create(tmp_path / "root", repos["ubuntu2404"])
+    (apt.root / "etc/apt/sources.list").write_text(f"deb [trusted=yes] file:{repos['ubuntu2404']} ./\n")
+    ours = role_vars("gridready_nvidia_driver", "Ubuntu-24", ansible_kernel="6.8.0-sim")
+    name = ours["__gridready_nvidia_driver_kmod_package"]
+    archive = _archive_with_a_higher_driver(tmp_path, name, "999.1-0ubuntu1")
+    apt.add_source("archive.list", f"deb [trusted=yes] file:{archive} ./")
+    if pinned:
+        template = (Path(packages.__file__).resolve().parents[1] / "roles/gridready_nvidia_driver/templates"
+                    / "nvidia-repository-pin.j2").read_text()
+        text = jinja2.Template(template).render(ansible_managed="test", **ours)
+        (apt.root / "etc/apt/preferences.d/gridready-nvidia-repository").write_text(text)
+    assert apt.update().returncode == 0
+    res = apt.simulate(name)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert ("999.1-0ubuntu1" in res.stdout) is not pinned, res.stdout
