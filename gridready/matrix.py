@@ -19,6 +19,9 @@ MATRIX_PATH = Path(__file__).resolve().parent / "data" / "version_matrix.yml"
 OS_KEYS = {"debian-12": "Debian-12", "ubuntu-22.04": "Ubuntu-22", "ubuntu-24.04": "Ubuntu-24"}
 
 
+GpuDirectPath = Literal["dmabuf", "peermem", "none"]
+
+
 def _vtuple(v: str) -> tuple[int, ...]:
     return tuple(int(p) for p in v.split("."))
 
@@ -176,6 +179,20 @@ class VersionMatrix(BaseModel):
         elif pins.doca_ofed:
             errors.append("software.doca_ofed: set only with rdma_stack: doca")
         return errors
+
+    def gpudirect_path(self, branch: str | None, rdma_stack: str | None) -> GpuDirectPath | None:
+        """GPUDirect RDMA's path on a node of `branch` over `rdma_stack` (None: the branch is not in the matrix).
+        With the open kernel modules it is DMA-BUF, NVIDIA's recommended path, which NCCL takes by itself (every
+        supported OS has Linux 5.12+ and rdma-core 34+); nvidia-peermem only with the proprietary modules over
+        DOCA-OFED/MLNX_OFED (it needs their peer-memory API and is built against their symbols); with the
+        proprietary modules over the inbox stack there is none. GPUDirect RDMA guide, "Using DMA-BUF" / "Using
+        nvidia-peermem", https://docs.nvidia.com/cuda/gpudirect-rdma/index.html"""
+        row = self.driver_branches.get(branch or "")
+        if row is None:
+            return None
+        if row.open_kernel_modules:
+            return "dmabuf"
+        return "peermem" if rdma_stack == "doca" else "none"
 
     def recommended_branch(self) -> str:
         """The supported long-term support branch named in refusals (R580, EOL June 2028)."""

@@ -40,7 +40,9 @@ def role_vars(spec: ClusterSpec, node_group: NodeGroup) -> dict[str, Any]:
         "gridready_nccl_tests_version": pins.nccl_tests,
         "gridready_rdma_enabled": bool(rdma_nics),
         "gridready_rdma_stack": pins.rdma_stack,
-        "gridready_rdma_peermem": bool(rdma_nics) and node_group.gpudirect_rdma,
+        # nvidia-peermem only where DMA-BUF cannot carry GPUDirect RDMA (matrix.gpudirect_path)
+        "gridready_rdma_peermem": bool(rdma_nics) and node_group.gpudirect_rdma
+        and versions.gpudirect_path(pins.driver_branch, pins.rdma_stack) == "peermem",
         "gridready_host_tuning_iommu_passthrough": bool(rdma_nics) and node_group.gpudirect_rdma,
         "gridready_probe_runtime_enabled": pins.probe_torch is not None,
         "gridready_probe_runtime_torch_version": pins.probe_torch or "",

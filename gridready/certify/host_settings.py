@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gridready import matrix
 from gridready.certify.expectations import Expectations
 from gridready.certify.result import Expected, GateResult, GateStatus
 
@@ -46,15 +47,19 @@ def acs(doc: dict[str, Any], exp: Expectations) -> list[GateResult]:
 
 
 def peermem(doc: dict[str, Any], exp: Expectations) -> list[GateResult]:
-    """nvidia_peermem is GPUDirect RDMA's path only over MLNX_OFED/DOCA-OFED (it needs their peer-memory API); with
-    the distribution's inbox RDMA stack it cannot load and GPUDirect RDMA goes through DMA-BUF instead, so it is
-    not demanded there. GPUDirect RDMA, "Using nvidia-peermem" / "Using DMA-BUF",
+    """nvidia_peermem is GPUDirect RDMA's path only with the proprietary kernel modules over MLNX_OFED/DOCA-OFED
+    (it needs their peer-memory API); with the open modules GPUDirect RDMA goes through DMA-BUF, and with the
+    distribution's inbox stack peermem cannot load, so it is demanded only where it is the path
+    (gridready.matrix.VersionMatrix.gpudirect_path). GPUDirect RDMA, "Using nvidia-peermem" / "Using DMA-BUF",
     https://docs.nvidia.com/cuda/gpudirect-rdma/index.html"""
     host = doc.get("system") or {}
     loaded = host.get("peermem_loaded")
+    path = matrix.load().gpudirect_path(exp.driver_branch, exp.rdma_stack)
     inbox = exp.gpudirect_rdma and exp.rdma_stack == "distro"
-    want = exp.spec.host.peermem if exp.gpudirect_rdma and not inbox else "any"
-    source = "software.rdma_stack: distro (DMA-BUF)" if inbox else "spec"
+    dmabuf = exp.gpudirect_rdma and (path == "dmabuf" or inbox)
+    want = exp.spec.host.peermem if exp.gpudirect_rdma and not dmabuf else "any"
+    source = ("software.rdma_stack: distro (DMA-BUF)" if inbox else
+              f"driver branch {exp.driver_branch}: open kernel modules (DMA-BUF)" if dmabuf else "spec")
     kw: dict[str, Any] = {"measured": loaded, "expected": Expected(equals=want, source=source),
                           "evidence": "system.modules"}
     if loaded is None:
@@ -62,7 +67,8 @@ def peermem(doc: dict[str, Any], exp: Expectations) -> list[GateResult]:
     if not loaded and want == "loaded":
         stack = f" with the {exp.rdma_stack} RDMA stack" if exp.rdma_stack else ""
         return [exp.result("peermem", F, f"nvidia_peermem is not loaded{stack}: no GPUDirect RDMA", **kw)]
-    if inbox and not loaded:
-        return [exp.result("peermem", P, "nvidia_peermem not loaded, not used with the inbox RDMA stack: GPUDirect "
-                           "RDMA goes through DMA-BUF", **kw)]
+    if dmabuf and not loaded:
+        why = "the inbox RDMA stack" if inbox else "the open kernel modules"
+        return [exp.result("peermem", P, f"nvidia_peermem not loaded, not used with {why}: GPUDirect RDMA goes "
+                           "through DMA-BUF", **kw)]
     return [exp.result("peermem", P, "nvidia_peermem " + ("loaded" if loaded else "not loaded (not required)"), **kw)]

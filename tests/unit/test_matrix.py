@@ -170,3 +170,13 @@ def test_the_probe_runtime_follows_the_spec_and_its_index():
     assert got["gridready_probe_runtime_pip_args"] == ["--index-url", "https://pypi.example.internal/simple/"]
     none = role_vars(_spec(probe_torch=None), NodeGroup(name="gpu_nodes", sku="h200"))
     assert none["gridready_probe_runtime_enabled"] is False and matrix.check_spec(_spec(probe_torch=None)) == []
+
+
+def test_nvidia_peermem_is_asked_for_only_where_it_is_the_gpudirect_path():
+    """The open kernel modules carry GPUDirect RDMA through DMA-BUF, over DOCA as well (issue 28, finding 2):
+    nvidia-peermem built before DOCA-OFED is a stub whose init fails, and NCCL takes DMA-BUF by itself."""
+    group = NodeGroup(name="gpu_nodes", sku="h200", nics=[Nic(name=f"mlx5_{i}", kind="infiniband", rate_gbps=400)
+                                                          for i in range(8)])
+    doca = role_vars(_spec(rdma_stack="doca", doca_ofed="3.1.0"), group)
+    assert doca["gridready_rdma_enabled"] and doca["gridready_nvidia_driver_open_kernel_modules"]
+    assert doca["gridready_rdma_peermem"] is False

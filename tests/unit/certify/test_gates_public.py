@@ -4,12 +4,13 @@ capture by the probe's own parsers."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
 import pytest
 
-from gridready import catalog
+from gridready import catalog, matrix
 from gridready.certify import compute, diagnostics, host_settings, memory_errors, nccl, nvlink, pcie, thermal, xid
 from gridready.certify.expectations import Expectations
 from gridready.certify.result import GateStatus as S
@@ -204,6 +205,25 @@ def test_peermem_required_with_gdr() -> None:
     assert r.status is S.FAIL and "nvidia_peermem" in r.reason
     (ok,) = host_settings.peermem(doc_from_outputs({}, modules=["nvidia", "nvidia_peermem"]), exp())
     assert ok.status is S.PASS
+
+
+
+def test_peermem_is_not_demanded_where_dma_buf_carries_gpudirect() -> None:
+    """Issue 28, finding 2: with the open kernel modules (every supported branch) GPUDirect RDMA goes through
+    DMA-BUF, over DOCA too, so provision no longer loads nvidia-peermem there and the gate must not demand it."""
+    doca = dataclasses.replace(exp(), driver_branch="580", rdma_stack="doca")
+    (r,) = host_settings.peermem(doc_from_outputs({}, modules=["nvidia"]), doca)
+    assert r.status is S.PASS and "DMA-BUF" in r.reason and "open kernel modules" in r.reason
+
+
+def test_the_gpudirect_path_follows_the_kernel_modules_and_the_stack() -> None:
+    m = matrix.load()
+    assert m.gpudirect_path("580", "doca") == m.gpudirect_path("580", "distro") == "dmabuf"
+    assert m.gpudirect_path("999", "doca") is None
+    closed = m.model_copy(update={"driver_branches": {
+        "580": m.driver_branches["580"].model_copy(update={"open_kernel_modules": False})}})
+    assert closed.gpudirect_path("580", "doca") == "peermem"
+    assert closed.gpudirect_path("580", "distro") == "none"
 
 
 # ---- DCGM (3.x and 4.x JSON, text table, exit code) ----------------------------------------------------------

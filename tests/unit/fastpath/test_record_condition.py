@@ -18,16 +18,20 @@ REPO = Path(__file__).resolve().parents[3]
 RECORD = "Record the converged state (only after a full, untagged run that ran roles here)"
 
 
-def _recorded(tmp_path: Path, *args: str, reasons: list[str] | None = None, rebooted: bool = False) -> bool:
+def _recorded(tmp_path: Path, *args: str, cmdline_reboot: str = "", rebooted: bool = False, driver_owed: bool = False,
+              problems: list[str] | None = None) -> bool:
     tasks = yaml.safe_load((REPO / "playbooks" / "tasks" / "provision-converge.yml").read_text())
     (record,) = [t for t in tasks if t["name"] == RECORD]
     marker = tmp_path / "recorded"
+    marker.unlink(missing_ok=True)  # each call judges afresh
     reboot = {"name": "reboot stand-in", "ansible.builtin.command": "true", "changed_when": False,
               "register": "__gridready_provision_rebooted", "tags": ["always"]}
     if not rebooted:
         reboot["when"] = False
     play = [{"name": "record condition", "hosts": "localhost", "connection": "local", "gather_facts": False,
-             "vars": {"gridready_reboot_reasons": reasons or []},
+             "vars": {"gridready_host_tuning_reboot_reason": cmdline_reboot,
+                      "__gridready_provision_driver_owed": driver_owed,
+                      "__gridready_provision_problems": problems or []},
              "tasks": [reboot,
                        {"name": "record stand-in", "ansible.builtin.copy": {"content": "x", "dest": str(marker),
                                                                               "mode": "0600"},
@@ -53,5 +57,12 @@ def test_a_tagged_or_skipping_run_does_not_record(tmp_path: Path, args: tuple[st
 
 
 def test_a_reboot_still_owed_is_not_converged(tmp_path: Path) -> None:
-    assert not _recorded(tmp_path, reasons=["NVIDIA kernel module package changed"])
-    assert _recorded(tmp_path, reasons=["NVIDIA kernel module package changed"], rebooted=True)
+    assert not _recorded(tmp_path, cmdline_reboot="kernel command line changed")
+    assert _recorded(tmp_path, cmdline_reboot="kernel command line changed", rebooted=True)
+    # the driver's is read from the host (loaded module against the installed package), before and after a reboot
+    assert not _recorded(tmp_path, driver_owed=True)
+    assert not _recorded(tmp_path, driver_owed=True, rebooted=True)
+
+
+def test_a_host_whose_state_does_not_check_out_is_not_recorded(tmp_path: Path) -> None:
+    assert not _recorded(tmp_path, problems=["persistence mode is Disabled, not Enabled"])
