@@ -30,10 +30,24 @@ TIER = "trt-8b"
 UNIT = f"gridready-triton-{TIER}.service"
 SERVED = "llama-3.1-8b"
 HF_ID, REVISION = "meta-llama/Llama-3.1-8B-Instruct", "0e9e39f249a16976918f6564b8830bc894c89659"
+# the serve playbook puts the serving firewall's boot unit on a Triton node before the role (the unit requires it);
+# here its tool is "none" on a network declared isolated: the firewall itself is tested in test_serve_vllm
 PLAYBOOK = """\
 - name: Triton tier under test
   hosts: node1
   gather_facts: false
+  pre_tasks:
+    - name: The serving firewall's boot unit
+      ansible.builtin.include_role:
+        name: gridready_ray_node
+        tasks_from: firewall.yml
+      vars:
+        gridready_ray_node_role: worker
+        gridready_ray_node_firewall: none
+        gridready_ray_node_network_isolated: true
+        gridready_ray_node_firewall_members: []
+        gridready_ray_node_api_ports: []
+        gridready_ray_node_internal_ports: []
   roles:
     - role: gridready_triton_trtllm
 """

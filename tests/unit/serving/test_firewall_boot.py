@@ -91,7 +91,13 @@ def test_engine_units_require_the_firewall_and_start_after_it() -> None:
                    gridready_vllm_wait_timeout_s=600, __gridready_vllm_command=["vllm"])
     sglang = _render(ROLES / "gridready_sglang", "sglang.service.j2", item=item, gridready_sglang_pip_spec="s",
                      gridready_sglang_user="sglang", gridready_sglang_api_key="", __gridready_sglang_command=["s"])
-    for u in (vllm, sglang):
+    triton = _render(ROLES / "gridready_triton_trtllm", "gridready-triton.service.j2", gridready_triton_trtllm_tier="t",
+                     gridready_triton_trtllm_mode="host", gridready_triton_trtllm_docker="/usr/bin/docker",
+                     __gridready_triton_trtllm_container="c", __gridready_triton_trtllm_dir="/d",
+                     gridready_triton_trtllm_visible_devices="all", gridready_triton_trtllm_shm_size="1g",
+                     gridready_triton_trtllm_engine_cache_dir="/e", gridready_triton_trtllm_weights_dir="/w",
+                     gridready_triton_trtllm_image="i")
+    for u in (vllm, sglang, triton):
         assert FW in u[("Unit", "Requires")]
         assert FW in u[("Unit", "After")]
 
