@@ -97,11 +97,23 @@ class SshRunner:
         user = hv.get("ansible_user")
         return [*argv, "--", f"{user}@{target}" if user else target]
 
+    def is_local(self, host: str) -> bool:
+        """`ansible_connection: local` (a controller that is its own node): Ansible runs there without SSH, and so
+        does this runner (docs.ansible.com, ansible.builtin.local connection)."""
+        hv = self.hostvars.get(host, {})
+        return self.ssh_config is None and str(hv.get("ansible_connection", "")).split(".")[-1] == "local"
+
+    def command(self, host: str, argv: Sequence[str]) -> list[str]:
+        """The command line that runs `argv` on `host`: locally through sh, else through ssh."""
+        if self.is_local(host):
+            return ["sh", "-c", shlex.join(argv)]
+        return [*self.ssh_argv(host), shlex.join(argv)]
+
     def run(self, host: str, argv: Sequence[str], timeout: float) -> CommandResult:
         t0 = time.monotonic()
         try:
-            p = subprocess.run([*self.ssh_argv(host), shlex.join(argv)], capture_output=True, text=True,
-                               timeout=timeout, check=False)
+            p = subprocess.run(self.command(host, argv), capture_output=True, text=True, timeout=timeout,
+                               check=False)
         except subprocess.TimeoutExpired as exc:
             out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
             return CommandResult(None, out, f"timed out after {timeout}s", time.monotonic() - t0)

@@ -142,3 +142,17 @@ def test_hostvars_are_ansibles_own_layering(tmp_path):
     assert argv[-2:] == ["--", "ops@10.77.0.10"] and "StrictHostKeyChecking=no" in argv
     checked = SshRunner({"gpu01": {**hv["gpu01"], "ansible_host_key_checking": True}}).ssh_argv("gpu01")
     assert not any("StrictHostKeyChecking" in a or "known_hosts" in a.lower() for a in checked)
+
+
+def test_a_local_connection_runs_without_ssh():
+    """The lent H200 run (docs/examples/h200x1/issue28): inventory `local` sets `ansible_connection: local` and the
+    machine has no ssh client; the fabric phase called `ssh -- localhost` and certify ended in FileNotFoundError."""
+    from gridready.stages.fabric import SshRunner
+
+    runner = SshRunner({"h200": {"ansible_connection": "local", "ansible_host": "localhost"},
+                        "gpu01": {"ansible_host": "10.0.0.1", "ansible_connection": "ssh"}})
+    assert runner.command("h200", ["echo", "a b"]) == ["sh", "-c", "echo 'a b'"]
+    assert runner.command("gpu01", ["true"])[0] == "ssh"
+    done = runner.run("h200", ["sh", "-c", "echo $0 ran here", "probe"], timeout=10)
+    assert (done.rc, done.stdout.strip()) == (0, "probe ran here")
+    assert SshRunner({"h": {"ansible_connection": "ansible.builtin.local"}}).is_local("h")
