@@ -182,6 +182,20 @@ def reports(facts_dir: str, roles: list[str]) -> dict[str, object]:
     return out
 
 
+def write_state(path: str, state: dict[str, object]) -> None:
+    """The record, 0600, in a folder others may traverse: /var/lib/gridready also holds what services read (the
+    model weights role's Hugging Face cache under hf/, read by the engines' users). A 0700 folder made there by an
+    earlier version is opened up to 0755; the record itself stays root's."""
+    folder = os.path.dirname(path)
+    os.makedirs(folder, mode=0o755, exist_ok=True)
+    if stat.S_IMODE(os.stat(folder).st_mode) == 0o700:
+        os.chmod(folder, 0o755)
+    tmp = path + ".tmp"
+    with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w", encoding="utf-8") as fh:
+        json.dump(state, fh, sort_keys=True)
+    os.replace(tmp, path)
+
+
 def main() -> None:
     module = AnsibleModule(
         argument_spec={
@@ -206,11 +220,7 @@ def main() -> None:
     snap = snapshot(module)
     if p["mode"] == "record":
         if not module.check_mode:
-            os.makedirs(os.path.dirname(p["state_file"]), mode=0o700, exist_ok=True)
-            tmp = p["state_file"] + ".tmp"
-            with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w", encoding="utf-8") as fh:
-                json.dump({"schema": STATE_SCHEMA, "inputs": inputs, "live": snap}, fh, sort_keys=True)
-            os.replace(tmp, p["state_file"])
+            write_state(p["state_file"], {"schema": STATE_SCHEMA, "inputs": inputs, "live": snap})
         module.exit_json(changed=False, recorded=not module.check_mode, items=len(snap))
     try:
         with open(p["state_file"], encoding="utf-8") as fh:

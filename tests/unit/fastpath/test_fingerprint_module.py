@@ -54,3 +54,15 @@ def test_differences_name_added_removed_and_changed_items(fp: ModuleType) -> Non
     assert fp.differences(old, new) == ["package a: 1.0 ii -> 1.1 ii", "package b: 2.0 hi -> absent",
                                         "package c: absent -> 3.0 ii",
                                         "unit x.service: enabled active/running -> disabled inactive/dead"]
+
+
+def test_the_record_leaves_its_folder_traversable(fp: ModuleType, tmp_path: Path) -> None:
+    """The first converge now writes the record, and its 0700 /var/lib/gridready locked the engines' user out of
+    the Hugging Face cache under /var/lib/gridready/hf (vLLM failed with PermissionError in the sandbox pipeline)."""
+    fresh = tmp_path / "fresh" / "converged.json"
+    fp.write_state(str(fresh), {"schema": 1})
+    assert oct(fresh.parent.stat().st_mode & 0o777) == "0o755" and oct(fresh.stat().st_mode & 0o777) == "0o600"
+    old = tmp_path / "old"
+    old.mkdir(mode=0o700)
+    fp.write_state(str(old / "converged.json"), {"schema": 1})
+    assert oct(old.stat().st_mode & 0o777) == "0o755"
