@@ -36,6 +36,13 @@ class FaultKind(StrEnum):
     DCGM_LEVEL3_FAILURE = "dcgm_level3_failure"  # dcgmi diag -r 3/4 fails a test on one GPU, exit 226
     SDC_BITFLIP = "sdc_bitflip"  # the GPU's bf16 GEMM output differs in one bit: its SDC digest is the minority
     SDC_NONDETERMINISTIC = "sdc_nondeterministic"  # the GPU's bf16 GEMM digest changes between repeats
+    # host-level faults of the evidence the gates read (issue 34): a healthy node that must still certify, and
+    # broken ones whose evidence was once missed
+    PCIE_LIMITED_OTHER = "pcie_limited_other"  # the BMC's VGA logs "limited by 2.5 GT/s PCIe x1": not a GPU or NIC
+    NCCL_CRASH = "nccl_crash"  # all_reduce_perf prints its rows up to 1 GiB, then an NCCL failure, exit 3
+    XID_MIG = "xid_mig"  # an Xid `code` (default 95) on a MIG GPU instance: `NVRM: Xid (PCI:... GPU-I:05): 95`
+    KERNEL_LOG_EMPTY = "kernel_log_empty"  # dmesg prints nothing and exits 0
+    KERNEL_LOG_WRAPPED = "kernel_log_wrapped"  # the ring buffer wrapped: dmesg starts after the boot lines
 
 
 GPU_FAULTS = {
@@ -50,6 +57,7 @@ GPU_FAULTS = {
     FaultKind.DCGM_LEVEL3_FAILURE,
     FaultKind.SDC_BITFLIP,
     FaultKind.SDC_NONDETERMINISTIC,
+    FaultKind.XID_MIG,
 }
 HCA_FAULTS = {FaultKind.HCA_DOWN, FaultKind.HCA_HALF_RATE}
 
@@ -74,8 +82,8 @@ class Fault(BaseModel):
             raise ValueError("pcie_downtrained targets either a GPU or an HCA, not both")
         if self.kind not in HCA_FAULTS and self.kind != FaultKind.PCIE_DOWNTRAINED and self.hca is not None:
             raise ValueError(f"{self.kind.value} targets a GPU (gpu:), not an HCA")
-        if self.code is not None and self.kind != FaultKind.XID:
-            raise ValueError("code: only applies to kind xid")
+        if self.code is not None and self.kind not in (FaultKind.XID, FaultKind.XID_MIG):
+            raise ValueError("code: only applies to kinds xid and xid_mig")
         if self.factor is not None and self.kind != FaultKind.LOW_NCCL_BUSBW:
             raise ValueError("factor: only applies to kind low_nccl_busbw")
         counted = {FaultKind.ECC_UNCORRECTABLE, FaultKind.NVLINK_INACTIVE}

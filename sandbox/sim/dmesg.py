@@ -40,6 +40,11 @@ def lines(host: Host) -> list[tuple[float, str]]:
         (0.0, "Command line: BOOT_IMAGE=/boot/vmlinuz-6.1.0-28-amd64 root=/dev/nvme0n1p2 ro iommu=pt quiet"),
         (0.41, "DMI: NVIDIA DGXH100/DGXH100, BIOS 1.5.3 04/11/2024"),
         (1.92, "PCI: Using configuration type 1 for base access"),
+        # the kernel's link report of every PCI device (drivers/pci/pci.c, __pcie_print_link_status): the BMC's VGA
+        # sits on a Gen1 x1 link, which is no fault of a GPU or NIC
+        *([(1.95, "pci 0000:03:00.0: 2.000 Gb/s available PCIe bandwidth, limited by 2.5 GT/s PCIe x1 link at "
+                  "0000:02:00.0 (capable of 4.000 Gb/s with 5.0 GT/s PCIe x1 link)")]
+          if host.fault("pcie_limited_other") else []),
         (4.11, "systemd[1]: systemd 252.33-1~deb12u1 running in system mode"),
     ]
     t = 7.5
@@ -94,6 +99,12 @@ def lines(host: Host) -> list[tuple[float, str]]:
                 who = "pid=24917, name=python3" if code in {13, 31, 94} else "pid='<unknown>', name=<unknown>"
                 out.append((t, f"NVRM: Xid ({pci}): {code}, {who}, {text}"))
                 t += 0.03
+            elif f["kind"] == "xid_mig":
+                # on a MIG instance the driver names it after the PCI address (NVIDIA Xid catalog, "MIG")
+                code = int(f.get("code") or 95)
+                out.append((t, f"NVRM: Xid ({pci} GPU-I:05): {code}, pid='<unknown>', name=<unknown>, "
+                               f"{XID_TEXT.get(code, 'Graphics Engine Exception')}"))
+                t += 0.03
         if g.has("thermal_throttle"):
             out.append((t, f"NVRM: GPU at {pci} has a HW thermal slowdown event (temperature {g.temp} C)"))
     for hca in host.hcas:
@@ -104,10 +115,15 @@ def lines(host: Host) -> list[tuple[float, str]]:
 
 
 def render(host: Host, args: list[str]) -> str:
+    if host.fault("kernel_log_empty"):
+        return ""  # some hosts print nothing and exit 0 (issue 34, finding 9)
     boot = time.time() - 86400.0
     text = []
+    entries = lines(host)
+    if host.fault("kernel_log_wrapped"):
+        entries = [e for e in entries if e[0] >= 4.0]  # the boot lines were overwritten in the ring buffer
     iso = "iso" in (simcore.option(args, "--time-format") or "")
-    for ts, msg in lines(host):
+    for ts, msg in entries:
         if "-T" in args or "--ctime" in args:
             text.append(f"[{time.strftime('%a %b %d %H:%M:%S %Y', time.localtime(boot + ts))}] {msg}")
         elif iso:

@@ -343,6 +343,15 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         rows.append({"size": s, "count": count, "type": o.dtype, "redop": redop, "root": f"{coll.root:>6}",
                      **parts, "actual_iterations": o.iters, "experiment_name": ""})
         out.append(f"{s:>12}  {count:>12}  {o.dtype:>8}  {redop:>6}  {coll.root:>6}  " + "  ".join(cells))
+        crashed = next((h for h in world if h.fault("nccl_crash")), None)
+        if crashed is not None and s >= 1 << 30:
+            # the run dies after the 1 GiB row: NCCLCHECK prints its line and returns testNcclError (3), which
+            # TESTCHECK relays up to main's exit code (nccl-tests src/common.h, src/common.cu)
+            sys.stdout.write("\n".join(out) + "\n")
+            sys.stdout.write(f"{crashed.name}: Test NCCL failure common.cu:1124 'unhandled system error (run with "
+                             f"NCCL_DEBUG=INFO for details) / '\n .. {crashed.name} pid {pid}: Test failure "
+                             "common.cu:1454\n")
+            return 3
     avg = sum(busbws) / len(busbws)
     out += [
         "# Out of bounds values : 0 OK",

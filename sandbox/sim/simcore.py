@@ -20,6 +20,8 @@ HERE = Path(__file__).resolve().parent
 PROFILE_ENV = "GRIDREADY_SIM_PROFILE"
 PROFILE_PATH = "/etc/gridready-sim/profile.json"
 SYSFS_ROOT = "/var/lib/gridready-sim/sysfs"
+# faults of the host, not of one GPU or HCA (Host.fault)
+HOST_FAULTS = {"low_nccl_busbw", "pcie_limited_other", "nccl_crash", "kernel_log_empty", "kernel_log_wrapped"}
 FABRIC_PORT = 18515
 HOSTENGINE_PORT = 5555
 
@@ -357,7 +359,7 @@ def from_dict(data: dict[str, Any]) -> Host:
             f
             for f in faults
             if f.get("hca") is None
-            and f["kind"] not in {"hca_down", "hca_half_rate", "low_nccl_busbw"}
+            and f["kind"] not in {"hca_down", "hca_half_rate", *HOST_FAULTS}
             and int(f.get("gpu") or 0) == i
         ]
         gpus.append(Gpu(index=i, host=host, sku=sku, faults=mine))

@@ -64,6 +64,32 @@ def test_healthy_simulated_node_certifies(simulate: Any) -> None:
     assert _worst(v, "dcgm") is GateStatus.PASS and _worst(v, "peermem") is GateStatus.PASS
 
 
+def test_a_gen1_link_of_the_bmc_is_no_fault_of_the_node(simulate: Any) -> None:
+    """Issue 34, finding 1: the kernel's "limited by" line of a device that is neither GPU nor NIC (the BMC's VGA
+    at Gen1 x1) failed pcie_link, labelled as a NIC."""
+    v = simulate({"kind": "pcie_limited_other"})
+    assert v.certified, v.blocking
+    assert _worst(v, "pcie_link") is GateStatus.PASS
+
+
+@pytest.mark.parametrize(("fault", "gate", "status", "needle"), [
+    # finding 7: rows up to 1 GiB parse, then the run dies: its exit code and NCCL's line must fail it
+    ({"kind": "nccl_crash"}, "nccl_allreduce", None, ""),
+    # finding 9: a MIG instance's Xid names the GPU by its PCI address with GPU-I; an empty kernel log and a wrapped
+    # ring buffer are missing evidence, never "no Xid"
+    ({"kind": "xid_mig", "gpu": 4, "code": 95}, "xid", GateStatus.FAIL, "GPU 4"),
+    ({"kind": "kernel_log_empty"}, "xid", GateStatus.ERROR, "kernel log"),
+    ({"kind": "kernel_log_wrapped"}, "xid", GateStatus.ERROR, "wrapped"),
+])
+def test_evidence_faults_block_the_node(simulate: Any, fault: dict[str, Any], gate: str,
+                                        status: GateStatus | None, needle: str) -> None:
+    v = simulate(fault)
+    assert not v.certified
+    got = _worst(v, gate)
+    assert got in ((status,) if status else (GateStatus.FAIL, GateStatus.ERROR)), _reasons(v, gate) or v.blocking
+    assert needle in _reasons(v, gate)
+
+
 @pytest.mark.parametrize(("fault", "gate", "needle"), [
     ({"kind": "pcie_downtrained", "gpu": 3}, "pcie_link", "GPU 3"),
     ({"kind": "nvlink_inactive", "gpu": 5, "count": 4}, "nvlink", "GPU 5"),
