@@ -43,6 +43,7 @@ class FaultKind(StrEnum):
     XID_MIG = "xid_mig"  # an Xid `code` (default 95) on a MIG GPU instance: `NVRM: Xid (PCI:... GPU-I:05): 95`
     KERNEL_LOG_EMPTY = "kernel_log_empty"  # dmesg prints nothing and exits 0
     KERNEL_LOG_WRAPPED = "kernel_log_wrapped"  # the ring buffer wrapped: dmesg starts after the boot lines
+    PCIE_REPLAYS = "pcie_replays"  # the GPU's PCIe replay counter at `count` (since its last reset)
 
 
 GPU_FAULTS = {
@@ -58,6 +59,7 @@ GPU_FAULTS = {
     FaultKind.SDC_BITFLIP,
     FaultKind.SDC_NONDETERMINISTIC,
     FaultKind.XID_MIG,
+    FaultKind.PCIE_REPLAYS,
 }
 HCA_FAULTS = {FaultKind.HCA_DOWN, FaultKind.HCA_HALF_RATE}
 
@@ -71,8 +73,11 @@ class Fault(BaseModel):
     gpu: int | None = Field(None, ge=0, description="target GPU index (GPU faults)")
     hca: str | None = Field(None, description="target HCA, e.g. mlx5_1 (HCA faults, pcie_downtrained)")
     code: int | None = Field(None, ge=1, description="Xid code (xid only): 79, 48, 94, 95, 63, 64, 74 ...")
-    count: int | None = Field(None, ge=1, description="errors (ecc_uncorrectable) or links (nvlink_inactive)")
+    count: int | None = Field(None, ge=1, description="errors (ecc_uncorrectable), links (nvlink_inactive) or "
+                                                     "replays (pcie_replays)")
     factor: float | None = Field(None, gt=0, le=1, description="bandwidth factor (low_nccl_busbw)")
+    after_load: bool = Field(False, description="show only once a load tool (nccl-tests, dcgmi diag) ran: a fault "
+                                               "the certification's own stress brings out")
 
     @model_validator(mode="after")
     def _targets(self) -> Fault:
@@ -86,9 +91,9 @@ class Fault(BaseModel):
             raise ValueError("code: only applies to kinds xid and xid_mig")
         if self.factor is not None and self.kind != FaultKind.LOW_NCCL_BUSBW:
             raise ValueError("factor: only applies to kind low_nccl_busbw")
-        counted = {FaultKind.ECC_UNCORRECTABLE, FaultKind.NVLINK_INACTIVE}
+        counted = {FaultKind.ECC_UNCORRECTABLE, FaultKind.NVLINK_INACTIVE, FaultKind.PCIE_REPLAYS}
         if self.count is not None and self.kind not in counted:
-            raise ValueError("count: only applies to ecc_uncorrectable and nvlink_inactive")
+            raise ValueError("count: only applies to ecc_uncorrectable, nvlink_inactive and pcie_replays")
         return self
 
 

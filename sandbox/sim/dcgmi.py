@@ -193,6 +193,8 @@ def main(argv: list[str] | None = None) -> int:
         if level not in LEVELS:
             sys.stderr.write(f"Error: invalid run level {level_arg}\n")
             return 2
+        simcore.mark_load()
+        host = simcore.load()  # faults the diagnostic's own load brings out show in its result
         gpus = host.gpu_selected(simcore.option(args, "-i"))
         ok, body = diag(host, level, gpus)
         if "-j" in args or "--json" in args:

@@ -92,7 +92,7 @@ def lines(host: Host) -> list[tuple[float, str]]:
         if g.row_remap_pending:
             out.append((t, f"NVRM: Xid ({pci}): 63, pid='<unknown>', name=<unknown>, {XID_TEXT[63]}"))
             t += 0.03
-        for f in g.faults:
+        for f in [f for f in g.faults if not f.get("after_load") or simcore.load_seen()]:
             if f["kind"] == "xid":
                 code = int(f.get("code") or 79)
                 text = XID_TEXT.get(code, "Graphics Engine Exception")

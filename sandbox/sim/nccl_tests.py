@@ -276,6 +276,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     o = parse(args)
     env = dict(os.environ)
     world, ranks_per_host, pid = load_world()
+    simcore.mark_load()
     per_host = ranks_per_host * o.ngpus if ranks_per_host else o.ngpus
     per_host = min(per_host, min(len(h.gpus) for h in world))
     nranks = per_host * len(world)

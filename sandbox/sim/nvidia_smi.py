@@ -104,7 +104,7 @@ def _q_values(g: Gpu, v: dict[str, str]) -> dict[str, object]:
         "gen_cur": gen,
         "width_max": g.sku["pcie_width"],
         "width_cur": width,
-        "replays": 0,
+        "replays": int((g.has("pcie_replays") or {}).get("count") or 0),
         "pstate": "P0",
         "cer_idle": ACTIVE[r["gpu_idle"]],
         "cer_sw_power": ACTIVE[r["sw_power_cap"]],

@@ -41,6 +41,30 @@ GEN_SPEED = {1: "2.5 GT/s PCIe", 2: "5.0 GT/s PCIe", 3: "8.0 GT/s PCIe", 4: "16.
 GEN_GBPS_PER_LANE = {3: 0.985, 4: 1.969, 5: 3.938}  # GB/s per lane, one direction (128b/130b)
 
 
+def state_dir() -> Path:
+    """The simulated tools' shared state on the host (GRIDREADY_SIM_STATE for a probe run outside a fleet)."""
+    return Path(os.environ.get("GRIDREADY_SIM_STATE") or "/run/gridready-sim")
+
+
+def mark_load() -> None:
+    """A load tool ran (nccl-tests, dcgmi diag): faults marked `after_load` show from now on."""
+    try:
+        state_dir().mkdir(parents=True, exist_ok=True)
+        (state_dir() / "load-seen").touch()
+    except OSError:
+        pass
+
+
+def load_seen() -> bool:
+    return (state_dir() / "load-seen").exists()
+
+
+def active(faults: list[dict[str, Any]], kind: str) -> dict[str, Any] | None:
+    """The first fault of `kind` that shows now: one marked `after_load` only once a load tool ran (a GPU that
+    throttles, logs an Xid or counts PCIe replays under the certification's own stress, issue 34 finding 8)."""
+    return next((f for f in faults if f["kind"] == kind and (not f.get("after_load") or load_seen())), None)
+
+
 def marker(host: str) -> str:
     """The marker line of every text output that allows a comment line."""
     return f"# gridready-sim: simulated output (profile {host})"
@@ -115,7 +139,7 @@ class Gpu:
     faults: list[dict[str, Any]] = field(default_factory=list)
 
     def has(self, kind: str) -> dict[str, Any] | None:
-        return next((f for f in self.faults if f["kind"] == kind), None)
+        return active(self.faults, kind)
 
     @property
     def bus(self) -> int:
@@ -226,7 +250,7 @@ class Hca:
     faults: list[dict[str, Any]] = field(default_factory=list)
 
     def has(self, kind: str) -> dict[str, Any] | None:
-        return next((f for f in self.faults if f["kind"] == kind), None)
+        return active(self.faults, kind)
 
     @property
     def up(self) -> bool:
@@ -303,7 +327,7 @@ class Host:
         return self.running_driver() != versions()["driver"]
 
     def fault(self, kind: str) -> dict[str, Any] | None:
-        return next((f for f in self.faults if f["kind"] == kind), None)
+        return active(self.faults, kind)
 
     def gpu_selected(self, ids: str | None) -> list[Gpu]:
         """GPUs named by `-i 0,1` (index, bus id or UUID), all when None."""

@@ -4,6 +4,7 @@ GPU. No fleet and no root: the simulated tools run as scripts on PATH with GRIDR
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,9 @@ def simulate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
         monkeypatch.setenv("GRIDREADY_PROC_ROOT", str(root / "proc"))
         monkeypatch.setenv("PATH", str(bindir))
         monkeypatch.setenv("NCCL_NVLS_ENABLE", "0")
+        state = tmp_path / "state"
+        shutil.rmtree(state, ignore_errors=True)  # each probe run starts before any load
+        monkeypatch.setenv("GRIDREADY_SIM_STATE", str(state))
         opts = {"profile": "standard", "dcgm_level": level, "algo": "ring", "nccl_min_bytes": GiB,
                 "nccl_max_bytes": 8 * GiB, "best_of": 1, "timeout": 60.0, "skip": ["torch", "hca"], "out": "-"}
         doc = Probe(opts).run()
@@ -70,6 +74,30 @@ def test_a_gen1_link_of_the_bmc_is_no_fault_of_the_node(simulate: Any) -> None:
     v = simulate({"kind": "pcie_limited_other"})
     assert v.certified, v.blocking
     assert _worst(v, "pcie_link") is GateStatus.PASS
+
+
+def test_replays_counted_since_the_last_reset_are_history(simulate: Any) -> None:
+    """Issue 34, finding 3: a replay counter that stands at 500 since the GPU's last reset, and does not move during
+    the certification, is no fault of this run."""
+    v = simulate({"kind": "pcie_replays", "gpu": 1, "count": 500})
+    assert v.certified, v.blocking
+    assert _worst(v, "pcie_link") is GateStatus.WARN  # said, never blocking
+    assert "500 PCIe replays since reset, 0 during this run" in _reasons(v, "pcie_link")
+
+
+@pytest.mark.parametrize(("fault", "gate", "needle"), [
+    ({"kind": "pcie_replays", "gpu": 1, "count": 500, "after_load": True}, "pcie_link", "GPU 1"),
+    ({"kind": "hw_slowdown", "gpu": 4, "after_load": True}, "throttle", "GPU 4"),
+    ({"kind": "xid", "gpu": 6, "code": 94, "after_load": True}, "xid", "GPU 6"),
+])
+def test_faults_the_load_brings_out_are_caught_after_it(simulate: Any, fault: dict[str, Any], gate: str,
+                                                         needle: str) -> None:
+    """Issue 34, finding 8: health was read only before the load; what the certification's own stress brings out
+    (replays, throttling, an Xid) shows only in the snapshot after it."""
+    v = simulate(fault, level=1)
+    assert not v.certified
+    assert _worst(v, gate) in (GateStatus.FAIL, GateStatus.ERROR), _reasons(v, gate) or v.blocking
+    assert needle in _reasons(v, gate)
 
 
 @pytest.mark.parametrize(("fault", "gate", "status", "needle"), [
