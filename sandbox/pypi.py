@@ -178,6 +178,9 @@ def build_wheel(w: SimWheel, out_dir: Path) -> Path:
     if w.with_engine:
         for src in sorted(ENGINE_DIR.glob("*.py")):
             files[f"{w.package}/_sim_engine/{src.name}"] = src.read_bytes()
+        flags = REPO_ROOT / "gridready" / "data" / "engine_cli" / f"{w.name}-{w.version}.json"
+        if flags.exists():  # the real release's options: the simulated program refuses any other
+            files[f"{w.package}/_sim_engine/engine_cli.json"] = flags.read_bytes()
     dist = f"{w.name}-{w.version}.dist-info"
     files[f"{dist}/METADATA"] = (
         f"Metadata-Version: 2.1\nName: {w.name}\nVersion: {w.version}\n"
@@ -231,7 +234,8 @@ def sources_hash() -> str:
     h = hashlib.sha256(f"pypi-v{INDEX_VERSION}".encode())
     for w in sim_wheels():
         h.update(f"{w.name}={w.version}".encode())
-    for f in [Path(__file__), REPO_ROOT / "gridready/data/version_matrix.yml", *sorted(ENGINE_DIR.glob("*.py"))]:
+    for f in [Path(__file__), REPO_ROOT / "gridready/data/version_matrix.yml", *sorted(ENGINE_DIR.glob("*.py")),
+              *sorted((REPO_ROOT / "gridready/data/engine_cli").glob("*.json"))]:
         h.update(f.name.encode() + b"\0" + f.read_bytes())
     h.update("\n".join(real_requirements()).encode())
     return h.hexdigest()[:16]

@@ -3,13 +3,42 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from pathlib import Path
 
 from .cli import main as engine_main
 
 VLLM_USAGE = "usage: vllm [-h] [-v] {chat,complete,serve,bench,collect-env,run-batch} ..."
+# The pinned release's own option strings (gridready/data/engine_cli/<engine>-<version>.json, read from the real
+# wheel's argument parser by tools/engine_cli_flags.py), shipped in the SIMULATED wheel beside this module
+KNOWN_FLAGS = Path(__file__).with_name("engine_cli.json")
+
+
+def known_flags(path: Path = KNOWN_FLAGS) -> set[str] | None:
+    """The real parser's long options, or None where the wheel carries no list (the repository's own tests)."""
+    try:
+        return set(json.loads(path.read_text())["flags"])
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def unknown_flags(argv: Iterable[str], known: set[str]) -> list[str]:
+    """The options the real parser would refuse (argparse: "unrecognized arguments", exit 2)."""
+    return [w for w in argv if w.startswith("--") and w.split("=", 1)[0] not in known]
+
+
+def refuse_unknown(prog: str, usage: str, argv: list[str]) -> int | None:
+    """Exit code 2 with argparse's line where the real program would refuse an option, else None."""
+    known = known_flags()
+    bad = unknown_flags(argv, known) if known is not None else []
+    if not bad:
+        return None
+    print(usage, file=sys.stderr)
+    print(f"{prog}: error: unrecognized arguments: {' '.join(bad)}", file=sys.stderr)
+    return 2
 
 
 def _value(argv: list[str], flag: str) -> str | None:
@@ -43,9 +72,12 @@ def vllm_main() -> int:
         print(f"vllm: error: argument subparser: invalid choice: {word!r} (SIMULATED vllm serves only `serve`)",
               file=sys.stderr)
         return 2
-    return engine_main(argv)
+    refused = refuse_unknown("vllm", "usage: vllm serve [model_tag] [options]", sys.argv[2:])
+    return refused if refused is not None else engine_main(argv)
 
 
 def sglang_main() -> int:
     """`python -m sglang.launch_server [server arguments]` (docs/advanced_features/server_arguments.md)."""
-    return engine_main([*sys.argv[1:], "--mode", "sglang"])
+    refused = refuse_unknown("launch_server.py", "usage: launch_server.py [-h] --model-path MODEL_PATH ...",
+                             sys.argv[1:])
+    return refused if refused is not None else engine_main([*sys.argv[1:], "--mode", "sglang"])
