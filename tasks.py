@@ -63,14 +63,14 @@ def _stage(c: Context, run: StageRun, **flags: object) -> None:
     cli.finish(cli.run_stage(inv, ctx, run), as_json)
 
 
-@task(pre=[validate], help=HELP)
+@task(pre=[validate], help={**HELP, "force": "run every role, also on hosts recorded as converged (no fast path)"})
 @cli.guarded
 def provision(c: Context, check: bool = False, limit: str | None = None, tags: str | None = None,
-              json: bool = False) -> None:
+              force: bool = False, json: bool = False) -> None:
     """Install and pin driver, fabric manager, DCGM, NCCL, RDMA, container toolkit; tune the hosts."""
     from gridready.stages import provision as stage
 
-    _stage(c, stage.run, check=check, limit=limit, tags=tags, json=json)
+    _stage(c, stage.run, check=check, limit=limit, tags=tags, force=force, json=json)
 
 
 @task(pre=[validate], help={**_pick("check", "limit", "json"),

@@ -44,7 +44,7 @@ def run(inv: Inventory, ctx: RunContext) -> ProvisionSummary:
     stage_dir = ctx.stage_dir(STAGE)
     result = ansible.run_playbook(
         inv, "provision.yml", stage_dir, check=ctx.check, limit=ctx.limit, tags=ctx.tags,
-        extravars=extravars(inv),
+        extravars={**extravars(inv), "gridready_provision_force": ctx.force},
     )
     status, code, hosts = outcome_from_playbook(result)
     details = _changes_and_versions(result)

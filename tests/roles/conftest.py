@@ -95,6 +95,7 @@ class Provisioned:
     fast: Run | None = None  # a no-op run on the recorded converged state (the fast path)
     facts: dict[str, dict[str, Any]] = field(default_factory=dict)  # host -> role -> facts file
     recorded_by_first: list[str] = field(default_factory=list)  # hosts with a converged record after run 1
+    extravars: Path | None = None  # the runs' extra-vars file (-e @file)
 
 
 def _simulated_sysfs(fleet: Any) -> None:
@@ -177,7 +178,7 @@ def provisioned(make_fleet: Any, tmp_path_factory: pytest.TempPathFactory) -> It
                      "container_toolkit", "probe_runtime", "host_tuning"):
             r = fleet.ssh(host, f"cat /etc/gridready/facts.d/{role}.json", check=False)
             facts[host][role] = json.loads(r.stdout) if r.returncode == 0 else {}
-    yield Provisioned(fleet, first, second, check, fast, facts, recorded)
+    yield Provisioned(fleet, first, second, check, fast, facts, recorded, ev)
 
 
 @pytest.fixture(scope="session")

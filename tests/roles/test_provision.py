@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.roles.conftest import BAD, GOOD, Provisioned
+from tests.roles.conftest import BAD, GOOD, PLAYBOOK, Provisioned, Run
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.slow]
 
@@ -53,6 +53,17 @@ def test_a_converged_host_takes_the_fast_path(provisioned: Provisioned):
         stats = fast.recap[host]
         assert (stats["changed"], stats["ok"], stats["skipped"]) == (0, 2, 1), (host, stats)
     assert "TASK [gridready_" not in fast.stdout and "Show what differs" not in fast.stdout
+
+
+def test_force_runs_every_role_on_a_converged_host(provisioned: Provisioned):
+    """`invoke provision --force` (gridready_provision_force): the recorded fast path is skipped and every role runs
+    (here in check mode, so nothing changes), where deleting the record on the host by hand was the only way."""
+    run = Run.of(provisioned.fleet.ansible_playbook(PLAYBOOK, "-e", f"@{provisioned.extravars}", "--limit", "node1",
+                                                    "--check", "-e", "gridready_provision_force=true", check=False))
+    assert run.rc == 0, run.stdout[-3000:]
+    assert run.recap["node1"]["changed"] == 0, run.changed_tasks("node1")
+    for role in ("gridready_nvidia_driver", "gridready_probe_runtime", "gridready_host_tuning"):
+        assert f"TASK [{role} : " in run.stdout, role
 
 
 def test_every_role_recorded_its_facts(provisioned: Provisioned):
