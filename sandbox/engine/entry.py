@@ -26,8 +26,9 @@ def known_flags(path: Path = KNOWN_FLAGS) -> set[str] | None:
 
 
 def unknown_flags(argv: Iterable[str], known: set[str]) -> list[str]:
-    """The options the real parser would refuse (argparse: "unrecognized arguments", exit 2)."""
-    return [w for w in argv if w.startswith("--") and w.split("=", 1)[0] not in known]
+    """The options the real parser would refuse (argparse: "unrecognized arguments", exit 2); argparse adds --help
+    to every parser itself."""
+    return [w for w in argv if w.startswith("--") and w.split("=", 1)[0] not in {*known, "--help"}]
 
 
 def refuse_unknown(prog: str, usage: str, argv: list[str]) -> int | None:

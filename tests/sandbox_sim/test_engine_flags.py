@@ -30,6 +30,7 @@ def test_an_option_the_release_lacks_stops_the_program(tmp_path, monkeypatch, ca
     monkeypatch.setattr(entry.known_flags, "__defaults__", (tmp_path / "engine_cli.json",))
     assert entry.refuse_unknown("vllm", "usage: vllm serve", ["m", "--port", "8000", "--tensor-parallel-size=8"]) \
         is None
+    assert entry.refuse_unknown("vllm", "usage: vllm serve", ["--help"]) is None  # argparse's own
     assert entry.refuse_unknown("vllm", "usage: vllm serve", ["--port", "1", "--max-num-seqz", "4"]) == 2
     assert "vllm: error: unrecognized arguments: --max-num-seqz" in capsys.readouterr().err
 
