@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from gridready.spec import ClusterSpec, SoftwarePins
 
 MATRIX_PATH = Path(__file__).resolve().parent / "data" / "version_matrix.yml"
+BUNDLED_DIR = Path(__file__).resolve().parent / "data" / "nccl-tests"  # nccl-tests releases gridready ships
 OS_KEYS = {"debian-12": "Debian-12", "ubuntu-22.04": "Ubuntu-22", "ubuntu-24.04": "Ubuntu-24"}
 
 
@@ -59,9 +60,16 @@ class ProbeTorchRow(_Row):
     cuda: str  # the CUDA runtime of its PyPI wheel
 
 
+class BundledTarball(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    file: str = Field(pattern=r"^[A-Za-z0-9._-]+\.tar\.gz$")  # under gridready/data/nccl-tests/
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+
+
 class NcclTestsRow(_Row):
     url: str
     sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$")
+    bundled: BundledTarball | None = None
     min_nccl: str
 
 
@@ -138,6 +146,15 @@ class VersionMatrix(BaseModel):
                           f"({branch.eol}); use {self.recommended_branch()}")
         if cuda is None:
             errors.append(f"software.cuda: {pins.cuda} is not in the version matrix (known: {', '.join(self.cuda)})")
+        if pins.driver_version is not None:
+            if pins.driver_version.split(".")[0] != pins.driver_branch:
+                errors.append(f"software.driver_version: {pins.driver_version} is not a release of driver branch "
+                              f"{pins.driver_branch}")
+            elif branch is not None and cuda is not None and pins.cuda in branch.cuda:
+                floor = self.min_driver(pins.driver_branch, pins.cuda)
+                if _vtuple(pins.driver_version) < _vtuple(floor):
+                    errors.append(f"software.driver_version: {pins.driver_version} is older than {floor}, the oldest "
+                                  f"release of branch {pins.driver_branch} that runs CUDA {pins.cuda}")
         if branch is not None and cuda is not None:
             if pins.cuda not in branch.cuda:
                 errors.append(f"software.cuda: CUDA {pins.cuda} needs driver >= {cuda.min_driver}; "
@@ -217,6 +234,13 @@ class VersionMatrix(BaseModel):
     def nccl_tests_checksum(self, version: str) -> str:
         row = self.nccl_tests.get(version)
         return f"sha256:{row.sha256}" if row is not None and row.sha256 else ""
+
+    def nccl_tests_bundled(self, version: str) -> tuple[Path, str] | None:
+        """The copy of release `version` gridready ships and its `sha256:<hex>`, where the matrix has one."""
+        row = self.nccl_tests.get(version)
+        if row is None or row.bundled is None:
+            return None
+        return BUNDLED_DIR / row.bundled.file, f"sha256:{row.bundled.sha256}"
 
 
 @lru_cache(maxsize=4)

@@ -31,6 +31,7 @@ def role_vars(spec: ClusterSpec, node_group: NodeGroup) -> dict[str, Any]:
         "gridready_preflight_gpu_device_id": sku.device_id,
         "gridready_preflight_gpu_count": node_group.gpus_per_node,
         "gridready_nvidia_driver_branch": pins.driver_branch,
+        "gridready_nvidia_driver_version": pins.driver_version or "",
         "gridready_fabricmanager_nvswitch": sku.nvswitch and node_group.gpus_per_node == HGX_GPUS,
         "gridready_fabricmanager_branch": pins.driver_branch,
         "gridready_dcgm_major": pins.dcgm_major,
@@ -58,6 +59,10 @@ def role_vars(spec: ClusterSpec, node_group: NodeGroup) -> dict[str, Any]:
     checksum = matrix.load().nccl_tests_checksum(pins.nccl_tests)
     if checksum:
         out["gridready_nccl_tests_checksum"] = checksum
+    bundled = matrix.load().nccl_tests_bundled(pins.nccl_tests)
+    if bundled is not None:  # the role takes it unless the inventory names a tarball or a checksummed URL
+        out["gridready_nccl_tests_bundled_tarball"] = str(bundled[0])
+        out["gridready_nccl_tests_bundled_checksum"] = bundled[1]
     if pins.rdma_stack == "doca" and pins.doca_ofed:
         out["gridready_rdma_doca_version"] = pins.doca_ofed
     if pins.package_mirror:

@@ -18,7 +18,7 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from gridready import catalog
@@ -33,6 +33,9 @@ SIM_NOTE = " .\n SIMULATED by gridready's sandbox: no NVIDIA software inside; th
 
 V = json.loads((SIM_DIR / "versions.json").read_text())
 DRIVER = f"{V['driver']}-1"
+# NVIDIA's repository keeps every release of a branch: an earlier one is served beside the current one, so version
+# pins (`=<version>-*`) and apt's choice of the newest are exercised as on a real host.
+DRIVER_PREVIOUS = V["driver_previous"]
 DCGM = f"1:{V['dcgm']}-1"
 NCCL = f"{V['nccl']}-1+cuda{V['cuda']}"
 CTK = f"{V['container_toolkit']}-1"
@@ -113,14 +116,58 @@ def _sim_library() -> dict[str, bytes]:
     return files
 
 
-def _ubuntu_driver(dep_common: str) -> list[Pkg]:
-    """The driver as NVIDIA's CUDA repository for Ubuntu names it (branch in every name), and the Ubuntu
-    archive's -server kernel common package that its fabric manager drags in."""
-    utils = Pkg(f"nvidia-compute-utils-{BRANCH}", DRIVER, "NVIDIA compute utilities (nvidia-smi)", [dep_common],
-                arch=ARCH)  # fmt: skip
-    _exe(utils, "/usr/bin/nvidia-smi", _wrapper("nvidia-smi", "nvidia_smi"))
+def _persistenced(pkg: Pkg) -> None:
+    _exe(pkg, "/usr/bin/nvidia-persistenced", _wrapper("nvidia-persistenced", "daemons", prog=True))
+    pkg.units["nvidia-persistenced.service"] = _unit(
+        "NVIDIA Persistence Daemon",
+        # the distribution's unit starts the daemon without persistence mode (Ubuntu nvidia-graphics-drivers
+        # packaging, debian/nvidia-persistenced.service); NVIDIA's own Ansible role overrides ExecStart
+        "/usr/bin/nvidia-persistenced --user nvidia-persistenced --no-persistence-mode --verbose",
+        after="syslog.target",
+    )
 
-    # The kernel-side common files: nvidia-driver-<branch>[-open] depends on nvidia-kernel-common-<branch>, and the
+
+def _at_release(p: Pkg, release: str) -> Pkg:
+    """`p` as built for another driver release of the same branch: every mention of the current release swapped."""
+    cur = V["driver"]
+
+    def sw(text: str) -> str:
+        return text.replace(cur, release)
+
+    return replace(
+        p, version=sw(p.version), depends=[sw(d) for d in p.depends], conflicts=[sw(c) for c in p.conflicts],
+        provides=[sw(x) for x in p.provides], recommends=[sw(r) for r in p.recommends],
+        files={sw(k): v.replace(cur.encode(), release.encode()) for k, v in p.files.items()},
+        modes={sw(k): v for k, v in p.modes.items()}, links={sw(k): sw(v) for k, v in p.links.items()},
+        units={k: sw(v) for k, v in p.units.items()}, postinst_extra=sw(p.postinst_extra),
+    )
+
+
+def _ubuntu_driver(dep_common: str) -> list[Pkg]:
+    """The driver as NVIDIA's CUDA repository for Ubuntu names it (Ubuntu's packaging, branch in every name) and
+    the Ubuntu archive's -server kernel common package that its fabric manager drags in.
+
+    Compute-only: nvidia-headless-<branch>[-open] (= nvidia-dkms-<branch>[-open], the kernel module, plus
+    nvidia-headless-no-dkms-<branch>[-open]: libnvidia-compute, nvidia-compute-utils with nvidia-persistenced).
+    nvidia-smi is in nvidia-utils-<branch>, which the headless set does not pull in. nvidia-driver-<branch>[-open]
+    is the desktop set (GL, video decode/encode, the X driver). Sources: packages.ubuntu.com, noble-updates:
+    nvidia-headless-580-open, nvidia-headless-no-dkms-580-open, nvidia-driver-580-open (depends), the virtual
+    package nvidia-smi (provided by nvidia-utils-580 only) and the file list of nvidia-utils-580-server
+    (/usr/bin/nvidia-smi); NVIDIA Driver Installation Guide, "Ubuntu 590 and later packages" (the same names
+    without the branch from 590 on), https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/
+    """
+    eq = f"(= {DRIVER})"
+    libcompute = Pkg(f"libnvidia-compute-{BRANCH}", DRIVER, "NVIDIA libcompute package", [dep_common], arch=ARCH,
+                     section="libs")  # fmt: skip
+    libcompute.files["/usr/share/gridready-sim/libnvidia-compute"] = b"SIMULATED (no libcuda inside)\n"
+    utils = Pkg(f"nvidia-utils-{BRANCH}", DRIVER, "NVIDIA driver support binaries (nvidia-smi)",
+                [f"libnvidia-compute-{BRANCH} {eq}", dep_common], arch=ARCH, provides=["nvidia-smi"])  # fmt: skip
+    _exe(utils, "/usr/bin/nvidia-smi", _wrapper("nvidia-smi", "nvidia_smi"))
+    compute_utils = Pkg(f"nvidia-compute-utils-{BRANCH}", DRIVER, "NVIDIA compute utilities (persistenced, MPS)",
+                        [f"libnvidia-compute-{BRANCH} {eq}", dep_common], arch=ARCH)  # fmt: skip
+    _persistenced(compute_utils)
+
+    # The kernel-side common files: nvidia-dkms-<branch>[-open] depends on nvidia-kernel-common-<branch>, and the
     # -server flavour of the Ubuntu archive ships the same files, so the two conflict. Sources: "nvidia-dkms-580"
     # (dep: nvidia-kernel-common-580), https://packages.ubuntu.com/noble-updates/nvidia-dkms-580, and
     # "nvidia-fabricmanager-580" (dep: nvidia-kernel-common-580-server-<version>, a virtual package provided by
@@ -134,20 +181,41 @@ def _ubuntu_driver(dep_common: str) -> list[Pkg]:
                          arch=ARCH, conflicts=[f"nvidia-kernel-common-{BRANCH}"],
                          provides=[f"nvidia-kernel-common-{BRANCH}-server-{V['driver']}"])  # fmt: skip
     kcommon_server.files["/usr/share/gridready-sim/kernel-common"] = b"server\n"
-    # The headers metapackage of the running kernel flavour rebuilds the module on a kernel update (DKMS):
-    # NVIDIA Driver Installation Guide, "Ubuntu" / "Debian" (kernel headers, then the driver),
-    # https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/ubuntu.html
-    driver = Pkg(f"nvidia-driver-{BRANCH}-open", DRIVER, "NVIDIA driver (open kernel) metapackage",
-                 [f"nvidia-compute-utils-{BRANCH} (= {DRIVER})", f"nvidia-persistenced (= {DRIVER})",
-                  f"nvidia-kernel-common-{BRANCH} (= {DRIVER})", dep_common],
-                 arch=ARCH, conflicts=[f"nvidia-driver-{BRANCH}"])  # fmt: skip
-    driver.files["/usr/share/gridready-sim/driver-version"] = f"{V['driver']}\n".encode()
+
+    # Desktop-only libraries: what nvidia-driver-<branch>[-open] adds to the compute set.
+    desktop = [Pkg(f"{name}-{BRANCH}", DRIVER, f"{summary} (desktop component)", [dep_common], arch=ARCH)
+               for name, summary in (("libnvidia-gl", "NVIDIA OpenGL/GLX/EGL/GLES GLVND libraries and Vulkan ICD"),
+                                     ("libnvidia-decode", "NVIDIA Video Decoding runtime libraries"),
+                                     ("libnvidia-encode", "NVENC Video Encoding runtime library"),
+                                     ("xserver-xorg-video-nvidia", "NVIDIA binary Xorg driver"))]  # fmt: skip
+    for d in desktop:
+        d.files[f"/usr/share/gridready-sim/desktop/{d.name}"] = b"desktop component (not wanted on a compute node)\n"
+
+    out = [libcompute, utils, compute_utils, kcommon, kcommon_server, *desktop]
+    for suffix, flavour, other in (("-open", "open", ""), ("", "proprietary", "-open")):
+        dkms = Pkg(f"nvidia-dkms-{BRANCH}{suffix}", DRIVER, f"NVIDIA DKMS package ({flavour} kernel module)",
+                   [f"nvidia-kernel-common-{BRANCH} {eq}", dep_common], arch=ARCH,
+                   conflicts=[f"nvidia-dkms-{BRANCH}{other}"], provides=["nvidia-dkms-kernel"])  # fmt: skip
+        dkms.files["/usr/share/gridready-sim/kernel-module"] = f"{flavour}\n".encode()
+        dkms.files["/usr/share/gridready-sim/driver-version"] = f"{V['driver']}\n".encode()
+        no_dkms = Pkg(f"nvidia-headless-no-dkms-{BRANCH}{suffix}", DRIVER, "NVIDIA headless metapackage - no DKMS",
+                      [f"libnvidia-compute-{BRANCH} {eq}", f"nvidia-compute-utils-{BRANCH} {eq}",
+                       f"nvidia-kernel-common-{BRANCH} {eq}"], arch=ARCH)  # fmt: skip
+        headless = Pkg(f"nvidia-headless-{BRANCH}{suffix}", DRIVER, "NVIDIA headless metapackage",
+                       [f"nvidia-dkms-{BRANCH}{suffix} {eq}", f"nvidia-headless-no-dkms-{BRANCH}{suffix} {eq}"],
+                       arch=ARCH)  # fmt: skip
+        driver = Pkg(f"nvidia-driver-{BRANCH}{suffix}", DRIVER, f"NVIDIA driver metapackage ({flavour} kernel module, "
+                     "desktop and compute)",
+                     [f"nvidia-dkms-{BRANCH}{suffix} {eq}", f"nvidia-headless-no-dkms-{BRANCH}{suffix} {eq}",
+                      f"nvidia-utils-{BRANCH} {eq}", *(f"{d.name} {eq}" for d in desktop)],
+                     arch=ARCH, conflicts=[f"nvidia-driver-{BRANCH}{other}"])  # fmt: skip
+        out += [dkms, no_dkms, headless, driver]
     dep_driver = f"nvidia-driver-{BRANCH}-open (= {DRIVER})"
-    metas = [
+    out += [
         Pkg(f"nvidia-open-{BRANCH}", DRIVER, "NVIDIA open driver metapackage (CUDA repository name)", [dep_driver]),
         Pkg(f"cuda-drivers-{BRANCH}", DRIVER, "CUDA driver metapackage for branch " + BRANCH, [dep_driver]),
     ]
-    return [utils, kcommon, kcommon_server, driver, *metas]
+    return out
 
 
 def _debian_driver(dep_common: str) -> list[Pkg]:
@@ -214,16 +282,10 @@ def packages(repo_os: str = "debian12") -> list[Pkg]:
 
     persist = Pkg("nvidia-persistenced", DRIVER, "daemon to maintain persistent software state in the NVIDIA driver",
                   [dep_common], arch=ARCH)  # fmt: skip
-    _exe(persist, "/usr/bin/nvidia-persistenced", _wrapper("nvidia-persistenced", "daemons", prog=True))
-    persist.units["nvidia-persistenced.service"] = _unit(
-        "NVIDIA Persistence Daemon",
-        # the distribution's unit starts the daemon without persistence mode (Ubuntu nvidia-graphics-drivers
-        # packaging, debian/nvidia-persistenced.service); NVIDIA's own Ansible role overrides ExecStart
-        "/usr/bin/nvidia-persistenced --user nvidia-persistenced --no-persistence-mode --verbose",
-        after="syslog.target",
-    )
+    _persistenced(persist)
 
-    drivers = _debian_driver(dep_common) if repo_os == "debian12" else _ubuntu_driver(dep_common)
+    # Debian 12: nvidia-persistenced is a package of its own; Ubuntu: a part of nvidia-compute-utils-<branch>
+    drivers = [*_debian_driver(dep_common), persist] if repo_os == "debian12" else _ubuntu_driver(dep_common)
     # NVIDIA's version lock for Debian/Ubuntu: an apt preferences file that keeps every driver package on the
     # branch. NVIDIA Driver Installation Guide, "Version locking" / "Ubuntu",
     # https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/version-locking.html
@@ -346,7 +408,9 @@ def packages(repo_os: str = "debian12") -> list[Pkg]:
     )
 
     ubuntu_only = [fm_ubuntu] if repo_os != "debian12" else []
-    return [common, persist, *drivers, pinning, fm, nscq, fm_meta, *ubuntu_only, keyring, dcgm3, dcgm3_config, dcgm,
+    release_bound = [*drivers, pinning, fm, nscq, fm_meta]  # everything built at the driver's version
+    previous = [_at_release(p, DRIVER_PREVIOUS) for p in release_bound if p.version == DRIVER]
+    return [common, *release_bound, *previous, *ubuntu_only, keyring, dcgm3, dcgm3_config, dcgm,
             dcgm_cuda, dcgm_prop, nccl, nccl_dev, ctk_base, ctk, rdma]
 
 

@@ -85,6 +85,10 @@ class SoftwarePins(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     driver_branch: str = Field("580", pattern=r"^\d{3}$", description="NVIDIA driver branch (open modules)")
+    driver_version: str | None = Field(
+        None, pattern=r"^\d{3}\.\d+(?:\.\d+)?$",
+        description="exact driver release of the branch every node gets (e.g. 580.95.05); null: the newest the "
+                    "repository offers when a node is first provisioned (nodes provisioned later may then differ)")
     cuda: str = Field("13.0", pattern=r"^\d+\.\d+$")
     dcgm_major: int = Field(4, ge=3, le=4)
     nccl: str = Field("2.28.9", pattern=r"^\d+\.\d+\.\d+$")

@@ -84,8 +84,16 @@ def persistence_mode() -> str:
         return "Enabled"
 
 
+# Written by the installed kernel module package (sandbox/packages.py): the repository serves more than one release
+# of the branch, so the user-space driver is the one installed, not the newest one built.
+INSTALLED_DRIVER = Path("/usr/share/gridready-sim/driver-version")
+
+
 def versions() -> dict[str, str]:
-    return json.loads((HERE / "versions.json").read_text())
+    v = json.loads((HERE / "versions.json").read_text())
+    if INSTALLED_DRIVER.is_file():
+        v["driver"] = INSTALLED_DRIVER.read_text().strip() or v["driver"]
+    return v
 
 
 def skus() -> dict[str, dict[str, Any]]:

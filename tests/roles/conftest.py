@@ -32,10 +32,11 @@ GOOD = ["node1", "node2"]
 CONVERGED_RECORD = "/var/lib/gridready/converged.json"  # library/gridready_fingerprint.py state_file
 BAD = "node3"
 # Start profiles (real starting points of a leased host): node1 fresh; node2 with cuda-keyring's entry for the
-# NVIDIA repository and DCGM 3.x installed; node4 with its driver upgraded without a reboot (NVML mismatch).
+# NVIDIA repository and DCGM 3.x installed; node4 with the previous release of the branch installed and loaded,
+# which provision upgrades to the pinned one without a reboot (NVML mismatch until the reboot).
 KEYRING_DCGM3 = "node2"
 UPGRADED = "node4"
-OLD_DRIVER = "580.95.05"
+OLD_DRIVER = json.loads((SIM_DIR / "versions.json").read_text())["driver_previous"]
 CONVERGED = [*GOOD, UPGRADED]
 RECAP = re.compile(r"^(\S+)\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)\s+skipped=(\d+)", re.M)
 
@@ -115,7 +116,7 @@ def _simulated_sysfs(fleet: Any) -> None:
         fleet.ssh(host, "bash -s", input=script)
 
 
-def _keyring_and_dcgm3(fleet: Any, host: str) -> None:
+def _keyring_and_dcgm3(fleet: Any, host: str, *, dcgm3: bool = True) -> None:
     """What cuda-keyring leaves (its own entry for the NVIDIA repository, signed-by its keyring; here the sandbox
     repository and key stand in for NVIDIA's) and a DCGM 3.x installed from it."""
     key = paths.REPO_URL.rsplit("/nvidia/", 1)[0] + "/keys/gridready-sandbox-archive-keyring.gpg"
@@ -126,10 +127,20 @@ def _keyring_and_dcgm3(fleet: Any, host: str) -> None:
         "echo 'deb [signed-by=/usr/share/keyrings/cuda-archive-keyring.gpg] " + paths.REPO_URL + " /' "
         "> /etc/apt/sources.list.d/cuda-debian12-x86_64.list",
         "apt-get update -q >/dev/null",
-        "DEBIAN_FRONTEND=noninteractive apt-get install -y -q datacenter-gpu-manager datacenter-gpu-manager-config "
-        ">/dev/null",
+        *(["DEBIAN_FRONTEND=noninteractive apt-get install -y -q datacenter-gpu-manager datacenter-gpu-manager-config "
+           ">/dev/null"] if dcgm3 else []),
     ])
     fleet.ssh(host, "bash -s", input=script)
+
+
+def _previous_driver(fleet: Any, host: str) -> None:
+    """A host leased with an older driver release of the branch installed (and loaded: its start profile): the
+    repository serves both releases, and cluster.yml pins the current one, which provision must upgrade to."""
+    _keyring_and_dcgm3(fleet, host, dcgm3=False)
+    release = f"{OLD_DRIVER}-1"
+    fleet.ssh(host, "DEBIAN_FRONTEND=noninteractive apt-get install -y -q "
+                    f"nvidia-kernel-open-dkms={release} nvidia-driver-cuda={release} nvidia-persistenced={release} "
+                    ">/dev/null")
 
 
 @pytest.fixture(scope="session")
@@ -137,6 +148,7 @@ def provisioned(make_fleet: Any, tmp_path_factory: pytest.TempPathFactory) -> It
     fleet = make_fleet(4, healthy=True, profiles={BAD: {"gpus": 4}, UPGRADED: {"loaded_driver": OLD_DRIVER}})
     _simulated_sysfs(fleet)
     _keyring_and_dcgm3(fleet, KEYRING_DCGM3)
+    _previous_driver(fleet, UPGRADED)
     inv = inventory.load(fleet.inventory)
     extravars = {"gridready_group_vars": {g.name: role_vars(inv.spec, g) for g in inv.spec.node_groups},
                  **sandbox_vars()}

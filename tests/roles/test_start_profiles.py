@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from gridready import inventory
 from tests.roles.conftest import CONVERGED, KEYRING_DCGM3, OLD_DRIVER, UPGRADED, Provisioned
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.slow, pytest.mark.extended]
@@ -43,6 +44,11 @@ def test_upgraded_driver_waits_for_the_reboot(provisioned: Provisioned):
     node = provisioned.fleet.host(UPGRADED)
     fm = json.loads(node.file("/etc/gridready/facts.d/fabricmanager.json").content_string)
     driver = node.package("nvidia-kernel-open-dkms").version
+    # the host came with the previous release of the branch; cluster.yml pins the current one (a version pin the
+    # repository, serving both, resolves), and every driver package moved to it
+    pinned = inventory.load(provisioned.fleet.inventory).spec.software.driver_version
+    assert driver == f"{pinned}-1" != f"{OLD_DRIVER}-1"
+    assert node.package("nvidia-driver-cuda").version == driver == node.package("nvidia-persistenced").version
     assert node.package("nvidia-fabricmanager").version == driver  # pinned to the package, not to nvidia-smi
     assert f"reboot pending (loaded driver {OLD_DRIVER}" in fm["service"]
     assert not node.service("nvidia-fabricmanager").is_running  # it would refuse the loaded module

@@ -42,6 +42,14 @@ class AptRoot:
         env = {**os.environ, "APT_CONFIG": str(self.root / "apt.conf"), "LC_ALL": "C"}
         return subprocess.run(["apt-get", *args], capture_output=True, text=True, env=env, check=False)
 
+    def apt_cache(self, *args: str) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "APT_CONFIG": str(self.root / "apt.conf"), "LC_ALL": "C"}
+        return subprocess.run(["apt-cache", *args], capture_output=True, text=True, env=env, check=False)
+
+    def versions(self, name: str) -> list[str]:
+        """Every version the sources offer for `name` (apt-cache madison), newest first."""
+        return [line.split("|")[1].strip() for line in self.apt_cache("madison", name).stdout.splitlines()]
+
     def update(self) -> subprocess.CompletedProcess[str]:
         return self.apt_get("update")
 

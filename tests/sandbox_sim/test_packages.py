@@ -66,9 +66,17 @@ EXPECTED = {
 def test_index_lists_every_package_with_checksums(repo):
     text = gzip.decompress((repo / "Packages.gz").read_bytes()).decode()
     assert text == (repo / "Packages").read_text()
-    stanzas = {s.split("\n")[0].split(": ")[1]: s for s in text.strip().split("\n\n")}
-    assert {n: s.split("Version: ")[1].split("\n")[0] for n, s in stanzas.items()} == EXPECTED
-    for s in stanzas.values():
+    every = text.strip().split("\n\n")
+    versions: dict[str, set[str]] = {}
+    for s in every:
+        versions.setdefault(s.split("\n")[0].split(": ")[1], set()).add(s.split("Version: ")[1].split("\n")[0])
+    # the newest release of each package as EXPECTED; the driver's packages also at the branch's previous release
+    previous = f"{packages.V['driver_previous']}-1"
+    assert {n: max(v, key=lambda x: x != previous) for n, v in versions.items()} == EXPECTED
+    older = {n for n, v in versions.items() if len(v) > 1}
+    assert older == {n for n, v in EXPECTED.items() if v == packages.DRIVER}, older
+    assert all(versions[n] == {packages.DRIVER, previous} for n in older)
+    for s in every:
         deb = repo / s.split("Filename: ./")[1].split("\n")[0]
         data = deb.read_bytes()
         assert f"Size: {len(data)}\n" in s and f"SHA256: {hashlib.sha256(data).hexdigest()}\n" in s

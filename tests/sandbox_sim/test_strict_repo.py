@@ -4,6 +4,7 @@ sets against it (apt-get -s over a throw-away root) and refuses what a real host
 from __future__ import annotations
 
 import ast
+import fnmatch
 import shutil
 from pathlib import Path
 
@@ -59,14 +60,85 @@ def test_fabricmanager_role_packages_install_beside_the_open_driver(repos, tmp_p
     assert "Inst nvidia-kernel-common-580-server" not in res.stdout
 
 
+def _installed(res_stdout: str) -> set[str]:
+    return {line.split()[1] for line in res_stdout.splitlines() if line.startswith("Inst ")}
+
+
+@pytest.mark.parametrize("open_modules", [True, False])
 @pytest.mark.parametrize("os_name", OSES)
-def test_the_driver_role_installs_the_compute_only_driver_of_each_os(repos, tmp_path, os_name):
+def test_the_driver_role_installs_the_compute_only_driver_of_each_os(repos, tmp_path, os_name, open_modules):
+    """Issue 28, finding 9: the compute-only set brings nvidia-smi (on Ubuntu: nvidia-utils-<branch>, which the
+    headless set does not pull in) and no desktop component; fabric manager follows the kernel module package."""
     apt = apt_for(repos, os_name, tmp_path / "root")
-    res = apt.simulate(*driver_packages(os_name))
+    v = role_vars("gridready_nvidia_driver", os_name, ansible_kernel="6.1.0-sim",
+                  gridready_nvidia_driver_open_kernel_modules=open_modules)  # fmt: skip
+    wanted = [v["__gridready_nvidia_driver_kmod_package"], *v["__gridready_nvidia_driver_packages"]]
+    res = apt.apt_get("-s", "install", "--no-install-recommends", *wanted)  # the role: install_recommends false
     assert res.returncode == 0, res.stdout + res.stderr
-    assert "Inst nvidia-driver " not in res.stdout  # Debian's desktop metapackage: not on a compute node
+    files = {p.name: p.files for p in packages.packages(OSES[os_name])}
+    installed = _installed(res.stdout)
+    assert any("/usr/bin/nvidia-smi" in files[name] for name in installed), sorted(installed)
+    assert any("/usr/bin/nvidia-persistenced" in files[name] for name in installed), sorted(installed)
+    desktop = {n for n in installed if any(f.startswith("/usr/share/gridready-sim/desktop") for f in files[n])}
+    assert not desktop, desktop
+    module = {n for n in installed if "/usr/share/gridready-sim/kernel-module" in files[n]}
+    assert [files[n]["/usr/share/gridready-sim/kernel-module"] for n in module] == [
+        b"open\n" if open_modules else b"proprietary\n"]
     fm_follows = role_vars("gridready_fabricmanager", os_name)["__gridready_fabricmanager_os_driver_packages"]
-    assert fm_follows[0] == driver_packages(os_name)[0]  # fabric manager reads the version of the kernel module package
+    assert v["__gridready_nvidia_driver_kmod_package"] in fm_follows[:2]  # the kernel module package's version
+
+
+def _pinned(apt: AptRoot, spec: str) -> str:
+    """`name=<glob>` as the apt module resolves it (the first offered version the glob matches); else unchanged."""
+    name, _, glob = spec.partition("=")
+    if not glob:
+        return spec
+    matching = [v for v in apt.versions(name) if fnmatch.fnmatch(v, glob)]
+    assert matching, f"{name}: no offered version matches {glob} ({apt.versions(name)})"
+    return f"{name}={matching[0]}"
+
+
+def _render_into(apt: AptRoot, template: str, dest: str, variables: dict) -> None:
+    text = (Path(packages.__file__).resolve().parents[1] / "roles/gridready_nvidia_driver/templates" / template)
+    (apt.root / dest.lstrip("/")).write_text(jinja2.Template(text.read_text()).render(ansible_managed="test",
+                                                                                       **variables))
+
+
+@pytest.mark.parametrize("with_release_pin", [True, False])
+@pytest.mark.parametrize("os_name", OSES)
+@pytest.mark.parametrize("release", ["", packages.V["driver_previous"], packages.V["driver"]])
+def test_a_pinned_driver_release_resolves_for_every_driver_package(repos, tmp_path, os_name, release,
+                                                                    with_release_pin):
+    """The repository serves two releases of the branch, as NVIDIA's keeps every one: the role's `=<release>-*` pin
+    and the role's release preference take that release for the module and every driver package (without the
+    preference, Ubuntu's metapackages at the older release cannot be installed); no pin takes the newest; fabric
+    manager at the installed driver's version installs beside it."""
+    apt = apt_for(repos, os_name, tmp_path / "root")
+    v = role_vars("gridready_nvidia_driver", os_name, ansible_kernel="6.1.0-sim",
+                  gridready_nvidia_driver_version=release)
+    if release and with_release_pin:
+        _render_into(apt, "nvidia-driver-release-pin.j2", v["__gridready_nvidia_driver_release_pin_file"], v)
+    pin = f"={release}-*" if release else ""
+    wanted = [_pinned(apt, n + pin) for n in (v["__gridready_nvidia_driver_kmod_package"],
+                                               *v["__gridready_nvidia_driver_packages"])]  # fmt: skip
+    fm = role_vars("gridready_fabricmanager", os_name)["__gridready_fabricmanager_packages"]
+    got = release or packages.V["driver"]
+    res = apt.apt_get("-s", "install", "--no-install-recommends", *wanted, *(f"{n}={got}-1" for n in fm))
+    if not with_release_pin and release == packages.V["driver_previous"] and os_name != "Debian-12":
+        # the metapackages at =<release> alone: apt takes the newest libraries they need at exactly <release>
+        assert res.returncode != 0 and "but 580.159.04-1 is to be installed" in res.stdout, res.stdout
+        return
+    assert res.returncode == 0, res.stdout + res.stderr
+    versions = {line.split()[1]: line.split("(")[1].split()[0] for line in res.stdout.splitlines()
+                if line.startswith("Inst ")}  # fmt: skip
+    bound = {n: ver for n, ver in versions.items() if n != "gridready-sim-common"}
+    assert bound and set(bound.values()) == {f"{got}-1"}, bound
+
+
+def test_the_ubuntu_desktop_driver_is_what_the_compute_set_avoids(apt):
+    res = apt.simulate("nvidia-driver-580-open")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert {"libnvidia-decode-580", "libnvidia-encode-580", "nvidia-utils-580"} <= _installed(res.stdout)
 
 
 def test_debian_kernel_module_flavours_exclude_each_other(repos, tmp_path):

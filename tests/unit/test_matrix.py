@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import shutil
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,9 @@ from gridready import cli, inventory, matrix
 from gridready.errors import InvalidInput
 from gridready.provision_vars import role_vars
 from gridready.spec import ClusterSpec, Nic, NodeGroup, SoftwarePins
+from tests.sandbox_sim.aptroot import role_vars as aptroot_role_vars
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _spec(**software) -> ClusterSpec:
@@ -42,6 +47,8 @@ def test_default_pins_are_supported():
         ({"rdma_stack": "doca", "doca_ofed": "2.9.1"}, "software.doca_ofed"),  # not qualified with 580
         ({"doca_ofed": "3.1.0"}, "software.doca_ofed"),  # a DOCA version with the distro stack
         ({"probe_torch": "1.13.1"}, "software.probe_torch"),  # not in the matrix
+        ({"driver_version": "575.64.05"}, "software.driver_version"),  # a release of another branch
+        ({"driver_version": "580.65.05"}, "software.driver_version"),  # older than the branch's CUDA 13 floor
         # torch 2.9.1's PyPI wheel runs CUDA 12.8, which R535 cannot
         ({"driver_branch": "535", "cuda": "12.2", "nccl": "2.19.3", "dcgm_major": 3}, "software.probe_torch"),
     ],
@@ -50,6 +57,15 @@ def test_unsupported_pins_name_the_key(software, key):
     errors = matrix.check_spec(_spec(**software))
     assert errors and all(e.startswith("software.") for e in errors)
     assert any(e.startswith(key + ":") for e in errors), errors
+
+
+def test_a_pinned_driver_release_reaches_the_driver_role():
+    assert matrix.check_spec(_spec(driver_version="580.65.06")) == []  # the floor itself
+    spec = _spec(driver_version="580.95.05")
+    assert matrix.check_spec(spec) == []
+    assert role_vars(spec, spec.node_groups[0])["gridready_nvidia_driver_version"] == "580.95.05"
+    unpinned = _spec()
+    assert role_vars(unpinned, unpinned.node_groups[0])["gridready_nvidia_driver_version"] == ""
 
 
 def test_require_supported_raises_invalid_input_with_the_file():
@@ -180,3 +196,30 @@ def test_nvidia_peermem_is_asked_for_only_where_it_is_the_gpudirect_path():
     doca = role_vars(_spec(rdma_stack="doca", doca_ofed="3.1.0"), group)
     assert doca["gridready_rdma_enabled"] and doca["gridready_nvidia_driver_open_kernel_modules"]
     assert doca["gridready_rdma_peermem"] is False
+
+
+def test_the_reference_inventory_gets_a_verified_nccl_tests_source():
+    """Issue 28, finding 10: the matrix knows no checksum of upstream's archive, so the nccl role stopped at its
+    checksum assert on every real inventory; the role now gets the release gridready ships and its checksum."""
+    inv = inventory.load(REPO / "inventories" / "acme-h200")
+    got = role_vars(inv.spec, inv.spec.node_groups[0])
+    tarball = Path(got["gridready_nccl_tests_bundled_tarball"])
+    assert tarball.name == f"nccl-tests-{inv.spec.software.nccl_tests}.tar.gz"
+    algo, digest = got["gridready_nccl_tests_bundled_checksum"].split(":")
+    assert algo == "sha256" and hashlib.sha256(tarball.read_bytes()).hexdigest() == digest
+    with tarfile.open(tarball) as tar:  # the release's own sources, under the prefix the role unpacks
+        names = tar.getnames()
+    assert f"nccl-tests-{inv.spec.software.nccl_tests}/src/all_reduce.cu" in names
+    assert "gridready_nccl_tests_checksum" not in got  # no upstream checksum is claimed
+
+
+def test_the_nccl_role_takes_the_bundled_release_only_when_nothing_else_is_named():
+    rendered = {}
+    for case, given in {"bundled": {}, "url": {"gridready_nccl_tests_checksum": "sha256:" + "a" * 64},
+                        "controller": {"gridready_nccl_tests_src_tarball": "/srv/n.tar.gz",
+                                       "gridready_nccl_tests_checksum": "sha256:" + "b" * 64}}.items():
+        v = aptroot_role_vars("gridready_nccl", "Debian-12", gridready_nccl_tests_bundled_tarball="/g/n.tar.gz",
+                              gridready_nccl_tests_bundled_checksum="sha256:" + "c" * 64, **given)
+        rendered[case] = (v["__gridready_nccl_tests_from_controller"], v["__gridready_nccl_tests_sha"])
+    assert rendered == {"bundled": ("/g/n.tar.gz", "sha256:" + "c" * 64), "url": ("", "sha256:" + "a" * 64),
+                        "controller": ("/srv/n.tar.gz", "sha256:" + "b" * 64)}
