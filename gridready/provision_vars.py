@@ -45,6 +45,11 @@ def role_vars(spec: ClusterSpec, node_group: NodeGroup) -> dict[str, Any]:
         "gridready_rdma_peermem": bool(rdma_nics) and node_group.gpudirect_rdma
         and versions.gpudirect_path(pins.driver_branch, pins.rdma_stack) == "peermem",
         "gridready_host_tuning_iommu_passthrough": bool(rdma_nics) and node_group.gpudirect_rdma,
+        # bare-metal HGX: ACS redirection above the GPUs/NICs stops provision, as certification's acs gate would
+        # quarantine the node (a virtual machine or container records only: the role decides at run time)
+        "gridready_host_tuning_acs": "expect_disabled"
+        if spec.certification.host.acs == "disabled" and sku.nvswitch and node_group.gpus_per_node == HGX_GPUS
+        else "record",
         "gridready_probe_runtime_enabled": pins.probe_torch is not None,
         "gridready_probe_runtime_torch_version": pins.probe_torch or "",
         "gridready_probe_runtime_pip_args": pins.pip_index_args(),

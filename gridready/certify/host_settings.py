@@ -11,6 +11,7 @@ from typing import Any
 from gridready import matrix
 from gridready.certify.expectations import Expectations
 from gridready.certify.result import Expected, GateResult, GateStatus
+from gridready.probe.lspci import acs_redirects
 
 P, F, E, W = GateStatus.PASS, GateStatus.FAIL, GateStatus.ERROR, GateStatus.WARN
 
@@ -36,14 +37,13 @@ def acs(doc: dict[str, Any], exp: Expectations) -> list[GateResult]:
         return [exp.result("acs", W, "ACS not readable on this node (lspci absent or unreadable); recorded as "
                            "unknown", measured=None, expected=Expected(equals=want, source="spec"),
                            evidence="tools.lspci")]
-    relevant = [b for b in lspci["bridges"] if b.get("endpoints_below") and b.get("acs_ctl")]
-    on = [b for b in relevant if b["acs_ctl"].get("ReqRedir") or b["acs_ctl"].get("CmpltRedir")]
-    m = {"bridges_checked": len(relevant), "redirect_enabled": [b["bdf"] for b in on]}
+    state = acs_redirects(lspci)
+    m = {"bridges_checked": state["bridges_checked"], "redirect_enabled": state["redirect_enabled"]}
     kw: dict[str, Any] = {"measured": m, "expected": Expected(equals=want, source="spec"), "evidence": "raw.lspci_vvv"}
-    if on and want == "disabled":
+    if state["redirect_enabled"] and want == "disabled":
         return [exp.result("acs", F, "ACS redirect enabled on bridges above GPUs/NICs: " + ", ".join(
-            f"{b['bdf']} (above {', '.join(b['endpoints_below'][:3])})" for b in on[:6]), **kw)]
-    return [exp.result("acs", P, f"ACS redirect off on the {len(relevant)} bridges above GPUs/NICs", **kw)]
+            f"{bdf} (above {', '.join(below[:3])})" for bdf, below in list(state["above"].items())[:6]), **kw)]
+    return [exp.result("acs", P, f"ACS redirect off on the {state['bridges_checked']} bridges above GPUs/NICs", **kw)]
 
 
 def peermem(doc: dict[str, Any], exp: Expectations) -> list[GateResult]:

@@ -63,3 +63,14 @@ def parse(text: str) -> dict[str, Any]:
         br["endpoints_below"] = [e["bdf"] for e in endpoints
                                  if lo_hi and lo_hi[0] <= int(e["bdf"].split(":")[1], 16) <= lo_hi[1]]
     return {"endpoints": endpoints, "bridges": bridges}
+
+
+def acs_redirects(parsed: dict[str, Any]) -> dict[str, Any]:
+    """ACS redirection on the bridges above GPUs/NICs (ACS on unrelated switch ports is harmless): ReqRedir or
+    CmpltRedir sends peer-to-peer and GPUDirect RDMA traffic up to the root complex (NCCL troubleshooting guide,
+    "PCI Access Control Services (ACS)", https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html).
+    -> {bridges_checked, redirect_enabled: [bdf], above: {bdf: [endpoint bdf]}}."""
+    relevant = [b for b in parsed["bridges"] if b.get("endpoints_below") and b.get("acs_ctl")]
+    on = [b for b in relevant if b["acs_ctl"].get("ReqRedir") or b["acs_ctl"].get("CmpltRedir")]
+    return {"bridges_checked": len(relevant), "redirect_enabled": [b["bdf"] for b in on],
+            "above": {b["bdf"]: b["endpoints_below"] for b in on}}
