@@ -272,6 +272,8 @@ def packages(repo_os: str = "debian12") -> list[Pkg]:
     )
     _exe(common, "/usr/bin/gridready-sim-sysfs", _wrapper("gridready-sim-sysfs", "sysfs"))
     _exe(common, "/usr/local/bin/dmesg", _wrapper("dmesg", "dmesg"))  # shadows util-linux dmesg in PATH
+    # shadows pciutils' lspci in PATH: the profile's PCIe tree, not the controller's devices the container sees
+    _exe(common, "/usr/local/bin/lspci", _wrapper("lspci", "lspci"))
     # shadows kmod's modprobe in PATH: decides nvidia-peermem (sim/modprobe.py), passes every other module on
     _exe(common, "/usr/local/sbin/modprobe", _wrapper("modprobe", "modprobe"))
     common.postinst_extra = "[ -f /etc/gridready-sim/profile.json ] && /usr/bin/gridready-sim-sysfs >/dev/null || true"

@@ -44,6 +44,7 @@ class FaultKind(StrEnum):
     KERNEL_LOG_EMPTY = "kernel_log_empty"  # dmesg prints nothing and exits 0
     KERNEL_LOG_WRAPPED = "kernel_log_wrapped"  # the ring buffer wrapped: dmesg starts after the boot lines
     PCIE_REPLAYS = "pcie_replays"  # the GPU's PCIe replay counter at `count` (since its last reset)
+    ACS_REDIRECT = "acs_redirect"  # ReqRedir+ CmpltRedir+ on the switch port above the GPU (`lspci -vvv` ACSCtl)
 
 
 GPU_FAULTS = {
@@ -60,6 +61,7 @@ GPU_FAULTS = {
     FaultKind.SDC_NONDETERMINISTIC,
     FaultKind.XID_MIG,
     FaultKind.PCIE_REPLAYS,
+    FaultKind.ACS_REDIRECT,
 }
 HCA_FAULTS = {FaultKind.HCA_DOWN, FaultKind.HCA_HALF_RATE}
 

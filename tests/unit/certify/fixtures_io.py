@@ -75,6 +75,7 @@ def pub(tool: str, key: str) -> str:
 
 
 SIM_TOOLS = {"nvidia-smi": ("nvidia_smi", None), "dcgmi": ("dcgmi", None), "dmesg": ("dmesg", None),
+             "lspci": ("lspci", None),
              "all_reduce_perf": ("nccl_tests", "all_reduce_perf")}
 
 

@@ -66,6 +66,8 @@ def test_healthy_simulated_node_certifies(simulate: Any) -> None:
     nccl = next(r for r in v.gates if r.gate == "nccl_allreduce")
     assert nccl.measured["source"] == "nccl-tests" and nccl.measured["max_busbw_gbps"] > 330
     assert _worst(v, "dcgm") is GateStatus.PASS and _worst(v, "peermem") is GateStatus.PASS
+    acs = next(r for r in v.gates if r.gate == "acs")  # read from the simulated PCIe tree, not left unknown
+    assert acs.status is GateStatus.PASS and acs.measured["bridges_checked"] >= 16, acs.reason
 
 
 def test_a_gen1_link_of_the_bmc_is_no_fault_of_the_node(simulate: Any) -> None:
@@ -131,6 +133,8 @@ def test_evidence_faults_block_the_node(simulate: Any, fault: dict[str, Any], ga
     ({"kind": "thermal_throttle", "gpu": 7}, "throttle", "GPU 7"),
     ({"kind": "low_nccl_busbw", "factor": 0.6}, "nccl_allreduce", "below"),
     ({"kind": "dcgm_level3_failure", "gpu": 2}, "dcgm", "GPU 2"),
+    # the switch port above GPU 2 (3a:00.0) redirects peer-to-peer traffic to the root complex
+    ({"kind": "acs_redirect", "gpu": 2}, "acs", "0000:39:00.0 (above 0000:3a:00.0)"),
 ])
 def test_each_injectable_fault_fails_its_gate(simulate: Any, fault: dict[str, Any], gate: str, needle: str) -> None:
     v = simulate(fault)
