@@ -123,7 +123,9 @@ def _persistenced(pkg: Pkg) -> None:
         # the distribution's unit starts the daemon without persistence mode (Ubuntu nvidia-graphics-drivers
         # packaging, debian/nvidia-persistenced.service); NVIDIA's own Ansible role overrides ExecStart
         "/usr/bin/nvidia-persistenced --user nvidia-persistenced --no-persistence-mode --verbose",
-        after="syslog.target",
+        after="syslog.target", kind="forking",
+        extra="PIDFile=/run/nvidia-persistenced/nvidia-persistenced.pid\n"
+              "ExecStopPost=/bin/rm -rf /run/nvidia-persistenced\n",
     )
 
 

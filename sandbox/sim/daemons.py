@@ -39,29 +39,42 @@ def _wait_forever(name: str, stop: threading.Event) -> int:
     return 0
 
 
-def _pidfile(path: str) -> None:
+def _pidfile(path: str, pid: int | None = None) -> None:
     try:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_text(f"{os.getpid()}\n")
+        Path(path).write_text(f"{pid or os.getpid()}\n")
     except OSError:
         pass
 
 
+PERSISTENCED_PIDFILE = "/run/nvidia-persistenced/nvidia-persistenced.pid"  # the distribution unit's PIDFile=
+
+
 def persistenced(argv: list[str]) -> int:
+    """nvidia-persistenced always daemonizes: its parent returns once the child runs, and the packaged unit is
+    Type=forking (NVIDIA/nvidia-persistenced, init/systemd/nvidia-persistenced.service.template; Ubuntu's and
+    NVIDIA's packages ship the same unit)."""
     if "--version" in argv:
         print(f"nvidia-persistenced:  version {simcore.versions()['driver']}")
         return 0
     host = simcore.load()
-    _pidfile("/run/nvidia-persistenced/nvidia-persistenced.pid")
     # --no-persistence-mode (the distribution unit's default) leaves persistence mode off: nvidia-persistenced(1),
     # NVIDIA Driver Persistence, https://docs.nvidia.com/deploy/driver-persistence/index.html
     mode = "Disabled" if "--no-persistence-mode" in argv else "Enabled"
-    try:
+    try:  # before the parent returns: a caller of `systemctl start` reads the mode at once
         simcore.PERSISTENCE_STATE.parent.mkdir(parents=True, exist_ok=True)
         simcore.PERSISTENCE_STATE.write_text(mode + "\n")
     except OSError:
         pass
     _log("nvidia-persistenced", f"Started (gridready-sim, {len(host.gpus)} simulated GPUs, persistence mode {mode})")
+    pid = os.fork()
+    if pid:
+        _pidfile(PERSISTENCED_PIDFILE, pid)  # before the parent exits: systemd reads it right after
+        return 0
+    os.setsid()
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):  # a daemon lets go of its parent's terminal and pipes
+        os.dup2(null, fd)
     rc = _wait_forever("nvidia-persistenced", threading.Event())
     simcore.PERSISTENCE_STATE.unlink(missing_ok=True)
     return rc

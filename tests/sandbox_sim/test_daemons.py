@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from sandbox import packages
 from sandbox.profile import HardwareProfile
 from sandbox.sim import daemons
 
@@ -86,3 +87,28 @@ def test_fabricmanager_daemonizes_as_its_forking_unit_expects(tmp_path, monkeypa
     refused = subprocess.run([sys.executable, "-c", code, str(pidfile), str(version), str(cfg)], timeout=30,
                              capture_output=True, text=True, check=False)
     assert refused.returncode == 1 and not pidfile.exists()
+
+
+def test_persistenced_daemonizes_as_its_forking_unit_expects(tmp_path, monkeypatch):
+    """The distribution's unit is Type=forking (NVIDIA/nvidia-persistenced's systemd template): the parent returns 0
+    with the PID file written and the persistence mode set; the daemon runs on until SIGTERM, then clears it."""
+    _profile(tmp_path, monkeypatch)
+    pidfile, state = tmp_path / "nvidia-persistenced.pid", tmp_path / "persistence-mode"
+    code = ("import sys; from sandbox.sim import daemons; daemons.PERSISTENCED_PIDFILE = sys.argv[1]; "
+            "daemons.simcore.PERSISTENCE_STATE = daemons.Path(sys.argv[2]); daemons._log = lambda *a: None; "
+            "sys.exit(daemons.persistenced(['--user', 'nvidia-persistenced', '--verbose']))")
+    run = subprocess.run([sys.executable, "-c", code, str(pidfile), str(state)], timeout=30, capture_output=True,
+                         text=True, check=False)
+    assert run.returncode == 0, run.stderr
+    assert state.read_text() == "Enabled\n"  # set before the parent returned
+    pid = int(pidfile.read_text())
+    os.kill(pid, 0)  # the daemon runs on after its parent returned
+    os.kill(pid, signal.SIGTERM)
+    for _ in range(100):
+        if not state.exists():
+            break
+        time.sleep(0.05)
+    assert not state.exists()
+    unit = next(p for p in packages.packages("debian12")
+                if p.name == "nvidia-persistenced").units["nvidia-persistenced.service"]
+    assert "Type=forking" in unit and "PIDFile=/run/nvidia-persistenced/nvidia-persistenced.pid" in unit
