@@ -4,6 +4,13 @@ from their released source with `ast` (no import, no torch), written to gridread
 
     python tools/engine_cli_flags.py            # the pins of gridready (spec VLLM_VERSION, sglang_versions.yml)
     python tools/engine_cli_flags.py --vllm 0.33.0 --sglang 0.5.4
+    python tools/engine_cli_flags.py --vllm 0.33.0 --env /tmp/vllm-env/bin/python   # also the parser's values
+
+With --env (the interpreter of a throwaway environment where that one pinned release is installed with its
+dependencies: `python3 -m venv /tmp/vllm-env && /tmp/vllm-env/bin/pip install vllm==<pin>`), the engine's own
+parser is built there (tools/engine_cli_dump.py) and its options are recorded too: per option strings, whether a
+value follows, the value's type (int, float, str) and its choices. The simulated engines then parse with them, so
+a value the real parser refuses (`--kv-cache-dtype fp9`) is refused too.
 
 It runs `pip download <engine>==<pin> --no-deps` (the wheel only) and reads:
 - vLLM: every option string of every `add_argument(...)` call in vllm/engine/arg_utils.py and
@@ -154,7 +161,17 @@ def sglang_flags(sources: dict[str, str]) -> list[str]:
     return sorted(flags)
 
 
-def witness(engine: str, version: str) -> dict[str, object]:
+def parser_options(engine: str, python: str) -> dict[str, object]:
+    """The engine's own parser and config checks, dumped by tools/engine_cli_dump.py in the environment of
+    `python`."""
+    run = subprocess.run([python, str(REPO / "tools" / "engine_cli_dump.py"), engine], capture_output=True,
+                         text=True, check=False)
+    if run.returncode != 0:
+        raise SystemExit(f"{engine}: {python} could not build the parser:\n{run.stderr[-2000:]}")
+    return json.loads(run.stdout)
+
+
+def witness(engine: str, version: str, env: str | None = None) -> dict[str, object]:
     with tempfile.TemporaryDirectory() as tmp:
         wheel = _download(engine, version, Path(tmp))
         digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
@@ -167,8 +184,19 @@ def witness(engine: str, version: str) -> dict[str, object]:
             flags = sglang_flags(src)
     if not src:
         raise SystemExit(f"{engine} {version}: none of the parser files is in {wheel.name}")
-    return {"engine": engine, "version": version, "wheel": wheel.name, "sha256": digest, "files": sorted(src),
-            "flags": flags}
+    out: dict[str, object] = {"engine": engine, "version": version, "wheel": wheel.name, "sha256": digest,
+                              "files": sorted(src), "flags": flags}
+    if env:
+        dumped = parser_options(engine, env)
+        options = dumped["options"]
+        from_parser = {f for o in options for f in o["flags"]}
+        missing = sorted(set(flags) - from_parser)
+        if missing:  # the source reading found options the built parser lacks: report, keep the parser's word
+            print(f"{engine}: in the source but not the parser: {', '.join(missing)}", file=sys.stderr)
+        out["flags"] = sorted(from_parser)
+        out["options"] = options
+        out["config_checks"] = dumped["config_checks"]
+    return out
 
 
 def pins() -> dict[str, str]:
@@ -183,11 +211,14 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--vllm")
     ap.add_argument("--sglang")
+    ap.add_argument("--env", help="python of an environment where the (one) engine named is installed")
     args = ap.parse_args()
     wanted = {k: v for k, v in (("vllm", args.vllm), ("sglang", args.sglang)) if v} or pins()
+    if args.env and len(wanted) != 1:
+        ap.error("--env holds one engine: name it (--vllm <pin> or --sglang <pin>)")
     OUT.mkdir(parents=True, exist_ok=True)
     for engine, version in wanted.items():
-        data = witness(engine, version)
+        data = witness(engine, version, args.env)
         path = OUT / f"{engine}-{version}.json"
         path.write_text(json.dumps(data, indent=1) + "\n")
         print(f"{path.relative_to(REPO)}: {len(data['flags'])} option strings")
