@@ -22,6 +22,7 @@ from ansible.parsing.vault import VaultLib, VaultSecret
 
 from gridready.artifacts import write_atomic
 from gridready.errors import InvalidInput
+from gridready.serving import mpi_ssh
 from gridready.yamlio import VAULT_HEADER
 
 ENV = "GRIDREADY_VAULT_PASSWORD_FILE"
@@ -34,6 +35,9 @@ API_KEY_VAR = "vault_gridready_vllm_api_key"
 # The Hugging Face user access token: gated models (the Llama examples) download only with it. Ansible reads it
 # from the vault on the hosts; the Kubernetes target passes it to Pulumi as a secret config value.
 HF_TOKEN_VAR = "vault_gridready_hf_token"
+# mpirun's ssh between the pods of a multi-node Triton tier on Kubernetes (gridready/serving/mpi_ssh.py)
+MPI_CLIENT_KEY_VAR = "vault_gridready_mpi_ssh_client_key"
+MPI_HOST_KEY_VAR = "vault_gridready_mpi_ssh_host_key"
 INVENTORY_PASSWORD_FILE = ".vault-pass"  # <inventory>/.vault-pass, git-ignored (inventories/*/.vault-pass)
 
 
@@ -212,6 +216,20 @@ def ensure_secret(customer: str, inv_dir: Path, var: str) -> str:
     data[var] = key
     write(customer, inv_dir, data)
     return key
+
+
+def ensure_ssh_key(customer: str, inv_dir: Path, var: str) -> str:
+    """The vault variable `var`, an OpenSSH ed25519 private key; generated and written into the vault when absent."""
+    data = read(customer, inv_dir)
+    key = data.get(var)
+    if isinstance(key, str) and key.startswith("-----BEGIN OPENSSH PRIVATE KEY-----"):
+        return key
+    if key is not None:
+        raise InvalidInput(f"{vault_path(inv_dir)}: {var}: must be an OpenSSH private key (gridready makes one when "
+                           "the variable is absent)")
+    data[var] = mpi_ssh.new_private_key()
+    write(customer, inv_dir, data)
+    return data[var]
 
 
 def hf_token(customer: str, inv_dir: Path) -> str:

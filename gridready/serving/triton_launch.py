@@ -11,7 +11,10 @@ from __future__ import annotations
 import shlex
 from collections.abc import Sequence
 
+from gridready.serving import mpi_ssh
 from gridready.serving.triton_plan import TritonPlan
+
+WORKER_WAIT_STEP_S = 5
 
 REPO_IN = "/models/repo.in"  # the generated repository, mounted read-only
 REPO_DIR = "/models/repo"  # the working copy the server loads (python models' 1/ filled from the image)
@@ -19,11 +22,23 @@ PYTHON_MODELS = {"engine": ("preprocessing", "postprocessing", "tensorrt_llm_bls
 EXTRA_LLM_API = "extra-llm-api.yaml"  # trtllm-serve: LLM arguments beyond its flags
 _LWS_HOSTS = "__GRIDREADY_MPI_HOSTS__"  # replaced by "$GRIDREADY_MPI_HOSTS" in the script
 # LeaderWorkerSet: the leader is <lws>-<group>.<lws>.<ns> (LWS_LEADER_ADDRESS), worker i is <lws>-<group>-<i>.<...>
+# The leader of a LeaderWorkerSet group: the workers' names from LWS' environment, then a wait for each worker's
+# sshd (the group's pods start together, and mpirun fails at once on a worker it cannot reach), then mpirun.
 _LWS_PRELUDE = """\
 L="${{LWS_LEADER_ADDRESS:?not in a LeaderWorkerSet}}"; first="${{L%%.*}}"; rest="${{L#*.}}"
+command -v ssh >/dev/null || {{ echo "gridready: the image has no ssh client; mpirun starts the ranks on the \
+workers over ssh (build the image with openssh-client and openssh-server)" >&2; exit 1; }}
 GRIDREADY_MPI_HOSTS="$L:{slots}"
+waited=0
 for i in $(seq 1 $((${{LWS_GROUP_SIZE:?}} - 1))); do
-  GRIDREADY_MPI_HOSTS="$GRIDREADY_MPI_HOSTS,$first-$i.$rest:{slots}"
+  w="$first-$i.$rest"
+  GRIDREADY_MPI_HOSTS="$GRIDREADY_MPI_HOSTS,$w:{slots}"
+  until (exec 3<>"/dev/tcp/$w/{port}") 2>/dev/null; do
+    if [ "$waited" -ge {timeout} ]; then
+      echo "gridready: worker $w: sshd (port {port}) not reachable after {timeout} s" >&2; exit 1
+    fi
+    sleep {step}; waited=$((waited + {step}))
+  done
 done
 """
 
@@ -156,16 +171,21 @@ def launch_script(plan: TritonPlan, hosts: Sequence[str] = (), *, lws: bool = Fa
     LeaderWorkerSet environment at start; `env_keys` are exported to the remote ranks (mpirun -x)."""
     lines = _prepare(plan, "server")
     if lws and plan.nodes > 1:
-        lines.append(_LWS_PRELUDE.format(slots=plan.gpus_on_node).rstrip())
+        lines.append(_LWS_PRELUDE.format(slots=plan.gpus_on_node, port=mpi_ssh.PORT, step=WORKER_WAIT_STEP_S,
+                                         timeout=plan.settings.startup_timeout_s).rstrip())
         hosts = [_LWS_HOSTS]
     exec_line = "exec " + shlex.join(server_command(plan, hosts, env_keys))
     lines.append(exec_line.replace(_LWS_HOSTS, '"$GRIDREADY_MPI_HOSTS"'))
     return "\n".join(lines) + "\n"
 
 
-def worker_script(plan: TritonPlan, ssh_port: int) -> str:
+def worker_script(plan: TritonPlan) -> str:
     """An MPI worker pod: the same working repository as the leader (the ranks mpirun starts here over ssh
-    load /models/repo on this node, launch_triton_server.py's layout), then sshd in the foreground."""
+    load /models/repo on this node, launch_triton_server.py's layout), then sshd in the foreground with the tier's
+    host key and the leader's client key (gridready/serving/mpi_ssh.py). NGC's tritonserver images carry no sshd:
+    the pod says so and stops, rather than leaving mpirun to time out."""
     lines = _prepare(plan, "MPI worker")
-    lines.append(f"mkdir -p /run/sshd && exec /usr/sbin/sshd -D -e -p {ssh_port}")
+    lines.append('[ -x /usr/sbin/sshd ] || { echo "gridready: the image has no /usr/sbin/sshd; mpirun on the leader '
+                 'starts the ranks here over ssh (build the image with openssh-server)" >&2; exit 1; }')
+    lines.append("mkdir -p /run/sshd && exec " + shlex.join(mpi_ssh.sshd_command()))
     return "\n".join(lines) + "\n"

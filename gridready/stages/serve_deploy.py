@@ -19,7 +19,7 @@ from gridready.contracts import HostOutcome
 from gridready.errors import InvalidInput, StageFailed
 from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory
-from gridready.serving import topology
+from gridready.serving import mpi_ssh, topology
 from gridready.serving.topology import Certification, TierPlan
 from gridready.spec import API_KEY_ENGINES
 from gridready.stages import serve_config, serve_router
@@ -112,7 +112,10 @@ def _secrets(inv: Inventory) -> dict[str, str]:
         raise InvalidInput(f"{topology.cluster_file(inv)}: serving.kubeconfig: cannot read {path}: "
                            f"{err.strerror}") from err
     return {"kubeconfig": kubeconfig, "hfToken": vault.hf_token(inv.customer, inv.path),
-            "vllmApiKey": vault.ensure_api_key(inv.customer, inv.path)}
+            "vllmApiKey": vault.ensure_api_key(inv.customer, inv.path),
+            # mpirun's ssh between the pods of a multi-node Triton tier (gridready/serving/mpi_ssh.py)
+            "mpiSshKeys": mpi_ssh.keys_json(vault.ensure_ssh_key(inv.customer, inv.path, vault.MPI_CLIENT_KEY_VAR),
+                                            vault.ensure_ssh_key(inv.customer, inv.path, vault.MPI_HOST_KEY_VAR))}
 
 
 def kubernetes(inv: Inventory, ctx: RunContext, cert: Certification, plans: list[TierPlan],

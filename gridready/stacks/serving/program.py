@@ -14,6 +14,7 @@ import pulumi_kubernetes as k8s
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
+from gridready.serving import mpi_ssh
 from gridready.stacks.serving import model_cache, network, sglang, triton
 from gridready.stacks.serving import router as front
 
@@ -224,7 +225,8 @@ class ServingTiers(pulumi.ComponentResource):
     """The HF token and API key Secrets, every tier of one customer and each tier's ingress NetworkPolicy."""
 
     def __init__(self, name: str, config: ServingConfig, hf_token: pulumi.Input[str],
-                 api_key: pulumi.Input[str], opts: pulumi.ResourceOptions | None = None) -> None:
+                 api_key: pulumi.Input[str], opts: pulumi.ResourceOptions | None = None, *,
+                 mpi_ssh_keys: pulumi.Input[str] | None = None) -> None:
         super().__init__("gridready:serving:ServingTiers", name, None, opts)
         self.hf_secret = k8s.core.v1.Secret(
             "hf-token",
@@ -250,6 +252,17 @@ class ServingTiers(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self),
             )
             secrets.append(self.sglang_config_secret)
+        if any(t.get("nodes", 1) > 1 for t in config.triton_tiers):  # mpirun's ssh between a tier's pods
+            if mpi_ssh_keys is None:
+                raise ValueError("a multi-node Triton tier needs the mpiSshKeys secret")
+            self.mpi_ssh_secret = k8s.core.v1.Secret(
+                "mpi-ssh",
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=mpi_ssh.SECRET, namespace=config.namespace),
+                type="Opaque",
+                string_data=pulumi.Output.from_input(mpi_ssh_keys).apply(mpi_ssh.secret_files),
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            secrets.append(self.mpi_ssh_secret)
         after = pulumi.ResourceOptions(parent=self, depends_on=secrets)
         self.vllm = [VllmRayService(t.name, t, config.namespace, config.hf_token_secret, config.api_key_secret,
                                     after) for t in config.vllm_tiers]
@@ -296,6 +309,6 @@ def program() -> None:
     config = ServingConfig.model_validate(cfg.require_object("stack"))
     provider = k8s.Provider("k8s", kubeconfig=cfg.require_secret("kubeconfig"), enable_server_side_apply=True)
     tiers = ServingTiers(config.customer, config, cfg.require_secret("hfToken"), cfg.require_secret("vllmApiKey"),
-                         pulumi.ResourceOptions(providers=[provider]))
+                         pulumi.ResourceOptions(providers=[provider]), mpi_ssh_keys=cfg.require_secret("mpiSshKeys"))
     pulumi.export("endpoints", tiers.endpoints)
     pulumi.export("namespace", config.namespace)

@@ -22,7 +22,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 from pydantic import BaseModel, ConfigDict, Field
 
-from gridready.serving import triton
+from gridready.serving import mpi_ssh, triton
 from gridready.serving.triton_launch import REPO_IN, worker_script
 from gridready.serving.triton_plan import ENGINES_DIR, WEIGHTS_DIR, TritonPlan
 from gridready.stacks.serving import timeouts
@@ -31,7 +31,7 @@ TIER_LABEL = "gridready.io/tier"
 GPU = "nvidia.com/gpu"
 CERTIFIED_LABEL = "gridready.io/certified"
 SCRIPTS_DIR = "/gridready"
-MPI_SSH_PORT = 2222
+MPI_SSH_PORT = mpi_ssh.PORT
 
 
 class TritonTierConfig(BaseModel):
@@ -74,7 +74,8 @@ class TritonTierConfig(BaseModel):
     memory: str = "256Gi"
     build_timeout_s: int = Field(7200, description="the engine-build Job's budget (Pulumi waits this long)")
     weights_timeout_s: int = Field(7200, description="the weights Job's budget (download of the model)")
-    mpi_ssh_secret: str | None = Field(None, description="Secret with id_rsa/authorized_keys for mpirun (multi-node)")
+    mpi_ssh_secret: str | None = Field(None, description="Secret with the tier's ssh keys for mpirun (multi-node: "
+                                                       "gridready/serving/mpi_ssh.py, made by the serving stack)")
 
 
 def tier_config(plan: TritonPlan, namespace: str, *, env: dict[str, str] | None = None,
@@ -99,7 +100,8 @@ def tier_config(plan: TritonPlan, namespace: str, *, env: dict[str, str] | None 
         startup_timeout_s=plan.settings.startup_timeout_s,
         repository=repo.files,
         launch_script=triton.launch_script(plan, lws=plan.nodes > 1, env_keys=list(env)),
-        worker_script=worker_script(plan, MPI_SSH_PORT) if plan.nodes > 1 else "",
+        worker_script=worker_script(plan) if plan.nodes > 1 else "",
+        mpi_ssh_secret=mpi_ssh.SECRET if plan.nodes > 1 else None,
         env=env,
         build_script=build,
         engine_key=repo.manifest["engine_key"],
@@ -316,7 +318,7 @@ class TritonTier(pulumi.ComponentResource):
                 name="mpi-ssh", secret=k8s.core.v1.SecretVolumeSourceArgs(secret_name=cfg.mpi_ssh_secret,
                                                                            default_mode=0o600),
             ))
-            mounts.append(k8s.core.v1.VolumeMountArgs(name="mpi-ssh", mount_path="/root/.ssh", read_only=True))
+            mounts.append(k8s.core.v1.VolumeMountArgs(name="mpi-ssh", mount_path=mpi_ssh.MOUNT, read_only=True))
         return vols, mounts
 
     def _resources(self) -> k8s.core.v1.ResourceRequirementsArgs:
@@ -327,8 +329,9 @@ class TritonTier(pulumi.ComponentResource):
         return k8s.core.v1.ResourceRequirementsArgs(limits=limits, requests=limits)
 
     def _env(self, hf_secret: str | None) -> list[Any]:
-        env = [k8s.core.v1.EnvVarArgs(name="OMPI_MCA_plm_rsh_args",
-                                      value=f"-p {MPI_SSH_PORT} -o StrictHostKeyChecking=no")]
+        # mpirun's ssh: the tier's ssh_config (port, client key, the pinned host key, StrictHostKeyChecking yes)
+        env = [k8s.core.v1.EnvVarArgs(name="OMPI_MCA_plm_rsh_args", value=mpi_ssh.RSH_ARGS)] \
+            if self.config.nodes > 1 else []
         env += [k8s.core.v1.EnvVarArgs(name=k, value=v) for k, v in sorted(self.config.env.items())]
         if hf_secret:
             env.append(k8s.core.v1.EnvVarArgs(

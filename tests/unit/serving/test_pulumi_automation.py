@@ -49,7 +49,8 @@ def workspace(monkeypatch: pytest.MonkeyPatch):
     return made
 
 
-SECRETS = {"kubeconfig": "apiVersion: v1\nkind: Config\n", "hfToken": "hf_xxx", "vllmApiKey": "k" * 43}
+SECRETS = {"kubeconfig": "apiVersion: v1\nkind: Config\n", "hfToken": "hf_xxx", "vllmApiKey": "k" * 43,
+           "mpiSshKeys": '{"client": "c", "host": "h"}'}
 
 
 def test_up_uses_a_file_backend_an_inline_program_and_secret_config(workspace, tmp_path: Path):

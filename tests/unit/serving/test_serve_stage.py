@@ -88,13 +88,19 @@ def test_kubernetes_target_with_the_cli_goes_through_the_automation_api(make_inv
     result = serve.run(inv, _ctx(root))
     assert result.exit_code == 0, result.messages
     assert calls == [("platform", "acme", ["kubeconfig"], False),
-                     ("serving", "acme", ["hfToken", "kubeconfig", "vllmApiKey"], False)]
+                     ("serving", "acme", ["hfToken", "kubeconfig", "mpiSshKeys", "vllmApiKey"], False)]
     assert tokens == [None, "hf_fromthevault"]  # a Pulumi secret config value of the serving stack only
     # the vLLM API key comes from the customer's vault (made there on first use) as Pulumi secret config; the
     # stack config (plain) never holds it
     key = vault.read(inv.customer, inv.path)[vault.API_KEY_VAR]
     assert len(key) >= 32 and secrets_seen["serving"]["vllmApiKey"] == key
     assert key not in json.dumps(configs_seen["serving"])
+    # mpirun's ssh keys: made in the vault once, passed as secret config, never in the plain stack config
+    data = vault.read(inv.customer, inv.path)
+    client, host = data[vault.MPI_CLIENT_KEY_VAR], data[vault.MPI_HOST_KEY_VAR]
+    assert client.startswith("-----BEGIN OPENSSH PRIVATE KEY-----") and client != host
+    assert json.loads(secrets_seen["serving"]["mpiSshKeys"]) == {"client": client, "host": host}
+    assert client not in json.dumps(configs_seen["serving"])
 
 
 def _fake_playbook(captured: dict[str, Any], changed: int = 0):

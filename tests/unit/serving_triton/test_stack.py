@@ -4,11 +4,13 @@ every manifest validates (kubernetes-validate strict + the vendored LWS CRD, mad
 from __future__ import annotations
 
 import copy
+import json
+import shlex
 
 import pytest
 
 from gridready import pulumi as gpulumi
-from gridready.serving import manifests
+from gridready.serving import manifests, mpi_ssh
 from gridready.serving.triton_pbtxt import parse
 from gridready.stacks.serving.triton import tier_config
 
@@ -122,7 +124,10 @@ def test_engine_mode_workers_prepare_the_repository_their_ranks_load(rendered) -
     cm = _doc(rendered, "ConfigMap", "trt-70b-eng-triton")
     worker = cm["data"]["worker.sh"]
     assert "cp -rL /models/repo.in /models/repo" in worker and "tritonserver" not in worker
-    assert worker.rstrip().endswith("exec /usr/sbin/sshd -D -e -p 2222")
+    # sshd with the tier's host key and the leader's client key only; an image without sshd stops the pod, saying so
+    assert worker.rstrip().endswith("exec " + shlex.join(mpi_ssh.sshd_command()))
+    assert "-h /etc/gridready-mpi/ssh_host_ed25519_key" in worker and "PasswordAuthentication=no" in worker
+    assert "[ -x /usr/sbin/sshd ] ||" in worker
     assert "--load-model=tensorrt_llm" in cm["data"]["launch.sh"]  # ranks > 0 load the repository above
 
 
@@ -143,3 +148,31 @@ def test_a_new_engine_key_is_a_new_job() -> None:
     a = tier_config(_real("8b", 1, 1, mode="engine"), NS)
     b = tier_config(_real("8b", 1, 1, mode="engine", versions={"tensorrt_llm": "1.2.2"}), NS)
     assert a["engine_key"] != b["engine_key"]
+
+
+def test_multi_node_pods_share_the_tiers_ssh_keys_and_check_host_keys(rendered) -> None:
+    """Issue 29, finding 3: mpirun had no key (the Secret was never made or named) and ssh ran with
+    StrictHostKeyChecking=no; now the stack makes gridready-mpi-ssh from the vault's keys and every pod of the group
+    mounts it, the leader's ssh pinning the workers' host key."""
+    secret = _doc(rendered, "Secret", mpi_ssh.SECRET)
+    assert set(secret["stringData"]) == {"id_ed25519", "id_ed25519.pub", "authorized_keys", "ssh_host_ed25519_key",
+                                         "ssh_host_ed25519_key.pub", "known_hosts", "ssh_config"}
+    assert all(v.startswith("<redacted") for v in secret["stringData"].values())  # no key material in a render
+    lws = _doc(rendered, "LeaderWorkerSet", "trt-70b-eng")
+    for template in (lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"],
+                     lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]):
+        pod = template["spec"]
+        vol = next(v for v in pod["volumes"] if v["name"] == "mpi-ssh")
+        assert vol["secret"] == {"secretName": mpi_ssh.SECRET, "defaultMode": 0o600}
+        (container,) = pod["containers"]
+        assert {"name": "mpi-ssh", "mountPath": mpi_ssh.MOUNT, "readOnly": True} in container["volumeMounts"]
+        env = {e["name"]: e.get("value") for e in container["env"]}
+        assert env["OMPI_MCA_plm_rsh_args"] == "-F /etc/gridready-mpi/ssh_config"
+    assert "StrictHostKeyChecking=no" not in json.dumps(rendered.manifests)
+
+
+def test_the_leader_waits_for_every_workers_sshd(rendered) -> None:
+    launch = _doc(rendered, "ConfigMap", "trt-70b-eng-triton")["data"]["launch.sh"]
+    wait = launch.index('until (exec 3<>"/dev/tcp/$w/2222")')
+    assert wait < launch.index("exec mpirun")
+    assert "command -v ssh" in launch
