@@ -8,6 +8,7 @@ vault; it is sent in a header only, never written."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 import time
@@ -32,6 +33,8 @@ LIVE_TIMEOUT_AFTER_SERVE_S = 60.0
 
 
 MASTER_KEY_VAR = "vault_gridready_router_master_key"
+# LiteLLM's custom_auth hook, one file for both targets (the hosts' role installs it; on Kubernetes a ConfigMap)
+AUTH_MODULE = Path(__file__).resolve().parents[2] / "roles" / "gridready_router" / "files" / "gridready_router_auth.py"
 
 
 def routes(inv: Inventory, root: Path, plans: list[TierPlan], canary: str | None = None) -> list[Route]:
@@ -179,10 +182,23 @@ def k8s_router(inv: Inventory, root: Path, plans: list[TierPlan], canary: str | 
         config = router.litellm_config(spec, chosen, ups)
     except ValueError as err:
         raise InvalidInput(f"{topology.cluster_file(inv)}: serving.router.routes: {err}") from err
-    config["general_settings"].pop("custom_auth", None)  # the master key only: no per-client keys here yet
+    if not spec.keys:  # no client keys in the spec: the serving API key (the master key) is the only one
+        config["general_settings"].pop("custom_auth", None)
     key_envs = sorted({u.api_key_env for us in ups.values() for u in us if u.api_key_env})
     return {"image": ROUTER_IMAGE.format(version=ROUTER_VERSION), "port": spec.port,
-            "config_yaml": yaml.safe_dump(config, sort_keys=False), "key_envs": key_envs}
+            "config_yaml": yaml.safe_dump(config, sort_keys=False), "key_envs": key_envs,
+            # the same check as on hosts: LiteLLM's custom_auth over the keys' SHA-256 digests, with their limits
+            "client_keys": bool(spec.keys), "auth_module": AUTH_MODULE.read_text() if spec.keys else ""}
+
+
+def client_key_digests(inv: Inventory) -> str:
+    """The router's client keys as the auth hook reads them (roles/gridready_router/templates/keys.json.j2 on
+    hosts): JSON of {name, sha256, rpm_limit, tpm_limit}, the keys from the vault (made there when absent)."""
+    ensure_secrets(inv)
+    data = vault.read(inv.customer, inv.path)
+    return json.dumps([{"name": k.name, "sha256": hashlib.sha256(data[k.vault_var].encode()).hexdigest(),
+                        "rpm_limit": k.rpm_limit, "tpm_limit": k.tpm_limit}
+                       for k in inv.spec.serving.router.keys])
 
 
 def k8s_routes(inv: Inventory, root: Path, plans: list[TierPlan], canary: str | None = None,

@@ -226,7 +226,7 @@ class ServingTiers(pulumi.ComponentResource):
 
     def __init__(self, name: str, config: ServingConfig, hf_token: pulumi.Input[str],
                  api_key: pulumi.Input[str], opts: pulumi.ResourceOptions | None = None, *,
-                 mpi_ssh_keys: pulumi.Input[str] | None = None) -> None:
+                 mpi_ssh_keys: pulumi.Input[str] | None = None, router_keys: pulumi.Input[str] | None = None) -> None:
         super().__init__("gridready:serving:ServingTiers", name, None, opts)
         self.hf_secret = k8s.core.v1.Secret(
             "hf-token",
@@ -272,7 +272,8 @@ class ServingTiers(pulumi.ComponentResource):
         # Ray Serve LLM checks no key: with the front, a vLLM tier's Serve port admits the router's pods only and
         # the clients reach the metrics port alone; SGLang checks its own key, so its port stays open to clients
         self.router = (front.Router("router", front.RouterK8sConfig.model_validate(config.router), config.namespace,
-                                    config.api_key_secret, API_KEY_ENV, after) if config.router else None)
+                                    config.api_key_secret, API_KEY_ENV, after, client_keys=router_keys)
+                       if config.router else None)
         fronted = front.LABELS if self.router else None
         self.policies = [self._policy(config, t.name, [METRICS_PORT] if fronted else [SERVE_PORT, METRICS_PORT],
                                       config.kuberay_namespace, fronted, [SERVE_PORT])
@@ -309,6 +310,7 @@ def program() -> None:
     config = ServingConfig.model_validate(cfg.require_object("stack"))
     provider = k8s.Provider("k8s", kubeconfig=cfg.require_secret("kubeconfig"), enable_server_side_apply=True)
     tiers = ServingTiers(config.customer, config, cfg.require_secret("hfToken"), cfg.require_secret("vllmApiKey"),
-                         pulumi.ResourceOptions(providers=[provider]), mpi_ssh_keys=cfg.require_secret("mpiSshKeys"))
+                         pulumi.ResourceOptions(providers=[provider]), mpi_ssh_keys=cfg.require_secret("mpiSshKeys"),
+                         router_keys=cfg.require_secret("routerKeys"))
     pulumi.export("endpoints", tiers.endpoints)
     pulumi.export("namespace", config.namespace)
