@@ -1,7 +1,7 @@
 """gridready's command line: `invoke provision certify serve` (see README.md). A shell: no logic here.
 
-The inventory is configuration for the whole line: `invoke -f inventories/<c>/invoke.yaml ...` or
-`GRIDREADY_INVENTORY=<c> invoke ...`; the default is `sandbox`.
+The inventory is configuration for the whole line: `gridready -i <c> ...` (gridready/program.py, these tasks),
+`invoke -f inventories/<c>/invoke.yaml ...` or `GRIDREADY_INVENTORY=<c> invoke ...`; the default is `sandbox`.
 """
 
 from __future__ import annotations
