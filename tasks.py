@@ -73,7 +73,9 @@ def provision(c: Context, check: bool = False, limit: str | None = None, tags: s
     _stage(c, stage.run, check=check, limit=limit, tags=tags, force=force, json=json)
 
 
-@task(pre=[validate], help={**_pick("check", "limit", "json"),
+@task(pre=[validate], help={**_pick("limit", "json"),
+                            "check": "dry run: read-only snapshots and gates only; nothing loads the GPUs or the "
+                                     "fabric, nothing is signed, recorded or quarantined",
                             "force": "re-certify nodes whose certification is still valid"})
 @cli.guarded
 def certify(c: Context, check: bool = False, limit: str | None = None, force: bool = False,

@@ -1,8 +1,11 @@
 """certify: probe every GPU node in parallel (playbooks/certify.yml), judge the gates on the controller, run the
 fabric phase on the nodes that passed, write the reports, apply the failure policy.
 
-In check mode the probes (read-only) run and the verdicts are written, but none is enforced: exit 0 unless no
-node was reachable, and later stages ignore the summary.
+In check mode nothing loads the GPUs or the fabric: the probe takes its read-only snapshots only (nvidia-smi,
+NVML, sysfs, kernel log, services; roles/gridready_certify/vars/main.yml), the gates that need load (DCGM
+diagnostics, GEMM, HBM, PCIe and peer bandwidth, gpu_burn, NCCL, SDC, goodput) are reported as not run, and the
+fabric phase does not run. The verdicts of the read-only gates are written, none is enforced: exit 0 unless no node
+was reachable, nothing is signed or recorded in the ledger, and later stages ignore the summary.
 
 Exit codes: 0 certified (or, with failure_policy quarantine, at least min_certified_nodes certified: the rest are
 quarantined with a warning); 5 not certified; 4 when no node could be reached at all. Nodes whose certification
@@ -22,11 +25,13 @@ from gridready.artifacts import RunContext
 from gridready.certify.fabric import FabricResult
 from gridready.certify.hca import hca_verdicts
 from gridready.certify.judge import FleetVerdict, NodeVerdict, judge_fleet, judge_node, still_valid
+from gridready.certify.result import GateResult, GateStatus
 from gridready.contracts import CertifySummary, NodeCertification
 from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory
 from gridready.report import write_all
 from gridready.spec.certification import CertificationSpec
+from gridready.spec.gates import NODE_GATE_NAMES
 from gridready.stages import attest
 from gridready.stages.common import Timer, base_extravars
 from gridready.stages.fabric import run_fabric_phase
@@ -127,6 +132,24 @@ def certified_elsewhere(ctx: RunContext, spec: CertificationSpec, fleet: list[st
     return [h for h in fleet if h not in hosts and ledger.usable(book.nodes.get(h), spec.validity_hours)[0]]
 
 
+# The node gates whose evidence comes from load on the GPUs (the probe collectors check mode skips)
+LOAD_GATES = frozenset({"dcgm", "gemm_bf16", "gemm_fp8", "hbm_bandwidth", "gpu_burn", "h2d_bandwidth",
+                        "peer_bandwidth", "nccl_allreduce", "nccl_all_gather", "nccl_reduce_scatter", "nccl_alltoall",
+                        "nccl_sendrecv", "sdc", "training_goodput"})
+CHECK_NOT_RUN = "check mode: not run (it loads the GPUs); run without --check to judge it"
+
+
+def dry_verdict(verdict: NodeVerdict, spec: CertificationSpec) -> NodeVerdict:
+    """A check-mode verdict: one `not run` line per load gate in place of its results, which check mode never
+    collected; the read-only gates decide."""
+    load = sorted({r.gate for r in verdict.gates if r.gate in LOAD_GATES}, key=NODE_GATE_NAMES.index)
+    verdict.gates = [r for r in verdict.gates if r.gate not in LOAD_GATES] + [
+        GateResult(gate=g, node=verdict.node, status=GateStatus.SKIPPED, reason=CHECK_NOT_RUN, required=False)
+        for g in load]
+    verdict.add([], spec)
+    return verdict
+
+
 def judge_probes(inv: Inventory, hosts: list[str], fetch_dir: Path) -> list[NodeVerdict]:
     spec = inv.spec.certification
     verdicts = []
@@ -187,12 +210,17 @@ def run(inv: Inventory, ctx: RunContext) -> CertifySummary:
         unreachable = sorted(result.unreachable_hosts)
         playbook = {"runner_status": result.status, "runner_rc": result.rc, "playbook_seconds": result.seconds}
     verdicts = judge_probes(inv, todo, fetch_dir)
-    fabric = fabric_results(inv, ctx, verdicts, peers=sorted({*reused, *outside})) if todo else None
+    if ctx.check:
+        verdicts = [dry_verdict(v, spec) for v in verdicts]
+        messages.append("check mode: read-only gates judged; nothing loaded the GPUs or the fabric (load gates and "
+                        "the fabric phase not run)")
+    fabric = fabric_results(inv, ctx, verdicts, peers=sorted({*reused, *outside})) if todo and not ctx.check \
+        else None
     extra = fabric.node_results if fabric is not None else {}
     fleet = judge_fleet(spec, verdicts, reused=[*reused, *outside], customer=inv.customer, run_id=ctx.run_id,
                         extra=extra)
     reports = write_all(fleet, stage_dir, command=f"invoke certify ({inv.name})", fabric=fabric)
-    signed, notes = attest.sign_nodes(ctx, fleet, stage_dir, reports, key, probes=PROBES)
+    signed, notes = ({}, []) if ctx.check else attest.sign_nodes(ctx, fleet, stage_dir, reports, key, probes=PROBES)
     messages += notes
     if reused:
         messages.append(f"still certified from an earlier run (use --force to re-probe): {', '.join(sorted(reused))}")

@@ -9,11 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from gridready.certify.judge import NodeVerdict, judge_node
 from gridready.certify.result import GateStatus
 from gridready.probe.collect import Probe
 from gridready.probe.profiles import GiB
+from gridready.stages import certify as certify_stage
 from sandbox.profile import Fault, HardwareProfile
 from sandbox.sim import simcore
 from sandbox.sim import sysfs as simsysfs
@@ -22,6 +24,7 @@ from tests.unit.certify.fixtures_io import group, spec, write_sim_tools
 pytestmark = pytest.mark.slow  # ~9 s per probe run: each simulated tool call is a Python process
 
 # no torch in the sandbox: the torch benchmarks are not applicable there (the sandbox spec says so too)
+REPO = Path(__file__).resolve().parents[3]
 NO_TORCH = ["gemm_bf16", "gemm_fp8", "hbm_bandwidth", "h2d_bandwidth", "peer_bandwidth"]
 
 
@@ -30,7 +33,7 @@ def simulate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     """simulate(*faults) -> the node's verdict after a full probe run on that simulated profile."""
     bindir = write_sim_tools(tmp_path / "bin")
 
-    def run(*faults: dict[str, Any], level: int = 3) -> NodeVerdict:
+    def run(*faults: dict[str, Any], level: int = 3, skip: tuple[str, ...] = ()) -> NodeVerdict:
         prof = HardwareProfile.sample("sim-a", faults=[Fault(**f) for f in faults])
         path = prof.write(tmp_path / "profile.json")
         root = tmp_path / "sysfs"
@@ -44,7 +47,7 @@ def simulate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
         shutil.rmtree(state, ignore_errors=True)  # each probe run starts before any load
         monkeypatch.setenv("GRIDREADY_SIM_STATE", str(state))
         opts = {"profile": "standard", "dcgm_level": level, "algo": "ring", "nccl_min_bytes": GiB,
-                "nccl_max_bytes": 8 * GiB, "best_of": 1, "timeout": 60.0, "skip": ["torch", "hca"], "out": "-"}
+                "nccl_max_bytes": 8 * GiB, "best_of": 1, "timeout": 60.0, "skip": ["torch", "hca", *skip], "out": "-"}
         doc = Probe(opts).run()
         return judge_node(spec(profile="standard", not_applicable=NO_TORCH), group(gpus=8, gdr=True), doc,
                           node="sim-a", driver_branch="580", rdma_stack="distro")  # the simulated host: inbox RDMA
@@ -141,3 +144,20 @@ def test_each_injectable_fault_fails_its_gate(simulate: Any, fault: dict[str, An
     assert not v.certified
     assert _worst(v, gate) is GateStatus.FAIL, _reasons(v, gate) or v.blocking
     assert needle in _reasons(v, gate)
+
+
+def test_check_mode_loads_nothing_and_judges_the_read_only_gates(simulate: Any) -> None:
+    """Issue 33, dry runs: `certify --check` ran the whole probe (DCGM diagnostics, NCCL, GEMM burn). With the
+    collectors the certify role skips in check mode, no load tool runs (the simulator records every load), the load
+    gates are reported as not run, and a fault the read-only snapshots show still fails its gate."""
+    skip = tuple(yaml.safe_load((REPO / "roles/gridready_certify/vars/main.yml").read_text())[
+        "__gridready_certify_check_skip"])
+    v = certify_stage.dry_verdict(simulate({"kind": "ecc_uncorrectable", "gpu": 6}, skip=skip),
+                                  spec(profile="standard", not_applicable=NO_TORCH))
+    assert not simcore.load_seen()
+    not_run = {r.gate for r in v.gates if r.reason == certify_stage.CHECK_NOT_RUN}
+    assert {"dcgm", "nccl_allreduce"} <= not_run <= certify_stage.LOAD_GATES
+    assert all(r.status is GateStatus.SKIPPED and not r.required for r in v.gates if r.gate in not_run)
+    assert _worst(v, "ecc") is GateStatus.FAIL and "GPU 6" in _reasons(v, "ecc")
+    healthy = certify_stage.dry_verdict(simulate(skip=skip), spec(profile="standard", not_applicable=NO_TORCH))
+    assert healthy.certified, healthy.blocking  # nothing read-only is wrong; the load gates do not block
