@@ -125,17 +125,19 @@ def discover(c: Context, host: str, group: str | None = None, write: bool = Fals
     cli.finish(summary, json or bool(c.config.gridready.json))
 
 
-@task(pre=[validate], help={"json": HELP["json"]})
+@task(pre=[validate], help={"json": HELP["json"],
+                            "offline": "from the inventory alone: no SSH, no fleet (roles per host, gates, tiers)"})
 @cli.guarded
-def plan(c: Context, json: bool = False) -> None:
+def plan(c: Context, json: bool = False, offline: bool = False) -> None:
     """What each stage would do: provision in check mode and the rendered serving manifests."""
     from gridready.stages import plan as planner
 
     inv = _inv(c)
     ctx = cli.context(inv, check=True, render=True, json=json)
-    _ensure_sandbox(inv)
+    if not offline:
+        _ensure_sandbox(inv)
     with cli.stage_lock(ctx, "plan"):
-        planner.run(inv, ctx, as_json=json)
+        planner.run(inv, ctx, as_json=json, offline_only=offline)
 
 
 @task(help={"json": "print the fleet's state as JSON on stdout"})
