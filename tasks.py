@@ -76,14 +76,22 @@ def provision(c: Context, check: bool = False, limit: str | None = None, tags: s
 @task(pre=[validate], help={**_pick("limit", "json"),
                             "check": "dry run: read-only snapshots and gates only; nothing loads the GPUs or the "
                                      "fabric, nothing is signed, recorded or quarantined",
-                            "force": "re-certify nodes whose certification is still valid"})
+                            "force": "re-certify nodes whose certification is still valid",
+                            "gates": "comma-separated gates to run and judge alone (a diagnostic run: nothing "
+                                     "recorded, signed or quarantined), e.g. dcgm,nccl_allreduce",
+                            "skip-gates": "every gate but these (a diagnostic run, as --gates)"})
 @cli.guarded
 def certify(c: Context, check: bool = False, limit: str | None = None, force: bool = False,
-            json: bool = False) -> None:
+            json: bool = False, gates: str | None = None, skip_gates: str | None = None) -> None:
     """Probe every node, judge every gate, certify the fabric, quarantine bad nodes, write the reports."""
     from gridready.stages import certify as stage
 
-    _stage(c, stage.run, check=check, limit=limit, force=force, json=json)
+    _stage(c, stage.run, check=check, limit=limit, force=force, json=json, gates=_names(gates),
+           skip_gates=_names(skip_gates))
+
+
+def _names(value: str | None) -> tuple[str, ...]:
+    return tuple(n.strip() for n in (value or "").split(",") if n.strip())
 
 
 @task(pre=[validate], help={**_pick("check", "limit", "json"),

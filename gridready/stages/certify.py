@@ -27,11 +27,12 @@ from gridready.certify.hca import hca_verdicts
 from gridready.certify.judge import FleetVerdict, NodeVerdict, judge_fleet, judge_node, still_valid
 from gridready.certify.result import GateResult, GateStatus
 from gridready.contracts import CertifySummary, NodeCertification
+from gridready.errors import InvalidInput
 from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory
 from gridready.report import write_all
 from gridready.spec.certification import CertificationSpec
-from gridready.spec.gates import NODE_GATE_NAMES
+from gridready.spec.gates import FABRIC_GATE_NAMES, FLEET_GATE_NAMES, NODE_GATE_NAMES, is_known_gate
 from gridready.stages import attest
 from gridready.stages.common import Timer, base_extravars
 from gridready.stages.fabric import run_fabric_phase
@@ -139,6 +140,50 @@ LOAD_GATES = frozenset({"dcgm", "gemm_bf16", "gemm_fp8", "hbm_bandwidth", "gpu_b
 CHECK_NOT_RUN = "check mode: not run (it loads the GPUs); run without --check to judge it"
 
 
+# The probe collectors each load gate needs (gridready/probe/collect.py steps); the read-only snapshots always run
+GATE_COLLECTORS = {"dcgm": "dcgm", "gemm_bf16": "torch", "gemm_fp8": "torch", "hbm_bandwidth": "torch",
+                   "h2d_bandwidth": "torch", "peer_bandwidth": "torch", "gpu_burn": "gpu_burn", "sdc": "sdc",
+                   "training_goodput": "goodput", **{g: "nccl_tests" for g in NODE_GATE_NAMES if g.startswith("nccl_")}}
+LOAD_COLLECTORS = ("dcgm", "nccl_tests", "nvbandwidth", "hca", "gpu_burn", "torch", "sdc", "goodput")
+
+
+def selected_gates(ctx: RunContext) -> frozenset[str] | None:
+    """The gates of `--gates`/`--skip-gates` (None: every gate); an unknown name is a usage error (exit 2)."""
+    if not ctx.gates and not ctx.skip_gates:
+        return None
+    if ctx.gates and ctx.skip_gates:
+        raise InvalidInput("--gates, --skip-gates: (command line): choose the gates one way, not both")
+    every = [*NODE_GATE_NAMES, *FLEET_GATE_NAMES, *FABRIC_GATE_NAMES]
+    for flag, names in (("--gates", ctx.gates), ("--skip-gates", ctx.skip_gates)):
+        unknown = [g for g in names if not is_known_gate(g)]
+        if unknown:
+            raise InvalidInput(f"{flag}: (command line): unknown gate {', '.join(unknown)} "
+                               f"(gates: {', '.join(every)})")
+    return frozenset(ctx.gates) if ctx.gates else frozenset(every) - frozenset(ctx.skip_gates)
+
+
+def selection_skip(selection: frozenset[str]) -> list[str]:
+    """The load collectors no selected gate needs (the probe skips them); hca feeds the fabric gates."""
+    needed = {GATE_COLLECTORS[g] for g in selection if g in GATE_COLLECTORS}
+    if selection & set(FABRIC_GATE_NAMES):
+        needed.add("hca")
+    return [c for c in LOAD_COLLECTORS if c not in needed]
+
+
+def selected_verdict(verdict: NodeVerdict, spec: CertificationSpec, selection: frozenset[str]) -> NodeVerdict:
+    """A diagnostic run's verdict: the selected gates as judged, one non-blocking `not selected` line per other."""
+    others = sorted({r.gate for r in verdict.gates if r.gate not in selection},
+                    key=lambda g: NODE_GATE_NAMES.index(g) if g in NODE_GATE_NAMES else len(NODE_GATE_NAMES))
+    verdict.gates = [r for r in verdict.gates if r.gate in selection] + [
+        GateResult(gate=g, node=verdict.node, status=GateStatus.SKIPPED, reason=NOT_SELECTED, required=False)
+        for g in others]
+    verdict.add([], spec)
+    return verdict
+
+
+NOT_SELECTED = "not selected for this run (--gates/--skip-gates)"
+
+
 def dry_verdict(verdict: NodeVerdict, spec: CertificationSpec) -> NodeVerdict:
     """A check-mode verdict: one `not run` line per load gate in place of its results, which check mode never
     collected; the read-only gates decide."""
@@ -195,8 +240,9 @@ def run(inv: Inventory, ctx: RunContext) -> CertifySummary:
     stage_dir = ctx.stage_dir(STAGE)
     spec = inv.spec.certification
     key = evidence.load_private_key()  # a bad key stops the run before any probe (exit 2)
+    selection = selected_gates(ctx)  # a diagnostic run of some gates: probes every host asked for, records nothing
     hosts = [h for h in inv.gpu_hosts() if _in_limit(inv, h, ctx.limit)]
-    reused = reusable(ctx, spec, hosts)
+    reused = {} if selection is not None else reusable(ctx, spec, hosts)
     todo = [h for h in hosts if h not in reused]
     outside = certified_elsewhere(ctx, spec, inv.gpu_hosts(), hosts)
     fetch_dir = stage_dir / PROBES
@@ -205,8 +251,12 @@ def run(inv: Inventory, ctx: RunContext) -> CertifySummary:
     playbook: dict[str, Any] = {}
     if todo:
         limit = ",".join([ctx.limit or "all", *(f"!{h}" for h in reused)]) if reused or ctx.limit else None
+        variables = extravars(inv, fetch_dir)
+        if selection is not None:
+            variables["gridready_certify_skip"] = sorted({*variables["gridready_certify_skip"],
+                                                          *selection_skip(selection)})
         result = ansible.run_playbook(inv, "certify.yml", stage_dir, check=ctx.check, limit=limit, tags=ctx.tags,
-                                      extravars=extravars(inv, fetch_dir))
+                                      extravars=variables)
         unreachable = sorted(result.unreachable_hosts)
         playbook = {"runner_status": result.status, "runner_rc": result.rc, "playbook_seconds": result.seconds}
     verdicts = judge_probes(inv, todo, fetch_dir)
@@ -214,13 +264,19 @@ def run(inv: Inventory, ctx: RunContext) -> CertifySummary:
         verdicts = [dry_verdict(v, spec) for v in verdicts]
         messages.append("check mode: read-only gates judged; nothing loaded the GPUs or the fabric (load gates and "
                         "the fabric phase not run)")
-    fabric = fabric_results(inv, ctx, verdicts, peers=sorted({*reused, *outside})) if todo and not ctx.check \
-        else None
+    if selection is not None:
+        verdicts = [selected_verdict(v, spec, selection) for v in verdicts]
+        messages.append(f"a diagnostic run of {len(selection)} gate(s): its verdicts are this run's alone; the ledger "
+                        "(what serve reads), the signed evidence and the fleet's certification stay as they were")
+    wants_fabric = selection is None or bool(selection & set(FABRIC_GATE_NAMES))
+    fabric = fabric_results(inv, ctx, verdicts, peers=sorted({*reused, *outside})) \
+        if todo and not ctx.check and wants_fabric else None
     extra = fabric.node_results if fabric is not None else {}
     fleet = judge_fleet(spec, verdicts, reused=[*reused, *outside], customer=inv.customer, run_id=ctx.run_id,
                         extra=extra)
     reports = write_all(fleet, stage_dir, command=f"invoke certify ({inv.name})", fabric=fabric)
-    signed, notes = ({}, []) if ctx.check else attest.sign_nodes(ctx, fleet, stage_dir, reports, key, probes=PROBES)
+    signed, notes = ({}, []) if ctx.check or selection is not None else \
+        attest.sign_nodes(ctx, fleet, stage_dir, reports, key, probes=PROBES)
     messages += notes
     if reused:
         messages.append(f"still certified from an earlier run (use --force to re-probe): {', '.join(sorted(reused))}")
@@ -229,7 +285,7 @@ def run(inv: Inventory, ctx: RunContext) -> CertifySummary:
                         f"{', '.join(outside)}")
     return write_summary(
         inv, ctx, fleet, hosts=hosts, reused=reused, unreachable=unreachable, messages=messages, timer=timer,
-        evidence=signed,
+        evidence=signed, record=selection is None,
         reports={k: str(p.relative_to(stage_dir)) for k, p in reports.items()},
         data={**playbook, "fabric": None if fabric is None else {
             "status": fabric.status, "reason": fabric.reason, "quarantined": fabric.quarantined,
@@ -242,7 +298,8 @@ def write_summary(inv: Inventory, ctx: RunContext, fleet: FleetVerdict, *, hosts
                   reused: dict[str, tuple[str, NodeVerdict]] | None = None, unreachable: list[str] | None = None,
                   messages: list[str] | None = None, timer: Timer | None = None,
                   reports: dict[str, str] | None = None, data: dict[str, Any] | None = None,
-                  evidence: dict[str, tuple[str | None, str | None]] | None = None) -> CertifySummary:
+                  evidence: dict[str, tuple[str | None, str | None]] | None = None,
+                  record: bool = True) -> CertifySummary:
     """The certify stage's writer: the fleet verdict (and nodes reused from an earlier run) as the CertifySummary
     contract, with the exit code the policy gives; written to <stage_dir>/summary.json, then merged into the
     customer's ledger (only the nodes this run judged; nothing for a check-mode run)."""
@@ -272,8 +329,9 @@ def write_summary(inv: Inventory, ctx: RunContext, fleet: FleetVerdict, *, hosts
     ).close(ctx)
     summary_path = ctx.stage_dir(STAGE) / contracts.SUMMARY_FILE
     groups = {h: inv.node_group_of(h) for h in summary.hosts}
-    ledger.update(ctx.root, inv.customer, lambda book: ledger.record_certify(
-        book, summary, summary_path, groups=groups, evidence=evidence))
+    if record:  # a diagnostic run of some gates judges nothing the ledger could hold
+        ledger.update(ctx.root, inv.customer, lambda book: ledger.record_certify(
+            book, summary, summary_path, groups=groups, evidence=evidence))
     return summary
 
 

@@ -124,3 +124,42 @@ def test_a_limited_forced_run_counts_the_nodes_certified_outside_the_limit(
     _, book = ledger.read(tmp_path / "artifacts", "acme")
     assert book.nodes["gpu-a"].run_id == "20261130T030000Z-0001"
     assert book.nodes["gpu-b"].run_id == "20261130T040000Z-0002"
+
+
+def test_a_diagnostic_run_of_one_gate_probes_for_it_and_records_nothing(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 33, verbs: `certify --gates gemm_fp8` runs the collectors that gate needs and judges it alone; a node
+    failing it exits 5, and the ledger (what serve reads) stays as the last full run left it."""
+    from gridready import ledger
+
+    fake = FakeRunner({"gpu-a": probe_quick(), "gpu-b": probe_quick()})
+    monkeypatch.setattr(ansible, "run_playbook", fake)
+    full = stage.run(_inv(tmp_path), _ctx(tmp_path, "20261130T030000Z-0011"))
+    assert full.certified == ["gpu-a", "gpu-b"]
+    before = ledger.read(tmp_path / "artifacts", "acme")
+    fake.docs["gpu-b"] = _bad()  # its fp8 GEMM falls short now
+    ctx = _ctx(tmp_path, "20261130T030000Z-0012")
+    ctx.gates = ("gemm_fp8",)
+    diag = stage.run(_inv(tmp_path), ctx)
+    skip = fake.calls[-1]["extravars"]["gridready_certify_skip"]
+    assert "torch" not in skip and {"nccl_tests", "gpu_burn", "sdc", "goodput", "hca"} <= set(skip)
+    assert diag.quarantined == ["gpu-b"] and diag.certified == ["gpu-a"]  # this run's verdicts (policy quarantine)
+    assert "GPU 1" in " ".join(diag.hosts["gpu-b"].blocking) and "gemm_fp8" in diag.hosts["gpu-b"].blocking[0]
+    cert = json.loads(Path(diag.hosts["gpu-a"].certification).read_text())
+    judged = {g["gate"] for g in cert["gates"] if g["reason"] != stage.NOT_SELECTED}
+    assert judged == {"gemm_fp8"}
+    assert ledger.read(tmp_path / "artifacts", "acme") == before  # nothing recorded: serve sees the full run
+    assert any("diagnostic run" in m for m in diag.messages)
+    assert not (tmp_path / "artifacts/acme/20261130T030000Z-0012/certify/evidence").exists()  # nothing signed
+
+
+@pytest.mark.parametrize(("gates", "skip", "needle"), [
+    (("gemm_fp9",), (), "--gates: (command line): unknown gate gemm_fp9"),
+    (("dcgm",), ("xid",), "choose the gates one way, not both"),
+    ((), ("nosuch",), "--skip-gates: (command line): unknown gate nosuch"),
+])
+def test_a_bad_gate_selection_is_a_usage_error(gates, skip, needle) -> None:
+    ctx = RunContext(customer="acme", run_id="r", root=Path("/nonexistent"), gates=gates, skip_gates=skip)
+    with pytest.raises(stage.InvalidInput) as err:
+        stage.selected_gates(ctx)
+    assert needle in str(err.value)
