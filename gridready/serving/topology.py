@@ -68,6 +68,18 @@ def node_ip(inv: Inventory, host: str) -> str:
     return value
 
 
+HYPOTHETICAL = "hypothetical: no certification yet; rendered as if every GPU node were certified"
+
+
+def hypothetical_certification(inv: Inventory) -> Certification:
+    """Every GPU node as if certified, no HCA verdicts: what `serve --render` sizes on before any certify run."""
+    cert = Certification(source=HYPOTHETICAL, finished_at=datetime.now(UTC), messages=[HYPOTHETICAL])
+    for host in inv.gpu_hosts():
+        cert.certified[host] = CertifiedNode(name=host, group=inv.node_group_of(host) or "", ip=node_ip(inv, host),
+                                             hcas=None)
+    return cert
+
+
 def read_certification(
     inv: Inventory, found: tuple[Path, Ledger] | None, now: datetime | None = None
 ) -> Certification:

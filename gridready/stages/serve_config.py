@@ -38,8 +38,13 @@ from gridready.stages.common import base_extravars
 
 STAGE = "serve"
 def current_certification(inv: Inventory, ctx: RunContext) -> Certification:
-    """The customer's ledger (exit 2 when foreign or drifted), read fail closed per node."""
-    return topology.read_certification(inv, ledger.read(ctx.root, inv.customer))
+    """The customer's ledger (exit 2 when foreign or drifted), read fail closed per node. `serve --render` needs no
+    cluster and no certification: with none yet, it renders as if every GPU node were certified (and says so);
+    a deployment always needs one."""
+    found = ledger.read(ctx.root, inv.customer)
+    if ctx.render and (found is None or not any(h in found[1].nodes for h in inv.gpu_hosts())):
+        return topology.hypothetical_certification(inv)
+    return topology.read_certification(inv, found)
 
 
 def roles(plans: list[TierPlan]) -> dict[str, str]:
