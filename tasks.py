@@ -63,14 +63,20 @@ def _stage(c: Context, run: StageRun, **flags: object) -> None:
     cli.finish(cli.run_stage(inv, ctx, run), as_json)
 
 
-@task(pre=[validate], help={**HELP, "force": "run every role, also on hosts recorded as converged (no fast path)"})
+PROVISION_TAGS = ("one role each: preflight, nvidia_driver, fabricmanager, nccl, dcgm, rdma, container_engine, "
+                  "container_toolkit, probe_runtime, host_tuning")
+
+
+@task(pre=[validate], help={**HELP, "force": "run every role, also on hosts recorded as converged (no fast path)",
+                            "tags": f"comma-separated roles to run ({PROVISION_TAGS})",
+                            "skip-tags": "comma-separated roles to leave out (the same tags)"})
 @cli.guarded
 def provision(c: Context, check: bool = False, limit: str | None = None, tags: str | None = None,
-              force: bool = False, json: bool = False) -> None:
+              skip_tags: str | None = None, force: bool = False, json: bool = False) -> None:
     """Install and pin driver, fabric manager, DCGM, NCCL, RDMA, container toolkit; tune the hosts."""
     from gridready.stages import provision as stage
 
-    _stage(c, stage.run, check=check, limit=limit, tags=tags, force=force, json=json)
+    _stage(c, stage.run, check=check, limit=limit, tags=tags, skip_tags=skip_tags, force=force, json=json)
 
 
 @task(pre=[validate], help={**_pick("limit", "json"),

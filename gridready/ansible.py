@@ -15,13 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
 from ansible_runner.config.runner import RunnerConfig
 from ansible_runner.runner import Runner
 from rich.live import Live
 from rich.table import Table
 
 from gridready import console, vault
-from gridready.errors import StageFailed
+from gridready.errors import InvalidInput, StageFailed
 from gridready.inventory import Inventory
 
 REPO = Path(__file__).resolve().parent.parent
@@ -180,6 +181,41 @@ def unsafe(value: Any) -> Any:
     return value
 
 
+def playbook_tags(playbook: str) -> list[str]:
+    """Every tag a playbook's plays, tasks and included task files (playbooks/tasks/) carry, `always` and
+    `never` aside: what --tags and --skip-tags may name."""
+    found: set[str] = set()
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key == "tags":
+                    found.update([value] if isinstance(value, str) else [t for t in value if isinstance(t, str)])
+                else:
+                    walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    book = PLAYBOOKS / playbook
+    walk(yaml.safe_load(book.read_text()))
+    for include in sorted((PLAYBOOKS / "tasks").glob(f"{book.stem}-*.yml")):
+        walk(yaml.safe_load(include.read_text()))
+    return sorted(found - {"always", "never"})
+
+
+def check_tags(playbook: str, flag: str, value: str | None) -> None:
+    """--tags/--skip-tags name tags the playbook has (Ansible runs nothing for an unknown one, and says nothing)."""
+    if value is None:
+        return
+    known = playbook_tags(playbook)
+    names = [t.strip() for t in value.split(",")]
+    unknown = [t for t in names if t not in known]
+    if not value.strip() or unknown:
+        raise InvalidInput(f"{flag}: (command line): unknown tag {', '.join(repr(t) for t in unknown) or repr(value)} "
+                           f"(tags of {playbook}: {', '.join(known)})")
+
+
 def run_playbook(
     inv: Inventory,
     playbook: str,
@@ -190,6 +226,7 @@ def run_playbook(
     tags: str | None = None,
     extravars: dict[str, Any] | None = None,
     forks: int = 25,
+    skip_tags: str | None = None,
 ) -> PlaybookResult:
     """Run playbooks/<playbook> against the inventory with a fresh private data dir under stage_dir."""
     book = Path(playbook) if Path(playbook).is_absolute() else PLAYBOOKS / playbook
@@ -235,6 +272,7 @@ def run_playbook(
         envvars=ours,
         limit=limit,
         tags=tags,
+        skip_tags=skip_tags,
         cmdline=" ".join(cmdline),
         forks=forks,
         quiet=True,

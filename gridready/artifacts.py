@@ -72,6 +72,7 @@ class RunContext:
     check: bool = False
     limit: str | None = None
     tags: str | None = None
+    skip_tags: str | None = None
     force: bool = False
     json: bool = False
     render: bool = False

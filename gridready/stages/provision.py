@@ -41,10 +41,12 @@ def _changes_and_versions(result: ansible.PlaybookResult) -> dict[str, dict[str,
 
 def run(inv: Inventory, ctx: RunContext) -> ProvisionSummary:
     timer = Timer()
+    ansible.check_tags("provision.yml", "--tags", ctx.tags)
+    ansible.check_tags("provision.yml", "--skip-tags", ctx.skip_tags)
     stage_dir = ctx.stage_dir(STAGE)
     result = ansible.run_playbook(
         inv, "provision.yml", stage_dir, check=ctx.check, limit=ctx.limit, tags=ctx.tags,
-        extravars={**extravars(inv), "gridready_provision_force": ctx.force},
+        skip_tags=ctx.skip_tags, extravars={**extravars(inv), "gridready_provision_force": ctx.force},
     )
     status, code, hosts = outcome_from_playbook(result)
     details = _changes_and_versions(result)
