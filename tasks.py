@@ -104,14 +104,24 @@ def _names(value: str | None) -> tuple[str, ...]:
                             "render": "write the Kubernetes manifests only (no cluster needed)",
                             "canary": "roll this tier out through the router: split, observe its SLOs, promote or "
                                       "roll back (exit 3)",
-                            "weight": "the canary's share of its route in % (1..99, default 10)"})
+                            "weight": "the canary's share of its route in % (1..99, default 10)",
+                            "down": "take the tiers down: stop and disable the serving units on the hosts (the "
+                                    "firewall stays), or destroy the serving stack on Kubernetes"})
 @cli.guarded
 def serve(c: Context, check: bool = False, limit: str | None = None, render: bool = False,
-          json: bool = False, canary: str | None = None, weight: str | None = None) -> None:
+          json: bool = False, canary: str | None = None, weight: str | None = None, down: bool = False) -> None:
     """Deploy the serving tiers on certified nodes, then readiness, smoke, benchmark and SLO gate."""
     from gridready.stages import serve as stage
     from gridready.stages import serve_canary
 
+    if down:
+        from gridready.errors import InvalidInput
+        from gridready.stages import serve_down
+
+        if render or canary or weight:
+            raise InvalidInput("--down: (command line): takes no --render, --canary or --weight")
+        _stage(c, serve_down.run, check=check, limit=limit, json=json)
+        return
     pct = serve_canary.check_flags(_inv(c), canary, weight)
     _stage(c, stage.run, check=check, limit=limit, render=render, json=json, canary=canary, canary_weight=pct)
 

@@ -178,6 +178,18 @@ def _workspace_stack(stack: str, customer: str, state_dir: Path) -> Any:
                                        program=load_program(stack), opts=opts)
 
 
+def destroy(stack: str, customer: str, state_dir: Path, *, on_output: Callable[[str], None] | None = None) -> None:
+    """`pulumi destroy` of stack `stack` of one customer (its resources, not the stack's state). Pulumi errors are
+    StageFailed (exit 3)."""
+    from pulumi import automation as auto
+
+    ws_stack = _workspace_stack(stack, customer, state_dir)
+    try:
+        ws_stack.destroy(on_output=on_output, color="never")
+    except auto.errors.CommandError as err:
+        raise StageFailed(f"pulumi destroy {stack} ({customer}): {str(err).strip().splitlines()[-1][:500]}") from err
+
+
 def up(
     stack: str, customer: str, config: dict[str, Any], secrets: dict[str, str], state_dir: Path, *,
     preview: bool = False, on_output: Callable[[str], None] | None = None,

@@ -196,3 +196,28 @@ def test_stopping_the_head_restarts_the_workers(served) -> None:
               and _show(fleet, w, "ray-worker", "InvocationID") != before[w], 60, f"{w} ray-worker to rejoin")
     _wait(lambda: _answers(fleet), 180, "the vLLM unit to come back after the head restart")
     assert _show(fleet, head, UNIT, "ActiveState") == "active"
+
+
+def test_serve_down_stops_every_serving_unit_and_records_nothing_served(served) -> None:
+    """Issue 33, verbs: `invoke serve --down` (last in this module: it takes the fleet's tier down). Every unit the
+    serving roles installed is stopped and disabled on every node, the firewall unit stays, and the ledger holds an
+    empty deployment."""
+    from gridready import ledger
+    from gridready.stages import serve_down
+
+    fleet, root = served["fleet"], served["root"]
+    inv = inventory.load(fleet.inventory)
+    res = serve_down.run(inv, RunContext(customer=inv.customer, run_id="20261130T020000Z-down", root=root))
+    assert res.exit_code == 0, res.messages
+    head, *workers = fleet.names
+    stopped = res.data["stopped"][head]
+    assert stopped.index(f"{UNIT}.service") < stopped.index("ray-head.service")  # the engine before its Ray head
+    assert all("ray-worker.service" in res.data["stopped"][w] for w in workers)
+    for host in fleet.names:
+        for unit in (f"{UNIT}.service", "ray-head.service", "ray-worker.service"):
+            assert _show(fleet, host, unit, "ActiveState") != "active", (host, unit)
+            assert _show(fleet, host, unit, "UnitFileState") in ("disabled", ""), (host, unit)
+        assert _show(fleet, host, "gridready-firewall.service", "UnitFileState") in ("enabled", "static", "")
+    _, book = ledger.read(root, inv.customer)
+    assert book.serving is not None and book.serving.roles == {}
+    assert not _answers(fleet)
