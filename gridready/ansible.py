@@ -97,10 +97,16 @@ def _stats(runner_stats: dict[str, dict[str, int]] | None) -> dict[str, HostStat
 class _Progress:
     """Per-host task progress: a live table on a terminal, one plain line per task result elsewhere."""
 
-    def __init__(self, title: str) -> None:
+    # a long task (the node probe, an engine build) runs async: Ansible polls it and says nothing until it ends;
+    # its polls become a `running` line per host at most this often on plain output (the live table every poll)
+    RUNNING_EVERY_S = 30.0
+
+    def __init__(self, title: str, clock: Any = time.monotonic) -> None:
         self.title = title
         self.rows: dict[str, list[Any]] = {}  # host -> [task, ok, changed, failed]
         self.lock = threading.Lock()
+        self.clock = clock
+        self.running: dict[tuple[str, str], list[float]] = {}  # (host, task) -> [first poll, last line]
         self.live: Live | None = Live(self._table(), console=console.err, transient=True) \
             if console.interactive() else None
 
@@ -124,6 +130,9 @@ class _Progress:
     def event(self, ev: dict[str, Any]) -> None:
         data = ev.get("event_data", {})
         host, task, kind = data.get("host"), data.get("task", ""), ev.get("event", "")
+        if host and kind == "runner_on_async_poll":
+            self._poll(host, task)
+            return
         if not host or kind not in KEPT_EVENTS or kind.startswith("runner_item"):
             return
         with self.lock:
@@ -147,6 +156,20 @@ class _Progress:
                 msg = str(data.get("res", {}).get("msg", ""))[:300]
                 if msg and not data.get("res", {}).get("_ansible_no_log"):
                     console.info(f"[{host}] {state}: {task}: {msg}")
+
+
+    def _poll(self, host: str, task: str) -> None:
+        """An async task still running on `host`: its elapsed time, on the live table or as a plain line."""
+        now = self.clock()
+        with self.lock:
+            first, last = self.running.setdefault((host, task), [now, now])
+            elapsed = now - first
+            if self.live:
+                self.rows.setdefault(host, ["", 0, 0, 0])[0] = f"{task} (running {elapsed:.0f} s)"
+                self.live.update(self._table())
+            elif now - last >= self.RUNNING_EVERY_S:
+                self.running[(host, task)][1] = now
+                console.info(f"[{host}] running: {task} ({elapsed:.0f} s)")
 
 
 def scrubbed_env(inherited: dict[str, str], ours: dict[str, str]) -> dict[str, str]:

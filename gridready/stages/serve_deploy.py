@@ -9,10 +9,11 @@ offline, written to <stage_dir>/render/.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gridready import ansible, vault
+from gridready import ansible, console, vault
 from gridready import pulumi as gpulumi
 from gridready.artifacts import RunContext
 from gridready.contracts import HostOutcome
@@ -101,6 +102,17 @@ def redeploy_embedding(inv: Inventory, ctx: RunContext, cert: Certification, pla
     return result
 
 
+def _pulumi_line(stack: str) -> Callable[[str], None]:
+    """Pulumi's own progress lines (resources created, waited for), passed on as they come: a rollout that waits
+    for an engine build or a 70B load says what it waits for (the Automation API keeps its output otherwise)."""
+
+    def show(line: str) -> None:
+        if line.strip():
+            console.info(f"[pulumi {stack}] {line.rstrip()}")
+
+    return show
+
+
 def _secrets(inv: Inventory) -> dict[str, str]:
     """kubeconfig from serving.kubeconfig (relative to the inventory); the HF token and the vLLM API key from the
     customer's vault (the key generated there when absent): Pulumi secret config, never the plain stack config."""
@@ -138,7 +150,8 @@ def kubernetes(inv: Inventory, ctx: RunContext, cert: Certification, plans: list
     outputs: dict[str, Any] = {}
     for stack, config in configs.items():
         wanted = {k: secrets[k] for k in gpulumi.SECRET_KEYS[stack]}
-        outputs[stack] = gpulumi.up(stack, inv.customer, config, wanted, state, preview=ctx.check)
+        outputs[stack] = gpulumi.up(stack, inv.customer, config, wanted, state, preview=ctx.check,
+                                    on_output=_pulumi_line(stack))
     data["pulumi"] = outputs
     messages.append("kubernetes: bench runs from inside the cluster (endpoints are ClusterIP Services)")
     return "success", ExitCode.OK

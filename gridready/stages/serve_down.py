@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gridready import ansible, ledger
+from gridready import ansible, console, ledger
 from gridready import pulumi as gpulumi
 from gridready.artifacts import RunContext
 from gridready.contracts import SUMMARY_FILE, HostOutcome, ServeSummary
@@ -43,7 +43,8 @@ def _kubernetes_down(inv: Inventory, ctx: RunContext, messages: list[str]) -> tu
     if not gpulumi.cli_available():
         messages.append("the pulumi CLI is not installed: nothing destroyed")
         return "failed", ExitCode.STAGE_FAILED
-    gpulumi.destroy("serving", inv.customer, gpulumi.state_dir(inv.customer))
+    gpulumi.destroy("serving", inv.customer, gpulumi.state_dir(inv.customer),
+                    on_output=lambda line: console.info(f"[pulumi serving] {line.rstrip()}") if line.strip() else None)
     messages.append("destroyed the serving stack (the platform stack, with its operators, stays)")
     return "success", ExitCode.OK
 

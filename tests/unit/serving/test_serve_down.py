@@ -72,6 +72,6 @@ def test_kubernetes_destroys_the_serving_stack_only(make_inv, tmp_path, monkeypa
     assert res.exit_code == ExitCode.STAGE_FAILED and "nothing destroyed" in res.messages[0]
     destroyed = []
     monkeypatch.setattr(gpulumi, "cli_available", lambda: True)
-    monkeypatch.setattr(gpulumi, "destroy", lambda stack, customer, state: destroyed.append((stack, customer)))
+    monkeypatch.setattr(gpulumi, "destroy", lambda stack, customer, state, **kw: destroyed.append((stack, customer)))
     res = serve_down.run(inv, RunContext(customer="acme", run_id="20261202T000000Z-k2", root=tmp_path))
     assert res.exit_code == 0 and destroyed == [("serving", "acme")]

@@ -72,7 +72,8 @@ def test_kubernetes_target_with_the_cli_goes_through_the_automation_api(make_inv
     secrets_seen: dict[str, dict[str, str]] = {}
     configs_seen: dict[str, dict[str, Any]] = {}
 
-    def up(stack, customer, config, secrets, state, preview):
+    def up(stack, customer, config, secrets, state, preview, on_output):
+        on_output(f"+ kubernetes:apps/v1:Deployment {stack} creating")  # Pulumi's lines reach the console
         secrets_seen[stack], configs_seen[stack] = secrets, config
         calls.append((stack, customer, sorted(secrets), preview))
         tokens.append(secrets.get("hfToken"))
