@@ -14,6 +14,7 @@ from invoke import Collection, Context, task
 from gridready import cli, usage
 from gridready.artifacts import RunContext
 from gridready.contracts import StageSummary
+from gridready.errors import StageFailed
 
 StageRun = Callable[[cli.Inventory, RunContext], StageSummary]
 usage.install_usage_errors()  # unknown flags, bad flag values and a broken -f file: exit 2 with one line
@@ -279,6 +280,33 @@ def watch(c: Context, once: bool = False, signals: str | None = None, max_drain_
                      "`invoke status` shows the fleet")
 
 
+@task(pre=[validate], help={"slurm": "apply the ledger's verdicts to Slurm: drain what may not serve, resume what "
+                                     "gridready drained and may serve again (scontrol on this machine)",
+                            "check": "print the scontrol commands, run none", "json": HELP["json"]})
+@cli.guarded
+def quarantine(c: Context, slurm: bool = False, check: bool = False, json: bool = False) -> None:
+    """Apply the quarantine to the scheduler: Slurm drains and resumes of gridready's own, from the ledger."""
+    from gridready.errors import InvalidInput
+    from gridready.stages import slurm_sync
+
+    if not slurm:
+        raise InvalidInput("quarantine: (command line): name the scheduler: --slurm (Kubernetes nodes get their "
+                           "label and taint from `invoke serve`)")
+    inv = _inv(c)
+    ctx = cli.context(inv, check=check)
+    with cli.customer_held(ctx, "quarantine"):
+        result = slurm_sync.run(inv, ctx)
+    if json or bool(c.config.gridready.json):
+        cli.print_json(result)
+    for d in result["commands"]:
+        cli.console.info(("would run: " if not d["ran"] else f"ran (exit {d['rc']}): ") + d["command"])
+    for note in result["notes"]:
+        cli.console.info(f"left alone: {note}")
+    if result["failed"]:
+        raise StageFailed(f"quarantine: {len(result['failed'])} scontrol command(s) failed: "
+                          + "; ".join(result["failed"]))
+
+
 evidence = Collection("evidence")
 evidence.add_task(evidence_verify, "verify")
 
@@ -287,7 +315,7 @@ sandbox.add_task(sandbox_up, "up")
 sandbox.add_task(sandbox_down, "down")
 sandbox.add_task(sandbox_status, "status")
 
-ns = Collection(validate, provision, certify, serve, bench, discover, plan, status, watch, prune, schema,
+ns = Collection(validate, provision, certify, serve, bench, discover, plan, status, watch, quarantine, prune, schema,
                 evidence, sandbox)
 ns.configure({
     "gridready": {
