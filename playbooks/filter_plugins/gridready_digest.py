@@ -20,7 +20,8 @@ def _files(root: str) -> Iterator[str]:
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
         for name in sorted(filenames):
-            yield os.path.join(dirpath, name)
+            if name != "README.md":  # a role's documentation (tools/role_readmes.py) is no input of a run
+                yield os.path.join(dirpath, name)
 
 
 def tree_digests(roots: dict[str, str], common: list[str] | None = None) -> dict[str, str]:
