@@ -168,7 +168,7 @@ _GEN5_X16_GBPS = 63.0  # PCIe 5.0: 32 GT/s x 16 lanes x 128/130 = 63 GB/s one di
 #   NT-212    NVIDIA/nccl-tests issue 212 "H100 all reduce performance is poor", sjeaugey's answer,
 #             https://github.com/NVIDIA/nccl-tests/issues/212
 #   NCCL-2169 https://github.com/NVIDIA/nccl/issues/2169 "alltoall throughput drops sharply above 512 MB message size"
-_ISSUE17 = "2 x H200 nccl-tests 2.19.6 busbw peak (issue 17)"
+_ISSUE17 = "2 x H200 nccl-tests 2.19.6 busbw peak, measured (tests/fixtures/h200x2)"
 _ML_ENG_8 = "8 x H200 nccl-tests 16 GiB busbw (ml-engineering network/README.md)"
 _GTC25_A2A = "8 x H100 NCCL Tests alltoall busbw (NVIDIA GTC25 S72583)"
 _NT_212 = "8 x H100 non-allreduce busbw (NCCL maintainer, nccl-tests issue 212)"
@@ -252,7 +252,7 @@ SKUS: tuple[Sku, ...] = (
         nccl_floors=_NVLINK4_NCCL,
         shapes=_HGX_SHAPES,
         goodput_floor_tflops=385.0,  # derived: 75% of GP-H200's 514 reference; same GH100 die, clocks and 989 peak
-        goodput_source="75% of 514 model TFLOP/s on H200 (issue 30; GH100 as H200, not measured on H100)",
+        goodput_source="75% of 514 model TFLOP/s on H200 (the same GH100 die and clocks; not measured on H100)",
     ),
     Sku(
         name="H200-SXM-141GB",
@@ -279,7 +279,7 @@ SKUS: tuple[Sku, ...] = (
         nccl_floors=_NVLINK4_NCCL,
         shapes=_HGX_SHAPES,
         goodput_floor_tflops=385.0,  # GP-H200: 75% of the 514 reference (544.4 measured by the probe)
-        goodput_source="75% of 514 model TFLOP/s (issue 30 reference; 544.4 measured, docs/examples/h200x1/issue30)",
+        goodput_source="75% of 514 model TFLOP/s (544.4 measured on an H200, docs/examples/h200x1/issue30)",
     ),
     Sku(
         name="H100-NVL-94GB",

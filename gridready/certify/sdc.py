@@ -51,8 +51,8 @@ def sdc(doc: dict[str, Any], exp: Expectations) -> list[GateResult]:
         bad = {n: w for n, w in work.items() if not w.get("repeat_ok")}
         kw: dict[str, Any] = {"gpu": i, "measured": {"digests": digests, "repeats": {n: w.get("repeats")
                               for n, w in work.items()}}, "evidence": "raw.sdc",
-                              "expected": Expected(equals="every repeat bit-identical", source="issue 30: a GPU "
-                                                   "repeats the same seeded GEMM bit-identically")}
+                              "expected": Expected(equals="every repeat bit-identical", source="a GPU repeats the "
+                                                   "same seeded GEMM bit-identically (docs/certification.md, sdc)")}
         if bad:
             what = "; ".join(f"{n} gave {len(set(w['digests']))} different digests in {len(w['digests'])} runs ("
                              + ", ".join(f"{_short(d)} x{c}" for d, c in Counter(w["digests"]).most_common())
