@@ -130,7 +130,13 @@ def finish(summary: Any, as_json: bool) -> None:
     console.info(f"{summary.stage}: {summary.status} (exit {summary.exit_code}) in {summary.seconds}s: {hosts}")
     for msg in summary.messages:
         console.info(f"  {msg}")
-    console.info(f"  artifacts: {artifacts_root() / summary.customer / summary.run_id / summary.stage}")
+    stage_dir = artifacts_root() / summary.customer / summary.run_id / summary.stage
+    reports = getattr(summary, "reports", None) or {}
+    if reports.get("report_html"):
+        console.info(f"  report: {stage_dir / reports['report_html']}")
+    warnings = sum(1 for m in summary.messages if m.lower().startswith("warning"))
+    console.info(f"  artifacts: {stage_dir}" + (f" ({warnings} warning{'s' if warnings != 1 else ''} above)"
+                                                if warnings else ""))
     if summary.exit_code:
         raise CommandExit(summary.exit_code)
 
