@@ -28,7 +28,7 @@ def _best_curves(fleet: FleetVerdict) -> dict[str, dict[int, float]]:
         for p in v.figures.get("allreduce", {}).get("points", []):
             if p.get("busbw_gbps") is not None:
                 best[p["bytes"]] = max(p["busbw_gbps"], best.get(p["bytes"], 0.0))
-        if best:
+        if best and max(best.values()) > 0:  # one rank moves nothing across a bus: busbw 0 at every size, no curve
             curves[node] = dict(sorted(best.items()))
     return curves
 

@@ -1,0 +1,2 @@
+#!/bin/sh
+# gridready: drain quarantined nodes (review before running)
