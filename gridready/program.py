@@ -14,10 +14,9 @@ from __future__ import annotations
 import copy
 import os
 import sys
+from importlib.metadata import version
 
 from invoke import Argument, Program
-
-from gridready import __version__
 
 DEFAULT = "sandbox"
 
@@ -52,7 +51,7 @@ class GridreadyProgram(Program):
         super().list_tasks()
 
 
-program = GridreadyProgram(name="gridready", binary="gridready", version=__version__)
+program = GridreadyProgram(name="gridready", binary="gridready", version=version("gridready"))
 
 
 def main() -> None:

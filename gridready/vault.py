@@ -12,7 +12,7 @@ import os
 import re
 import secrets
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,6 @@ from ansible.parsing.vault import VaultLib, VaultSecret
 
 from gridready.artifacts import write_atomic
 from gridready.errors import InvalidInput
-from gridready.serving import mpi_ssh
 from gridready.yamlio import VAULT_HEADER
 
 ENV = "GRIDREADY_VAULT_PASSWORD_FILE"
@@ -218,8 +217,8 @@ def ensure_secret(customer: str, inv_dir: Path, var: str) -> str:
     return key
 
 
-def ensure_ssh_key(customer: str, inv_dir: Path, var: str) -> str:
-    """The vault variable `var`, an OpenSSH ed25519 private key; generated and written into the vault when absent."""
+def ensure_ssh_key(customer: str, inv_dir: Path, var: str, make: Callable[[], str]) -> str:
+    """The vault variable `var`, an OpenSSH private key; made by `make` and written into the vault when absent."""
     data = read(customer, inv_dir)
     key = data.get(var)
     if isinstance(key, str) and key.startswith("-----BEGIN OPENSSH PRIVATE KEY-----"):
@@ -227,7 +226,7 @@ def ensure_ssh_key(customer: str, inv_dir: Path, var: str) -> str:
     if key is not None:
         raise InvalidInput(f"{vault_path(inv_dir)}: {var}: must be an OpenSSH private key (gridready makes one when "
                            "the variable is absent)")
-    data[var] = mpi_ssh.new_private_key()
+    data[var] = make()
     write(customer, inv_dir, data)
     return data[var]
 

@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from pydantic import BaseModel, ConfigDict
 
+from gridready import console
 from gridready.bench.endpoint import Endpoint
 from gridready.bench.http import HttpError, fetch
 
@@ -73,6 +74,8 @@ async def _checks(ep: Endpoint, timeout: float) -> tuple[list[Check], bool | Non
     return checks, sim
 
 
+WAITING_EVERY_S = 30.0  # a `waiting for readiness` line at most this often
+
 async def _gather(fn: Callable[[], object] | None) -> object:
     if fn is None:
         return None
@@ -87,6 +90,7 @@ async def await_ready(ep: Endpoint, tier: str = "", *, timeout_s: float = 600.0,
     """Poll until health and model are ready or timeout_s passes (bounded: at most timeout_s + one round)."""
     start = time.monotonic()
     attempts = 0
+    said = 0.0
     while True:
         attempts += 1
         checks, sim = await _checks(ep, timeout=min(10.0, max(1.0, timeout_s)))
@@ -94,6 +98,11 @@ async def await_ready(ep: Endpoint, tier: str = "", *, timeout_s: float = 600.0,
         waited = time.monotonic() - start
         if ready or waited + interval_s > timeout_s:
             break
+        if waited - said >= WAITING_EVERY_S:  # a 70B load takes many minutes: say what is awaited, now and then
+            said = waited
+            bad = next((c for c in checks if not c.ok), None)
+            console.info(f"[{tier or ep.url}] waiting for readiness: {waited:.0f} s of {timeout_s:.0f} s"
+                         + (f" ({bad.name}: {bad.detail[:120]})" if bad else ""))
         await asyncio.sleep(interval_s)
     report = ReadinessReport(tier=tier, url=ep.url, ready=ready, waited_s=round(waited, 2), attempts=attempts,
                              checks=checks, reason="ready", simulated=sim)

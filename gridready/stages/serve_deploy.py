@@ -127,8 +127,8 @@ def _secrets(inv: Inventory) -> dict[str, str]:
             "vllmApiKey": vault.ensure_api_key(inv.customer, inv.path),
             # mpirun's ssh between the pods of a multi-node Triton tier (gridready/serving/mpi_ssh.py)
             "routerKeys": serve_router.client_key_digests(inv),
-            "mpiSshKeys": mpi_ssh.keys_json(vault.ensure_ssh_key(inv.customer, inv.path, vault.MPI_CLIENT_KEY_VAR),
-                                            vault.ensure_ssh_key(inv.customer, inv.path, vault.MPI_HOST_KEY_VAR))}
+            "mpiSshKeys": mpi_ssh.keys_json(*(vault.ensure_ssh_key(inv.customer, inv.path, var, mpi_ssh.new_private_key)
+                                              for var in (vault.MPI_CLIENT_KEY_VAR, vault.MPI_HOST_KEY_VAR)))}
 
 
 def kubernetes(inv: Inventory, ctx: RunContext, cert: Certification, plans: list[TierPlan],

@@ -32,6 +32,7 @@ LAYERS: dict[str, int] = {
     "pulumi": 8,
     "stages": 9,
     "cli": 10,
+    "program": 11,
 }
 # The spec's floor: the standard library, pydantic, yaml and these parts of gridready.
 SPEC_MAY_IMPORT = {"catalog"}
