@@ -31,3 +31,12 @@ def test_the_reports_are_the_current_renderers(ex: str, tmp_path: Path) -> None:
                                        "gridready.report.writer (2026-12-02)")
     for name in ("report.md", "report.html", "junit.xml", "quarantine.yml"):
         assert (tmp_path / name).read_text() == (folder / name).read_text(), f"stale {ex}/{name}: re-render it"
+
+
+def test_the_committed_decision_record_shows_its_plots_and_says_it_is_simulated() -> None:
+    folder = REPO / "docs" / "examples" / "sandbox" / "decision"
+    text = (folder / "decision.md").read_text()
+    images = re.findall(r"\]\(([^)]+\.png)\)", text)
+    assert images and all((folder / i).is_file() for i in images)
+    assert "SIMULATED" in text.splitlines()[2]
+    assert json.loads((folder / "decision.json").read_text())["winner"] in text
