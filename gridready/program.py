@@ -5,20 +5,17 @@
     gridready --list                                   # the tasks, under the inventory they would run on
 
 `-i/--inventory` names a folder under inventories/ or a path; without it the inventory is the plain `invoke` form's
-(GRIDREADY_INVENTORY, gridready.inventory of an `-f` config file, else `sandbox`). invoke lets a program add core
-arguments (invoke.Program.core_args, https://docs.pyinvoke.org/en/stable/concepts/library.html).
+(GRIDREADY_INVENTORY, gridready.inventory of an `-f` config file, else tasks.py's default). invoke lets a program
+add core arguments (invoke.Program.core_args, https://docs.pyinvoke.org/en/stable/concepts/library.html).
 """
 
 from __future__ import annotations
 
 import copy
-import os
 import sys
 from importlib.metadata import version
 
 from invoke import Argument, Program
-
-DEFAULT = "sandbox"
 
 
 class GridreadyProgram(Program):
@@ -26,7 +23,7 @@ class GridreadyProgram(Program):
         return [*super().core_args(), Argument(
             names=("inventory", "i"),
             help="the customer's inventory: a folder under inventories/ or a path (default: GRIDREADY_INVENTORY, "
-                 f"else gridready.inventory of -f, else {DEFAULT})")]
+                 "else gridready.inventory of -f, else the task collection's default)")]
 
     def _chosen(self) -> str | None:
         value = self.args.inventory.value
@@ -45,8 +42,8 @@ class GridreadyProgram(Program):
             self.config.merge()
 
     def list_tasks(self) -> None:
-        name = self._chosen() or self.config.get("gridready", {}).get("inventory") or \
-            os.environ.get("GRIDREADY_INVENTORY") or DEFAULT
+        configured = (self.collection.configuration() if self.collection else {}).get("gridready", {})
+        name = self._chosen() or self.config.get("gridready", {}).get("inventory") or configured.get("inventory")
         print(f"Inventory: {name} (change it with -i <customer>)\n")
         super().list_tasks()
 

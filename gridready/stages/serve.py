@@ -89,7 +89,7 @@ def render(inv: Inventory, ctx: RunContext) -> dict[str, Any]:
     except (NotCertified, InvalidInput) as err:
         return {"refused": str(err), "exit_code": int(err.code)}
     out: dict[str, Any] = {"target": inv.spec.serving.target, "plan": serve_config.plan_summary(plans, cert),
-                           "quarantined": cert.quarantined}
+                           "quarantined": cert.quarantined, "certification": cert.source}
     if inv.spec.serving.target == "kubernetes":
         out["manifests"] = serve_config.render_manifests(inv, cert, plans, ctx.stage_dir(STAGE) / "render")
     else:

@@ -10,6 +10,7 @@ import json
 
 import pytest
 
+from gridready.serving import topology
 from tests.e2e.test_pipeline import _invoke
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.slow]
@@ -23,5 +24,7 @@ def test_plan_on_a_fresh_fleet_lists_changes_and_changes_nothing(fleet, tmp_path
     assert plan["provision"]["status"] == "changes-pending"
     assert all(plan["provision"]["changes"][h] for h in ("node1", "node2", "node3"))
     assert plan["certify"]["dcgm_level"] == 3
-    assert "no certification" in plan["serve"]["rendered"]["refused"]
+    # no certification yet: the render sizes as if every GPU node were certified, and says so
+    rendered = plan["serve"]["rendered"]
+    assert rendered["certification"] == topology.HYPOTHETICAL and rendered["tiers"], rendered
     assert fleet.ssh("node1", "test -e /opt/nccl-tests", check=False).returncode != 0  # nothing was made

@@ -11,8 +11,8 @@ from gridready.stages import serve, serve_deploy
 def test_pulumi_state_is_kept_out_of_the_artifacts(make_inv, write_certify, monkeypatch, tmp_path):
     calls: list[dict[str, Any]] = []
     monkeypatch.setattr(serve_deploy.gpulumi, "cli_available", lambda: True)
-    monkeypatch.setattr(serve_deploy.gpulumi, "up", lambda stack, customer, config, secrets, state, preview=False:
-                        calls.append({"stack": stack, "state": state}) or {})
+    monkeypatch.setattr(serve_deploy.gpulumi, "up", lambda stack, customer, config, secrets, state, preview=False,
+                        **_kw: calls.append({"stack": stack, "state": state}) or {})
     monkeypatch.delenv("GRIDREADY_STATE", raising=False)
     inv = make_inv(1, target="kubernetes")
     (inv.path / "kubeconfig.yml").write_text("apiVersion: v1\nkind: Config\n")
