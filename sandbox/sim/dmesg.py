@@ -117,7 +117,7 @@ def lines(host: Host) -> list[tuple[float, str]]:
 def render(host: Host, args: list[str]) -> str:
     if host.fault("kernel_log_empty"):
         return ""  # some hosts print nothing and exit 0 (issue 34, finding 9)
-    boot = time.time() - 86400.0
+    boot = simcore.boot_time()
     text = []
     entries = lines(host)
     if host.fault("kernel_log_wrapped"):

@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,6 +58,23 @@ def mark_load() -> None:
 
 def load_seen() -> bool:
     return (state_dir() / "load-seen").exists()
+
+
+def boot_time() -> float:
+    """The host's boot time (epoch seconds), fixed once per host as the kernel's is (/proc/stat `btime`): dmesg's
+    wall-clock stamps of one line never move between two reads (util-linux dmesg(1) -T adds the line's monotonic
+    stamp to the boot time). Kept in the state folder; a day before the first read."""
+    path = state_dir() / "boot-time"
+    try:
+        return float(path.read_text())
+    except (OSError, ValueError):
+        boot = float(int(time.time()) - 86400)
+        try:
+            state_dir().mkdir(parents=True, exist_ok=True)
+            path.write_text(f"{boot:.0f}\n")
+        except OSError:
+            pass
+        return boot
 
 
 def active(faults: list[dict[str, Any]], kind: str) -> dict[str, Any] | None:

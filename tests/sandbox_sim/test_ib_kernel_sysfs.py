@@ -6,6 +6,7 @@ import re
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from sandbox.sim import simcore, sysfs
@@ -74,6 +75,18 @@ def test_dmesg_lines(use_profile):
     assert re.search(r"NVRM: Xid \(PCI:0000:3a:00\): 94, ", out) and re.search(r"Xid \(PCI:0000:18:00\): 48, ", out)
     iso = call("dmesg", ["--time-format", "iso"])[1]
     assert re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d{6}\+00:00 ", iso)
+
+
+def test_dmesg_wall_clock_stamps_hold_between_reads(use_profile, tmp_path, monkeypatch):
+    """One boot time per host (the kernel's btime): a line's -T / iso stamp reads the same on every call."""
+    monkeypatch.setenv("GRIDREADY_SIM_STATE", str(tmp_path / "state"))
+    use_profile({"kind": "xid", "gpu": 2, "code": 94})
+    first, first_t = call("dmesg", ["--time-format", "iso"])[1], call("dmesg", ["-T"])[1]
+    later = time.time() + 7.0  # the second read, seconds later (a probe's load phases lie between the two)
+    monkeypatch.setattr(time, "time", lambda: later)
+    assert call("dmesg", ["--time-format", "iso"])[1] == first and call("dmesg", ["-T"])[1] == first_t
+    (tmp_path / "state/boot-time").write_text("1000000\n")  # another boot: other stamps
+    assert call("dmesg", ["--time-format", "iso"])[1] != first
 
 
 def test_dmesg_healthy_has_no_xid(healthy):
