@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 from rich.console import Console
 from rich.markup import escape
@@ -26,3 +27,15 @@ def warn(message: str) -> None:
 
 def error(message: str) -> None:
     err.print(f"[red]error:[/red] {escape(message)}" if interactive() else f"error: {escape(message)}")
+
+
+class Steps:
+    """Progress lines of one long phase, each with the time since it began: `[fabric +12.3 s] pair a+b: ...`.
+    Plain lines (they read the same in CI logs and on a terminal); callable, so it fits a `progress` callback."""
+
+    def __init__(self, phase: str) -> None:
+        self.phase = phase
+        self.t0 = time.monotonic()
+
+    def __call__(self, message: str) -> None:
+        info(f"[{self.phase} +{time.monotonic() - self.t0:.1f} s] {message}")

@@ -61,6 +61,14 @@ class TierReport(BaseModel):
         return next((lv for lv in self.levels if lv.level.value == value), None)
 
 
+def level_line(s: LevelSummary) -> str:
+    """One load level in a progress line: completed/failed, throughput, p99 TTFT and goodput."""
+    ttft = f"{s.ttft.p99:.0f} ms" if s.ttft.p99 is not None else "n/a"
+    good = f"{s.goodput:.0%}" if s.goodput is not None else "n/a"
+    return (f"{s.completed} done, {s.failed} failed in {s.duration_s:.1f} s; {s.request_throughput:.2f} req/s, "
+            f"{s.output_throughput:.0f} output tok/s; p99 TTFT {ttft}; goodput {good}")
+
+
 def _now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
@@ -91,6 +99,7 @@ async def averify_tier(endpoint: Endpoint, tier: Tier, workload: Workload, *, gp
         say(f"{tier.name}: benchmark {level.label} ({wl.duration_s:g} s or {wl.num_prompts} requests)")
         run = await run_level(endpoint.base, api, endpoint.model, level, wl, tag=f"{tier.name}-")
         levels.append(summarize(run, tier.slo))
+        say(f"{tier.name}: {level.label}: {level_line(levels[-1])}")
     after = await scrape(endpoint.metrics_url)
     gate_level = wl.gate()
     summary = next((s for s in levels if s.level == gate_level), None)

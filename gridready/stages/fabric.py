@@ -20,13 +20,13 @@ import shlex
 import subprocess
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from gridready import ansible
+from gridready import ansible, console
 from gridready.artifacts import write_atomic, write_json_atomic
 from gridready.certify import hca as hca_gates
 from gridready.certify import isolation, multinode
@@ -178,8 +178,10 @@ def run_fabric_phase(
     settings: FabricSettings | None = None,
     out_dir: Path | None = None,
     alone_blocks: bool = False,
+    progress: Callable[[str], None] | None = None,
 ) -> FabricResult:
-    """Fabric gates over the nodes that passed single-node certification (see the module docstring)."""
+    """Fabric gates over the nodes that passed single-node certification (see the module docstring). `progress`
+    gets one line per step (default: console lines with the time since the phase began)."""
     settings = settings or settings_of(inv)
     runner = runner or SshRunner.from_inventory(inv)
     hostvars = runner.hostvars
@@ -192,6 +194,9 @@ def run_fabric_phase(
     if not settings.enabled or not nodes:
         why = "fabric phase disabled by the spec" if not settings.enabled else "no certified nodes"
         return FabricResult(status="skipped", reason=why, nodes=nodes, certified=nodes, node_results=results)
+    say = progress or console.Steps("fabric")
+    say(f"{len(nodes)} node(s): HCA state, counters"
+        + (" and GPUDirect RDMA bandwidth" if settings.gdr_bw else ""))
     groups = {n: _group(inv, n) for n in nodes}
     addresses = {n: str(hostvars.get(n, {}).get("ansible_host", n)) for n in nodes}
     timeout = float(settings.timeout_s)
@@ -223,6 +228,8 @@ def run_fabric_phase(
         for n in nodes if any(g.blocks_certification and g.gate != "hca_counters" for g in results[n])
     }
     eligible = [n for n in nodes if not (settings.exclude_hca_failures and n in hca_failed)]
+    say(f"HCA gates: {len(nodes) - len(hca_failed)}/{len(nodes)} node(s) pass"
+        + (f"; failed: {', '.join(sorted(hca_failed))}" if hca_failed else ""))
     ib_hcas = {n: hca_gates.passing_hcas(results[n], n) for n in nodes}
 
     def snapshot(host: str) -> dict[str, Any] | None:
@@ -277,6 +284,9 @@ def run_fabric_phase(
                 name = f"{seq[0]:03d}-{phase}-{collective}-{'-'.join(hosts) if len(hosts) <= 2 else 'set'}.txt"
             path = write_atomic(fdir / name, f"# {plan.command}\n# rc={res.rc} wall={res.wall_s:.1f}s\n{text}")
             evidence = str(path)
+        busbw = f"{v.peak_gbps:g} GB/s" if v.peak_gbps is not None else "no bandwidth"
+        say(f"{phase} {collective} on {' + '.join(hosts) if len(hosts) <= 2 else f'{len(hosts)} nodes'}: "
+            f"{v.status.value} ({busbw}, floor {floor:g} GB/s) in {res.wall_s:.1f} s")
         return CollectiveRecord(
             hosts=hosts, collective=collective, phase=phase, status=v.status, busbw_gbps=v.peak_gbps,
             pct_of_nic=v.pct_of_nic, floor_gbps=floor, transport=v.transport, reason=v.reason,
@@ -288,6 +298,8 @@ def run_fabric_phase(
     iso = None
     good = list(eligible)
     if settings.isolation and len(eligible) >= 2:
+        say(f"pairwise all_reduce isolation over {len(eligible)} node(s) (floor {pair_floor:g} GB/s)")
+
         def run_pair(a: str, b: str) -> isolation.PairOutcome:
             rec = launch([a, b], "pair", "all_reduce", settings.pair_min_bytes, pair_floor)
             ok = rec.status in (S.PASS, S.WARN)
@@ -396,6 +408,7 @@ def run_fabric_phase(
             result.reason += f" (plots not drawn: {exc})"
         result.timings_s["total"] = round(time.monotonic() - t0, 3)
         write_json_atomic(fdir / "fabric.json", result)
+    say(summary)
     return result
 
 

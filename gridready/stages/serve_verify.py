@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from gridready import bench, vault
+from gridready import bench, console, vault
 from gridready.artifacts import RunContext
 from gridready.bench import fixed_cost, queue_delay
 from gridready.errors import StageFailed
@@ -58,7 +58,8 @@ def _queue_delay_sweep(inv: Inventory, ctx: RunContext, cert: Certification, pla
 
     timeout = float(inv.spec.serving.wait_timeout_s)
     try:
-        decision = queue_delay.sweep(endpoint, plan.tier, redeploy, ready_timeout_s=timeout)
+        decision = queue_delay.sweep(endpoint, plan.tier, redeploy, ready_timeout_s=timeout,
+                                     progress=console.Steps(f"{stage} {plan.tier.name} queue delay"))
     except StageFailed as err:
         decision = None
         failure = [str(err)]
@@ -101,7 +102,8 @@ def verify_tiers(inv: Inventory, ctx: RunContext, cert: Certification, plans: li
                                          fixed_cost.workload_for(fixed) if fixed else workload,
                                          gpus=plan.gpus,
                                          ready_timeout_s=float(inv.spec.serving.wait_timeout_s),
-                                         unit_state=unit_state, log_lines=log_lines))
+                                         unit_state=unit_state, log_lines=log_lines,
+                                         progress=console.Steps(f"{stage} {plan.tier.name}")))
         if fixed is not None and fixed.sweep is not None and reports[-1].readiness.ready:
             if stage == "serve":  # it restarts the tier once per setting: at deployment, never on a live tier
                 sweep_failures += _queue_delay_sweep(inv, ctx, cert, plans, plan, endpoint, stage, data)

@@ -101,3 +101,19 @@ def test_gate_never_passes_on_missing_data():
     g = slo_gate("t", empty, Slo(ttft_ms_p99=100))
     assert not g.passed and g.failed_slos == ["requests"] and "HTTP 500" in g.message
     assert not slo_gate("t", None, Slo()).passed
+
+
+def test_the_benchmark_says_each_level_as_it_ends(engine_factory, capsys):
+    """A benchmark runs for minutes: each level's figures are said when it ends (progress lines with the time since
+    the tier's verification began), then the gate's verdict."""
+    from gridready import console
+
+    e = engine_factory("--model", "m", *FAST)
+    report = verify_tier(Endpoint(url=e.url, model="m"), tier(ttft_ms_p99=2000), WL, gpus=1,
+                         progress=console.Steps("bench fast"))
+    said = capsys.readouterr().err
+    for lv in report.levels:
+        line = next(ln for ln in said.splitlines() if f"fast: {lv.level.label}: " in ln)
+        assert line.startswith("[bench fast +") and f"{lv.completed} done, {lv.failed} failed" in line
+        assert f"{lv.request_throughput:.2f} req/s" in line and f"p99 TTFT {lv.ttft.p99:.0f} ms" in line
+    assert said.splitlines()[-1].endswith(report.gate.message.splitlines()[-1])

@@ -156,3 +156,20 @@ def test_a_local_connection_runs_without_ssh():
     done = runner.run("h200", ["sh", "-c", "echo $0 ran here", "probe"], timeout=10)
     assert (done.rc, done.stdout.strip()) == (0, "probe ran here")
     assert SshRunner({"h": {"ansible_connection": "ansible.builtin.local"}}).is_local("h")
+
+
+def test_the_phase_says_each_run_as_it_ends(tmp_path):
+    """The fabric phase runs for minutes: each step is said as it ends, every collective run with its result,
+    bandwidth and floor, and the phase ends with its summary."""
+    said: list[str] = []
+    inv = make_inventory(4)
+    r = run_fabric_phase(inv, None, list(inv.hosts), FakeFabric(inv, {"gpu03": "slow"}), out_dir=tmp_path,
+                         progress=said.append)
+    pairs = [ln for ln in said if ln.startswith("pair all_reduce on ")]
+    assert len(pairs) == r.pairwise_run_count >= 2
+    for rec in r.pair_runs:
+        line = next(ln for ln in pairs if ln.startswith(f"pair all_reduce on {' + '.join(rec.hosts)}: "))
+        assert f"{rec.status.value} ({rec.busbw_gbps:g} GB/s, floor {rec.floor_gbps:g} GB/s)" in line
+    assert said[0] == "4 node(s): HCA state, counters and GPUDirect RDMA bandwidth"
+    assert said[1] == "HCA gates: 4/4 node(s) pass"
+    assert any(ln.startswith("set all_reduce on 3 nodes: pass") for ln in said) and said[-1] == r.reason
