@@ -53,13 +53,17 @@ def _ensure_sandbox(inv: cli.Inventory) -> None:
         fleet.ensure_for(inv.path)
 
 
-def _stage(c: Context, run: StageRun, **flags: object) -> None:
+def _stage(c: Context, run: StageRun, check_usage: Callable[[RunContext], None] | None = None,
+           **flags: object) -> None:
     """Run a stage. Each task imports its own stage, so that a machine without one stage's dependencies (Pulumi on a
-    lent GPU machine: docs/device.md) still runs the others."""
+    lent GPU machine: docs/device.md) still runs the others. `check_usage` judges the stage's own flags before
+    anything is written or booted."""
     inv = _inv(c)
     as_json = bool(flags.pop("json", False)) or bool(c.config.gridready.json)
     flags["check"] = bool(flags.get("check")) or bool(c.config.gridready.check)
     ctx = cli.context(inv, json=as_json, **flags)  # type: ignore[arg-type]
+    if check_usage is not None:
+        check_usage(ctx)
     _ensure_sandbox(inv)
     cli.finish(cli.run_stage(inv, ctx, run), as_json)
 
@@ -77,7 +81,8 @@ def provision(c: Context, check: bool = False, limit: str | None = None, tags: s
     """Install and pin driver, fabric manager, DCGM, NCCL, RDMA, container toolkit; tune the hosts."""
     from gridready.stages import provision as stage
 
-    _stage(c, stage.run, check=check, limit=limit, tags=tags, skip_tags=skip_tags, force=force, json=json)
+    _stage(c, stage.run, stage.check_usage, check=check, limit=limit, tags=tags, skip_tags=skip_tags, force=force,
+           json=json)
 
 
 @task(pre=[validate], help={**_pick("limit", "json"),
@@ -93,7 +98,7 @@ def certify(c: Context, check: bool = False, limit: str | None = None, force: bo
     """Probe every node, judge every gate, certify the fabric, quarantine bad nodes, write the reports."""
     from gridready.stages import certify as stage
 
-    _stage(c, stage.run, check=check, limit=limit, force=force, json=json, gates=_names(gates),
+    _stage(c, stage.run, stage.check_usage, check=check, limit=limit, force=force, json=json, gates=_names(gates),
            skip_gates=_names(skip_gates))
 
 

@@ -162,6 +162,11 @@ def selected_gates(ctx: RunContext) -> frozenset[str] | None:
     return frozenset(ctx.gates) if ctx.gates else frozenset(every) - frozenset(ctx.skip_gates)
 
 
+def check_usage(ctx: RunContext) -> None:
+    """The flags alone, before the run claims its folder: an unknown gate is exit 2 with nothing written."""
+    selected_gates(ctx)
+
+
 def selection_skip(selection: frozenset[str]) -> list[str]:
     """The load collectors no selected gate needs (the probe skips them); hca feeds the fabric gates."""
     needed = {GATE_COLLECTORS[g] for g in selection if g in GATE_COLLECTORS}

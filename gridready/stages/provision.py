@@ -39,10 +39,15 @@ def _changes_and_versions(result: ansible.PlaybookResult) -> dict[str, dict[str,
     return per_host
 
 
-def run(inv: Inventory, ctx: RunContext) -> ProvisionSummary:
-    timer = Timer()
+def check_usage(ctx: RunContext) -> None:
+    """The flags alone, before the run claims its folder: an unknown tag is exit 2 with nothing written."""
     ansible.check_tags("provision.yml", "--tags", ctx.tags)
     ansible.check_tags("provision.yml", "--skip-tags", ctx.skip_tags)
+
+
+def run(inv: Inventory, ctx: RunContext) -> ProvisionSummary:
+    timer = Timer()
+    check_usage(ctx)
     stage_dir = ctx.stage_dir(STAGE)
     result = ansible.run_playbook(
         inv, "provision.yml", stage_dir, check=ctx.check, limit=ctx.limit, tags=ctx.tags,

@@ -3,6 +3,8 @@ unknown one is a usage error naming them; Ansible alone runs nothing for it and 
 
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -47,3 +49,15 @@ def test_provision_refuses_before_it_runs_anything(monkeypatch, tmp_path) -> Non
     ctx = RunContext(customer=inv.customer, run_id="20261202T000000Z-tags", root=tmp_path, skip_tags="drivers")
     with pytest.raises(InvalidInput):
         provision.run(inv, ctx)
+
+
+@pytest.mark.parametrize("args", [["provision", "--tags", "ncl"], ["certify", "--gates", "nosuch"],
+                                  ["certify", "--gates", "dcgm", "--skip-gates", "xid"]])
+def test_a_refused_flag_leaves_no_run_folder(args: list[str], tmp_path: Path) -> None:
+    """The stage's own flags are judged before its run folder is claimed: exit 2, one line, nothing written."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GRIDREADY_")}
+    env["GRIDREADY_ARTIFACTS"] = str(tmp_path / "artifacts")
+    res = subprocess.run([str(REPO / ".venv/bin/gridready"), "-i", "acme-h200", *args], cwd=REPO, env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2 and res.stderr.strip().splitlines()[-1].startswith(f"error: {args[1]}")
+    assert [p for p in (tmp_path / "artifacts").rglob("*") if p.is_dir()] == []
