@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from gridready.certify.result import Expected, GateResult
@@ -14,17 +15,36 @@ def number(x: float | int, unit: str | None = None) -> str:
     return f"{text} {unit}" if unit else text
 
 
-def _value(x: Any) -> str:
+def _shown(k: str, v: Any, long: bool, keep: Collection[str]) -> bool:
+    """A dict entry worth a cell: set, and in a long dict (error counters) not a zero unless it is compared."""
+    empty = v is None or (isinstance(v, dict | list | tuple | set | frozenset) and not v)
+    return not empty and (k in keep or not (long and v in (0, False)))
+
+
+def _grouped(v: Any) -> bool:
+    """A dict value written in parentheses: a nested dict, or a list of several items."""
+    return isinstance(v, dict) or (isinstance(v, list | tuple | set | frozenset) and len(v) > 1)
+
+
+def _value(x: Any, keep: Collection[str] = ()) -> str:
+    """Any measured/expected value as words: `key value, key value`, a nested dict or list in parentheses, list items
+    joined by commas (dicts among them by semicolons). Never a Python repr. `keep`: keys shown even when 0."""
+    if x is None:
+        return "-"
     if isinstance(x, bool):
         return "yes" if x else "no"
     if isinstance(x, float | int):
         return number(x)
-    if isinstance(x, dict):  # a long dict (error counters) shows only what is set
+    if isinstance(x, dict):
         long = len(x) > 4
-        return ", ".join(f"{k}: {_value(v)}" for k, v in x.items()
-                         if v is not None and v != [] and v != {} and not (long and v in (0, False))) or "none"
+        parts = [f"{k} ({_value(v)})" if _grouped(v) else f"{k} {_value(v)}"
+                 for k, v in x.items() if _shown(k, v, long, keep)]
+        return ", ".join(parts) or "none"
+    if isinstance(x, set | frozenset):
+        return _value(sorted(x, key=str))
     if isinstance(x, list | tuple):
-        return ", ".join(_value(v) for v in x) or "none"
+        sep = "; " if any(isinstance(v, dict | list | tuple) for v in x) else ", "
+        return sep.join(_value(v) for v in x) or "none"
     return str(x)
 
 
@@ -72,7 +92,8 @@ def measured_text(r: GateResult) -> str:
         return _clip(_value({k: v for k, v in m.items() if k != "cmdline"}))
     if isinstance(m, float | int) and not isinstance(m, bool):
         return number(m, r.unit)
-    text = _value(m)
+    compared = r.expected.equals if r.expected and isinstance(r.expected.equals, dict) else {}
+    text = _value(m, keep=tuple(compared))
     return _clip(f"{text} {r.unit}" if r.unit and isinstance(m, dict) and text else text)
 
 

@@ -108,7 +108,9 @@ def _md_cell(text: str) -> str:
     return text.replace("|", "/").replace("\n", " ")
 
 
-def render_md(fleet: FleetVerdict, plots: Mapping[str, Path | None], command: str | None = None) -> str:
+def render_md(fleet: FleetVerdict, plots: Mapping[str, Path | None], command: str | None = None, *,
+              notes: Mapping[str, str] | None = None) -> str:
+    """`notes`: plot name -> why it was not drawn, said in place of the plot."""
     out = [f"# gridready certification: {fleet.customer or ''} run {fleet.run_id or ''}".rstrip(), ""]
     note = simulated_note(fleet)
     if note:
@@ -157,6 +159,8 @@ def render_md(fleet: FleetVerdict, plots: Mapping[str, Path | None], command: st
     for name, p in plots.items():
         if p:
             out += [f"![{name}]({p.name})", ""]
+        elif name in (notes or {}):
+            out += [f"*{name}: {(notes or {})[name]}*", ""]
     out += ["| node | GPU | bf16 TFLOP/s | fp8 TFLOP/s | HBM TB/s | H2D GB/s | D2H GB/s |",
             "|---|---|---|---|---|---|---|"]
     for node, v in sorted(fleet.nodes.items()):
@@ -182,10 +186,12 @@ table{border-collapse:collapse;font-size:12px;margin-bottom:1em}td,th{border:1px
 .detail{table-layout:fixed;width:100%}.detail td{overflow-wrap:anywhere;vertical-align:top}
 .matrix th.g{writing-mode:vertical-rl;transform:rotate(180deg);white-space:nowrap;font-weight:normal;padding:4px 1px}
 .matrix td{text-align:center;padding:1px 2px;font-size:11px;min-width:20px}.matrix th{font-size:11px}
-.wrap{overflow-x:auto}td.n{text-align:right}img{max-width:100%}"""
+.wrap{overflow-x:auto}td.n{text-align:right}img{max-width:100%}.note{font-style:italic;color:#555}"""
 
 
-def render_html(fleet: FleetVerdict, plots: Mapping[str, Path | None], command: str | None = None) -> str:
+def render_html(fleet: FleetVerdict, plots: Mapping[str, Path | None], command: str | None = None, *,
+                notes: Mapping[str, str] | None = None) -> str:
+    """`notes`: plot name -> why it was not drawn, said in place of the plot."""
     e = html.escape
     gates = _gates(fleet)
     counts = _gate_counts(fleet, gates)
@@ -214,7 +220,9 @@ def render_html(fleet: FleetVerdict, plots: Mapping[str, Path | None], command: 
         f"<td>{e(r.status.value)}{' (waived)' if r.waived else ''}</td><td>{e(r.reason)}</td>"
         f"<td>{e(measured_text(r))}</td><td>{e(expected_text(r.expected, r.unit))}</td>"
         f"<td><code>{e(r.evidence or '')}</code></td></tr>" for node, r in _problems(fleet))
-    imgs = "".join(f'<p><img src="{e(p.name)}" alt="{e(n)}"></p>' for n, p in plots.items() if p)
+    why = notes or {}
+    imgs = "".join(f'<p><img src="{e(p.name)}" alt="{e(n)}"></p>' if p else
+                   f'<p class="note">{e(n)}: {e(why[n])}</p>' if n in why else "" for n, p in plots.items())
     msgs = "".join(f"<li>{e(m)}</li>" for m in fleet.messages)
     cmd = f"<p>Command: <code>{e(command)}</code></p>" if command else ""
     reused = f", {len(fleet.reused)} still valid from an earlier run" if fleet.reused else ""

@@ -13,7 +13,7 @@ from gridready.report.fabric_section import render_fabric_html, render_fabric_md
 from gridready.report.junit import junit_xml
 from gridready.report.markdown import render_html, render_md
 from gridready.report.metrics import write_prom
-from gridready.report.plots import busbw_plot, per_gpu_plot
+from gridready.report.plots import busbw_not_drawn, busbw_plot, per_gpu_not_drawn, per_gpu_plot
 
 
 def write_all(fleet: FleetVerdict, out_dir: Path, *, command: str | None = None,
@@ -30,7 +30,9 @@ def write_all(fleet: FleetVerdict, out_dir: Path, *, command: str | None = None,
     plots = {"all-reduce busbw vs size": busbw_plot(fleet, out_dir / "busbw.png"),
              "per-GPU compute and bandwidth": per_gpu_plot(fleet, out_dir / "per_gpu.png")}
     paths.update({f"plot:{p.stem}": p for p in plots.values() if p})
-    md, page = render_md(fleet, plots, command), render_html(fleet, plots, command)
+    why = {"all-reduce busbw vs size": busbw_not_drawn, "per-GPU compute and bandwidth": per_gpu_not_drawn}
+    notes = {name: why[name](fleet) for name, p in plots.items() if p is None}  # a line instead of an empty chart
+    md, page = render_md(fleet, plots, command, notes=notes), render_html(fleet, plots, command, notes=notes)
     if fabric is not None:
         md += "\n".join(render_fabric_md(fabric, out_dir)) + "\n"
         page = page.replace("</body>", render_fabric_html(fabric, out_dir) + "\n</body>")
