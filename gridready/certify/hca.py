@@ -147,7 +147,7 @@ def firmware_gate(node: str, nics: Iterable[Nic], data: dict[str, Any], settings
         for t, hs in seen.items() if t in settings.firmware
         for h, fw in hs.items() if _version(fw) < _version(settings.firmware[t])
     ]
-    mixed = [f"{t}: {sorted(set(hs.values()))}" for t, hs in seen.items() if len(set(hs.values())) > 1]
+    mixed = [f"{t}: {_listed(sorted(set(hs.values())))}" for t, hs in seen.items() if len(set(hs.values())) > 1]
     measured = {h: fw for hs in seen.values() for h, fw in hs.items()}
     if low:
         return _gate("hca_firmware", node, S.FAIL, "firmware below the spec: " + ", ".join(low), measured=measured,
@@ -270,8 +270,8 @@ def roce_gates(node: str, nic: Nic, data: dict[str, Any], settings: FabricSettin
         want_p = sorted(settings.roce.pfc_priorities)
         out.append(_gate(
             "roce_pfc", node, S.ERROR if got is None else (S.PASS if got == want_p else S.FAIL),
-            f"{nic.name} ({netdev}) PFC priorities {got if got is not None else 'unreadable (mlnx_qos)'} "
-            f"(spec {want_p})",
+            f"{nic.name} ({netdev}) PFC priorities {_listed(got) if got is not None else 'unreadable (mlnx_qos)'} "
+            f"(spec {_listed(want_p)})",
             measured=got, expected=Expected(equals=want_p, source="spec"), evidence=f"hca.qos.{netdev}", **kw,
         ))
     if settings.roce.ecn_priorities is not None:
@@ -288,6 +288,11 @@ def roce_gates(node: str, nic: Nic, data: dict[str, Any], settings: FabricSettin
     return out
 
 
+def _listed(values: list[Any]) -> str:
+    """Priorities or versions in a reason: `3, 4`, `none` when empty (never a Python list)."""
+    return ", ".join(map(str, values)) or "none"
+
+
 def _ecn_gate(node: str, nic: Nic, netdev: str | None, nd: dict[str, Any], want: list[int]) -> GateResult:
     """DCQCN needs ECN at both ends: roce_np (marks CNPs) and roce_rp (slows the sender) on the RoCE priorities.
     A kernel without roce_rp files (older mlx5) is judged on roce_np alone."""
@@ -297,8 +302,8 @@ def _ecn_gate(node: str, nic: Nic, netdev: str | None, nd: dict[str, Any], want:
     got_rp = sorted(int(p) for p, v in rp.items() if v == 1) if rp else None
     missing = sorted((set(want) - set(got_np or [])) | (set(want) - set(got_rp) if got_rp is not None else set()))
     status = S.ERROR if got_np is None else (S.PASS if not missing else S.FAIL)
-    reason = (f"{nic.name} ({netdev}) ECN roce_np {got_np if got_np is not None else 'unreadable'}, roce_rp "
-              f"{got_rp if got_rp is not None else 'not exposed'} (spec {want})")
+    reason = (f"{nic.name} ({netdev}) ECN roce_np {_listed(got_np) if got_np is not None else 'unreadable'}, "
+              f"roce_rp {_listed(got_rp) if got_rp is not None else 'not exposed'} (spec {_listed(want)})")
     return _gate("roce_ecn", node, status, reason, measured={"roce_np": got_np, "roce_rp": got_rp},
                  expected=Expected(equals=want, source="spec"), evidence=f"hca.netdevs.{netdev}", hca=nic.name)
 

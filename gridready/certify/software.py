@@ -28,7 +28,8 @@ def software_versions(doc: dict[str, Any], exp: Expectations) -> list[GateResult
         return [exp.result("software_versions", E, "no driver version in the nvidia-smi output", measured=measured,
                            evidence="raw.nvidia_smi_query")]
     if len(drivers) > 1:
-        return [exp.result("software_versions", F, f"GPUs report different driver versions {sorted(drivers)}",
+        return [exp.result("software_versions", F,
+                           f"GPUs report different driver versions {', '.join(sorted(drivers))}",
                            measured=measured, evidence="raw.nvidia_smi_query")]
     driver = next(iter(drivers))
     if exp.driver_branch and not driver.startswith(exp.driver_branch + "."):

@@ -40,7 +40,7 @@ def test_a_port_as_shipped_fails_and_each_reason_names_the_nic():
     assert {g: r.status for g, r in res.items()} == {"roce_mtu": "fail", "roce_pfc": "fail", "roce_ecn": "fail",
                                                      "roce_trust": "fail"}  # fmt: skip
     assert all(r.reason.startswith("mlx5_2 (enp58s0np0)") and r.hca == "mlx5_2" for r in res.values())
-    assert "roce_rp [] " in res["roce_ecn"].reason  # DCQCN reaction point off: the sender never slows down
+    assert "roce_rp none (spec 3)" in res["roce_ecn"].reason  # DCQCN reaction point off: the sender never slows down
 
 
 def test_unreadable_qos_is_an_error_never_a_pass():
