@@ -24,7 +24,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gridready.artifacts import write_json_atomic
-from gridready.contracts import CertifySummary, ServeSummary, now_iso
+from gridready.contracts import CertifySummary, NodeCertification, ServeSummary, now_iso
 from gridready.errors import InvalidInput
 
 SCHEMA = "gridready.ledger/1"
@@ -215,6 +215,33 @@ def drain(ledger: Ledger, node: str, reason: str, *, at: str | None = None) -> L
     before = state(entry)
     entry.drained, entry.drain_reason, entry.drained_at = True, reason, at
     return _stamp(ledger, at, [(node, before, "drained", reason)], "watch")
+
+
+def record_targeted(ledger: Ledger, node: str, result: NodeCertification, gates: Iterable[str], summary_path: Path,
+                    run_id: str, *, at: str | None = None) -> Ledger:
+    """The watcher's re-certification of a drained node on the gates that match its fault only (a certify run of
+    those gates, which records nothing itself). A pass returns the node on its standing certification (its
+    window and evidence unchanged); a fail quarantines it, naming this run and the gates, and keeps it drained, so
+    that only a full certification (`certify --limit <node> --force`) returns it."""
+    entry = ledger.nodes.get(node)
+    if entry is None:
+        return ledger
+    at = at or now_iso()
+    names = ", ".join(sorted(gates))
+    before = state(entry)
+    if result.status == "certified":
+        if not entry.drained:
+            return ledger
+        entry.drained, entry.drain_reason, entry.drained_at = False, None, None
+        return _stamp(ledger, at, [(node, before, entry.verdict, f"targeted re-certification passed ({names}; "
+                                    f"run {run_id})")], "watch")
+    entry.verdict, entry.run_id, entry.judged_at, entry.summary = result.status, run_id, at, str(summary_path)
+    entry.valid_until, entry.blocking = None, list(result.blocking)
+    entry.failing_gates = failing_gates(result.blocking)
+    if not entry.drained:
+        entry.drained, entry.drain_reason, entry.drained_at = True, f"targeted re-certification: {names}", at
+    return _stamp(ledger, at, [(node, before, result.status, f"targeted re-certification failed: "
+                               f"{', '.join(entry.failing_gates) or result.status} (run {run_id})")], "watch")
 
 
 def undrain(ledger: Ledger, node: str, reason: str, *, at: str | None = None) -> Ledger:

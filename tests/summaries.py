@@ -22,12 +22,13 @@ HCAS = [f"mlx5_{i}" for i in range(8)]
 def certification(
     inv: Inventory, certified: Sequence[str], quarantined: Sequence[str] = (), *,
     hcas: dict[str, list[str]] | None = None, run_id: str = "20261130T010000Z-aaaa", check: bool = False,
-    root: Path | None = None,
+    root: Path | None = None, record: bool = True,
 ) -> tuple[Path, CertifySummary]:
     """A certify summary written by the certify stage's own writer (under `root`, default the artifacts/ beside
     the inventory's inventories/ folder): every node passes the
     `hca_present` gate for `hcas[node]` (default every HCA) and fails `hca_rate` (waived) for the spec's others;
-    quarantined nodes also fail a GPU gate. Returns (path, summary); the writer merged it into the ledger."""
+    quarantined nodes also fail a GPU gate. Returns (path, summary); the writer merged it into the ledger unless
+    `record` is false (a diagnostic run of some gates records nothing)."""
     spec = inv.spec.certification.model_copy(update={"waive": ["hca_rate"]})
     judged = datetime.now(UTC).isoformat(timespec="seconds")
     verdicts = []
@@ -44,7 +45,7 @@ def certification(
     fleet = judge_fleet(spec, verdicts, outliers=False, customer=inv.customer, run_id=run_id)
     root = root or inv.path.parent.parent / "artifacts"
     ctx = RunContext(customer=inv.customer, run_id=run_id, root=root, check=check)
-    summary = certify_stage.write_summary(inv, ctx, fleet)
+    summary = certify_stage.write_summary(inv, ctx, fleet, record=record)
     return ctx.stage_dir("certify") / "summary.json", summary
 
 

@@ -7,8 +7,9 @@ does it:
    or `--signals <file>` (a JSON list of gridready.health.Signal, e.g. from a DaemonSet or an exporter);
 2. drain: the node is marked drained in the ledger under the customer lock, so serve, bench and reuse leave it out
    (a serving node's replica is re-planned on the next `invoke serve`), never past the circuit breaker;
-3. re-certify: a certify run limited to the faulty nodes (--force), in its own run id; its verdict, merged into the
-   ledger, returns the node (pass) or keeps it out as quarantined (fail).
+3. re-certify: a certify run limited to the faulty nodes (--force) and to the gates that match their fault, in
+   its own run id; its verdict, merged into the ledger, returns the node (pass) or quarantines it (fail). A
+   drained node with no fault left, and a node due for its scheduled re-certification, get every gate.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -83,28 +85,48 @@ def collect(inv: Inventory, book: ledger.Ledger, runner: Any, now: datetime | No
 def once(inv: Inventory, ctx: RunContext, signals: list[Signal], policy: Policy | None = None,
          recertify: Callable[[Inventory, RunContext], Any] | None = None) -> dict[str, Any]:
     """One pass: decide, drain (ledger), re-certify the nodes that need it, report. The caller holds the lock;
-    `recertify` is the certify stage's run (composed here), given a context limited to the nodes."""
+    `recertify` is the certify stage's run (composed here), given a context limited to the nodes.
+
+    A node drained for a fault is re-certified on the gates that match it only (one certify run per set of gates,
+    which records nothing itself; its outcome is merged here: gridready.ledger.record_targeted); a node with no
+    fault left, or due for its scheduled re-certification, gets a full certify run, which records itself."""
     _, book = ledger.read(ctx.root, inv.customer)
     actions = health.decide(book, signals, inv.gpu_hosts(), policy)
     for a in actions:
         if a.kind == "drain":
             ledger.update(ctx.root, inv.customer, lambda b, a=a: ledger.drain(b, a.node, a.reason))
-    todo = sorted({a.node for a in actions if a.kind == "recertify"})
+    batches: dict[tuple[str, ...], list[str]] = {}
+    for a in actions:
+        if a.kind == "recertify":
+            nodes = batches.setdefault(tuple(a.gates), [])
+            if a.node not in nodes:
+                nodes.append(a.node)
     results: list[Action] = []
-    run_id = None
-    if todo and recertify is not None:
+    runs: list[dict[str, Any]] = []
+    for gates, todo in sorted(batches.items()) if recertify is not None else []:
         run_id = new_run_id()
-        sub = replace(ctx, run_id=run_id, limit=",".join(todo), force=True, check=False)
+        sub = replace(ctx, run_id=run_id, limit=",".join(sorted(todo)), force=True, check=False,
+                      gates=gates, skip_gates=())
         sub.claim_stage("certify")
+        runs.append({"run_id": run_id, "nodes": sorted(todo), "gates": list(gates) or "all"})
         try:
             summary = recertify(inv, sub)
-            verdicts = {n: h.status for n, h in summary.hosts.items()}
         except GridreadyError as err:
             verdicts = {n: f"error: {err}" for n in todo}
-        results = health.outcome(actions, verdicts)
+        else:
+            verdicts = {n: h.status for n, h in summary.hosts.items() if n in todo}
+            if gates:
+                path = sub.stage_dir("certify") / "summary.json"
+                for n in todo:
+                    if n in summary.hosts:
+                        merge = partial(ledger.record_targeted, node=n, result=summary.hosts[n], gates=gates,
+                                        summary_path=path, run_id=run_id)
+                        ledger.update(ctx.root, inv.customer, merge)
+        results += health.outcome([a for a in actions if tuple(a.gates) == gates], verdicts)
     _, after = ledger.read(ctx.root, inv.customer)
     return {"customer": inv.customer, "signals": [s.model_dump() for s in signals],
-            "actions": [a.model_dump() for a in [*actions, *results]], "recertify_run": run_id,
+            "actions": [a.model_dump() for a in [*actions, *results]],
+            "recertify_run": runs[0]["run_id"] if runs else None, "recertify_runs": runs,
             "revision": after.revision}
 
 

@@ -204,8 +204,10 @@ def test_retention_keeps_the_last_valid_runs_and_every_run_the_ledger_points_to(
 
 
 def test_watch_drains_on_a_fault_quarantines_then_returns_the_node(make_inv, tmp_path):
-    """The lifecycle on the ledger: fault -> drained -> targeted re-certification fails -> quarantined (still
-    drained) -> fault cleared -> re-certification passes -> returned; each step in the status view."""
+    """The lifecycle on the ledger: fault -> drained -> targeted re-certification (the fault's gates only, a run
+    that records nothing itself) fails -> quarantined, still drained -> fault cleared -> a full re-certification
+    passes -> returned; each step in the status view."""
+    from gridready.health import XID_GATES
     from gridready.stages import status, watch
 
     inv = make_inv(3)
@@ -214,17 +216,24 @@ def test_watch_drains_on_a_fault_quarantines_then_returns_the_node(make_inv, tmp
     fault = tmp_path / "signals.json"
     fault.write_text(json.dumps([{"node": "gpu02", "kind": "xid", "code": "79", "detail": "fallen off the bus"}]))
     healthy = {"now": False}
+    runs: list[tuple[str, ...]] = []
 
     def recertify(inv_, sub):
-        assert sub.limit == "gpu02" and sub.force
+        assert sub.limit == "gpu02" and sub.force and not sub.skip_gates
+        runs.append(sub.gates)
         ok = ["gpu02"] if healthy["now"] else []
-        return certification(inv_, ok, [] if ok else ["gpu02"], run_id=sub.run_id, root=sub.root)[1]
+        return certification(inv_, ok, [] if ok else ["gpu02"], run_id=sub.run_id, root=sub.root,
+                             record=not sub.gates)[1]
 
     ctx = RunContext(customer=customer, run_id=B, root=root)
     policy = watch.load_policy(None, None)
     first = watch.run(inv, ctx, str(fault), policy, recertify)
+    assert runs == [tuple(sorted(XID_GATES[79]))]  # the gates of an Xid 79 only
     assert [(a["kind"], a["node"]) for a in first["actions"]] == [
         ("drain", "gpu02"), ("recertify", "gpu02"), ("quarantine", "gpu02")]
+    entry = ledger.read(root, customer)[1].nodes["gpu02"]
+    assert entry.run_id == first["recertify_run"] and entry.failing_gates == ["pcie_link"]
+    assert entry.valid_until is None and entry.drained
     row = {r["node"]: r for r in status.run(inv, ctx)["nodes"]}["gpu02"]
     assert (row["verdict"], row["drained"]) == ("quarantined", True)
     cert = topology.read_certification(inv, ledger.read(root, customer))
@@ -232,11 +241,47 @@ def test_watch_drains_on_a_fault_quarantines_then_returns_the_node(make_inv, tmp
     healthy["now"] = True
     fault.write_text("[]")
     second = watch.run(inv, ctx, str(fault), policy, recertify)
+    assert runs[1] == ()  # no fault left: every gate, and the run records itself
     assert [(a["kind"], a["node"]) for a in second["actions"]] == [("recertify", "gpu02"), ("return", "gpu02")]
     row = {r["node"]: r for r in status.run(inv, ctx)["nodes"]}["gpu02"]
     assert (row["verdict"], row["drained"]) == ("certified", False)
     assert sorted(topology.read_certification(inv, ledger.read(root, customer)).certified) == [
         "gpu01", "gpu02", "gpu03"]
+
+
+def test_a_targeted_pass_returns_the_node_on_its_standing_certification(make_inv, tmp_path):
+    """A fault whose gates pass again (the GPU recovered): the node returns with its certification window and
+    evidence unchanged; the targeted run is named in the history."""
+    from gridready.stages import watch
+
+    inv = make_inv(2)
+    root, customer = _root_and_customer(inv)
+    certification(inv, ["gpu01", "gpu02"], run_id=A)
+    before = ledger.read(root, customer)[1].nodes["gpu01"].model_copy()
+    fault = tmp_path / "signals.json"
+    fault.write_text(json.dumps([{"node": "gpu01", "kind": "dcgm_health", "code": "thermal"}]))
+
+    def recertify(inv_, sub):
+        assert sub.gates == ("clocks", "temperature", "throttle")
+        return certification(inv_, ["gpu01"], run_id=sub.run_id, root=sub.root, record=False)[1]
+
+    done = watch.run(inv, RunContext(customer=customer, run_id=B, root=root), str(fault),
+                     watch.load_policy(None, None), recertify)
+    assert [(a["kind"], a["node"]) for a in done["actions"]] == [
+        ("drain", "gpu01"), ("recertify", "gpu01"), ("return", "gpu01")]
+    book = ledger.read(root, customer)[1]
+    after = book.nodes["gpu01"]
+    assert not after.drained and after.verdict == "certified"
+    assert (after.run_id, after.valid_until, after.evidence) == (before.run_id, before.valid_until, before.evidence)
+    assert "targeted re-certification passed (clocks, temperature, throttle; run " in book.history[-1].reason
+
+
+def test_every_gate_the_watcher_asks_for_is_a_gate() -> None:
+    from gridready.health import DCGM_GATES, ENGINE_GATES, XID_DEFAULT, XID_GATES
+    from gridready.stages.certify import is_known_gate
+
+    asked = {g for gs in [*XID_GATES.values(), *DCGM_GATES.values(), ENGINE_GATES, XID_DEFAULT] for g in gs}
+    assert asked and all(is_known_gate(g) for g in asked), sorted(g for g in asked if not is_known_gate(g))
 
 
 def test_watch_reads_xid_and_dcgm_health_from_the_nodes(make_inv):
