@@ -82,15 +82,23 @@ def collect(inv: Inventory, book: ledger.Ledger, runner: Any, now: datetime | No
     return out
 
 
+def _drained(root: Path, customer: str) -> set[str]:
+    return {n for n, e in ledger.read(root, customer)[1].nodes.items() if e.drained}
+
+
 def once(inv: Inventory, ctx: RunContext, signals: list[Signal], policy: Policy | None = None,
-         recertify: Callable[[Inventory, RunContext], Any] | None = None) -> dict[str, Any]:
+         recertify: Callable[[Inventory, RunContext], Any] | None = None,
+         route: Callable[[Inventory, RunContext], dict[str, Any]] | None = None) -> dict[str, Any]:
     """One pass: decide, drain (ledger), re-certify the nodes that need it, report. The caller holds the lock;
     `recertify` is the certify stage's run (composed here), given a context limited to the nodes.
 
     A node drained for a fault is re-certified on the gates that match it only (one certify run per set of gates,
     which records nothing itself; its outcome is merged here: gridready.ledger.record_targeted); a node with no
-    fault left, or due for its scheduled re-certification, gets a full certify run, which records itself."""
+    fault left, or due for its scheduled re-certification, gets a full certify run, which records itself. When the
+    drained set changed, `route` (gridready.stages.serve_drain.sync_router) takes the drained nodes' replicas out
+    of the live router, or puts returned ones back."""
     _, book = ledger.read(ctx.root, inv.customer)
+    was = {n for n, e in book.nodes.items() if e.drained}
     actions = health.decide(book, signals, inv.gpu_hosts(), policy)
     for a in actions:
         if a.kind == "drain":
@@ -123,11 +131,13 @@ def once(inv: Inventory, ctx: RunContext, signals: list[Signal], policy: Policy 
                                         summary_path=path, run_id=run_id)
                         ledger.update(ctx.root, inv.customer, merge)
         results += health.outcome([a for a in actions if tuple(a.gates) == gates], verdicts)
+    now = _drained(ctx.root, inv.customer)
+    routed = route(inv, ctx) if route is not None and now != was else None
     _, after = ledger.read(ctx.root, inv.customer)
     return {"customer": inv.customer, "signals": [s.model_dump() for s in signals],
             "actions": [a.model_dump() for a in [*actions, *results]],
             "recertify_run": runs[0]["run_id"] if runs else None, "recertify_runs": runs,
-            "revision": after.revision}
+            "drained": sorted(now), "router": routed, "revision": after.revision}
 
 
 def load_policy(share: float | None, days: float | None) -> Policy:
@@ -149,7 +159,8 @@ def run(inv: Inventory, ctx: RunContext, signals: str | None, policy: Policy,
         recertify: Callable[[Inventory, RunContext], Any]) -> dict[str, Any]:
     """`invoke watch --once`: signals from the file, else from the nodes over SSH; then one pass."""
     from gridready.stages.fabric import SshRunner
+    from gridready.stages.serve_drain import sync_router
 
     found = read_signals(signals) if signals else collect(inv, ledger.read(ctx.root, inv.customer)[1],
                                                           SshRunner.from_inventory(inv))
-    return once(inv, ctx, found, policy, recertify)
+    return once(inv, ctx, found, policy, recertify, sync_router)

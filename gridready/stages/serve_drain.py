@@ -1,0 +1,94 @@
+"""Drain from live serving (target hosts): the router stops sending requests to the replicas of drained nodes, and
+takes them back when the nodes return. Called by the watcher after it drained or returned a node
+(gridready.stages.watch); nothing else of the deployment changes (the engines keep running, so a returned node
+serves again at once).
+
+The deployment is the ledger's `serving` one: its plans are planned again on the nodes it served on (planning is
+deterministic) and must give the endpoints its summary recorded, else the router is left alone and the reason
+said (`invoke serve` re-plans). The router keeps its host; a tier left with no replica keeps its routes (LiteLLM's
+health-check routing and cooldown already refuse a dead upstream; removing the route would answer 404)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from gridready import ansible, contracts, ledger
+from gridready.artifacts import RunContext
+from gridready.contracts import ServeSummary
+from gridready.errors import GridreadyError
+from gridready.exitcodes import ExitCode
+from gridready.inventory import Inventory
+from gridready.serving import topology
+from gridready.serving.topology import Certification, CertifiedNode, TierPlan
+from gridready.stages import serve_config, serve_router
+
+
+def deployed(inv: Inventory, book: ledger.Ledger) -> tuple[Certification, list[TierPlan]] | str:
+    """The deployment's certification and plans as serve made them, or why they cannot be had."""
+    if book.serving is None:
+        return "no deployment in the ledger"
+    nodes = sorted(n for n in book.serving.roles if n in inv.gpu_hosts())
+    certified = {}
+    for n in nodes:
+        entry = book.nodes.get(n)
+        hcas = None if entry is None or entry.hcas_passed is None else tuple(entry.hcas_passed)
+        certified[n] = CertifiedNode(name=n, group=inv.node_group_of(n) or "", ip=topology.node_ip(inv, n),
+                                     hcas=hcas)
+    cert = Certification(source=f"ledger serving {book.serving.run_id}", finished_at=datetime.now(UTC),
+                         certified=certified)
+    try:
+        plans = topology.plan_tiers(inv, cert)
+        summary = contracts.read(Path(book.serving.summary), ServeSummary)
+    except GridreadyError as err:
+        return f"the deployment cannot be planned again: {err}"
+    served = {e.tier: list(e.heads) for e in summary.endpoints}
+    if served != {p.tier.name: [r.head for r in p.replicas] for p in plans}:
+        return (f"the deployment of run {book.serving.run_id} is not what the inventory plans today on its nodes; "
+                "`invoke serve` re-plans it")
+    return cert, plans
+
+
+def without(plans: list[TierPlan], drained: set[str]) -> list[TierPlan]:
+    """The plans with every replica that uses a drained node left out (a tier may be left with none)."""
+    return [replace(p, replicas=tuple(r for r in p.replicas if not set(r.nodes) & drained)) for p in plans]
+
+
+def router_vars(inv: Inventory, ctx: RunContext, cert: Certification, plans: list[TierPlan],
+                drained: set[str]) -> dict[str, Any]:
+    """serve.yml's variables for its router play: the deployment as it is, the router's upstreams without the
+    drained replicas. A tier with no replica left keeps its upstreams (see the module docstring)."""
+    kept = [p if p.replicas else full for p, full in zip(without(plans, drained), plans, strict=True)]
+    run_vars = serve_config.hosts_extravars(inv, cert, plans)
+    routed = serve_router.extravars(inv, ctx.root, cert, kept, chosen=serve_router.routes(inv, ctx.root, plans))
+    whole = serve_router.extravars(inv, ctx.root, cert, plans, chosen=serve_router.routes(inv, ctx.root, plans))
+    if routed:
+        for key in ("host", "bind", "url"):  # the router stays where serve put it
+            routed["gridready_serve_router"][key] = whole["gridready_serve_router"][key]
+    run_vars |= routed
+    serve_router.open_router_port(run_vars)
+    return run_vars
+
+
+def sync_router(inv: Inventory, ctx: RunContext) -> dict[str, Any]:
+    """Apply the ledger's drained set to the router of the deployment; what it did, for the watcher's report."""
+    spec = inv.spec.serving
+    if spec.target != "hosts" or not spec.router.enabled:
+        return {"applied": False, "reason": f"no router on target hosts (target {spec.target}); a drained node is "
+                                            "left out by the next `invoke serve`"}
+    _, book = ledger.read(ctx.root, inv.customer)
+    found = deployed(inv, book)
+    if isinstance(found, str):
+        return {"applied": False, "reason": found}
+    cert, plans = found
+    drained = {n for n, e in book.nodes.items() if e.drained and n in cert.certified}
+    out_dir = ctx.stage_dir("watch") / f"router-{book.revision}"
+    result = ansible.run_playbook(inv, "serve.yml", out_dir, tags="router",
+                                  extravars=router_vars(inv, ctx, cert, plans, drained))
+    out = {"applied": result.rc == 0, "drained_replicas": sorted(drained), "artifacts": str(out_dir),
+           "reason": f"router play {result.status} (rc {result.rc})"}
+    if result.rc != 0:
+        out["exit_code"] = int(ExitCode.STAGE_FAILED)
+    return out
