@@ -1,9 +1,12 @@
 """One sandbox host: a `systemd-nspawn --boot` container over an overlay root, in its own netns and cgroups.
 
 Start: the launcher joins the host's own `name=systemd` and cgroup2 groups (else every container shares
-`/payload` and a graceful stop hangs), enters a private mount namespace, mounts the overlay and execs nspawn; it
+`/payload` and a graceful stop hangs), enters a private mount namespace, mounts the overlay and runs nspawn; it
 is detached (`setsid -f`) and writes its own PID, so the fleet outlives the command that started it.
-Stop: SIGKILL the container's init (nspawn's child), never nspawn itself (that orphans the container).
+Reboot: the launcher stays the parent of nspawn and starts it again when the container's init rebooted (exit 133),
+as systemd's own systemd-nspawn@.service does (`restart_loop`); a poweroff (exit 0) or any failure ends it.
+Stop: write the stop marker (no restart after this), then SIGKILL the container's init (nspawn's child), never
+nspawn itself (that orphans the container).
 """
 
 from __future__ import annotations
@@ -19,11 +22,17 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from gridready.errors import GridreadyError
 from sandbox import proc
 
 CGROUP_BASE = "gridready-sandbox"
+NSPAWN = "systemd-nspawn"
+# systemd-nspawn(1), --boot: "If the container's init reboots, systemd-nspawn exits with status 133"; systemd's
+# units/systemd-nspawn@.service.in restarts it on that status: RestartForceExitStatus=133, SuccessExitStatus=133
+REBOOT_EXIT = 133
+STOP_MARKER = "stop"  # in the host dir: the launcher starts no new boot once it exists
 
 
 def cgroup_roots() -> list[Path]:
@@ -50,6 +59,10 @@ class HostPlan:
     def console_log(self) -> Path:
         """nspawn's output (the boot log); outside hosts/ so it survives a failed bring-up's cleanup."""
         return self.dir.parent.parent / "logs" / f"{self.name}.console.log"
+
+    @property
+    def stop_marker(self) -> Path:
+        return self.dir / STOP_MARKER
 
     def cgroups(self) -> list[Path]:
         return [root / CGROUP_BASE / self.fleet / self.name for root in cgroup_roots()]
@@ -80,24 +93,50 @@ def prepare(plan: HostPlan, all_hosts: dict[str, str], pubkey: str, profile_json
     (upper / "etc/gridready-sim/profile.json").write_text(profile_json)
 
 
+def restart_loop(nspawn: list[str], stop_marker: Path, reset: str = "") -> str:
+    """Shell that runs `nspawn` until its container stops for good, like systemd-nspawn@.service
+    (RestartForceExitStatus=133, SuccessExitStatus=133): exit 133 (the container's init rebooted) runs `reset`, then
+    nspawn again with the same arguments; exit 0 (poweroff) ends it with 0, any other status ends it with that
+    status; once `stop_marker` exists (the sandbox's own stop) it ends before starting another boot."""
+    marker = shlex.quote(str(stop_marker))
+    again = f"{reset}; " if reset else ""
+    return (f"while :; do test -e {marker} && exit 0; {shlex.join(nspawn)}; rc=$?; "
+            f"test $rc -eq {REBOOT_EXIT} || exit $rc; test -e {marker} && exit 0; {again}done")
+
+
+def reset_network_state(netns: str, root: Path) -> str:
+    """Shell that empties the host's nftables ruleset between two boots. The host's network namespace outlives its
+    container (the fleet made it, nspawn only joins it), but a real reboot starts a fresh kernel with no ruleset:
+    nftables rules are kernel state that is not saved (nft(8); Debian loads /etc/nftables.conf at boot through
+    nftables.service for that reason). The container image's own nft does it (no tool needed on this machine)."""
+    return (f"nsenter --net={shlex.quote(f'/run/netns/{netns}')} chroot {shlex.quote(str(root))} "
+            "/usr/sbin/nft flush ruleset")
+
+
 def start(plan: HostPlan, lower: Path) -> tuple[int, int]:
-    """Launch the container detached; returns (launcher PID, its start time). The launcher execs into nspawn."""
+    """Launch the container detached; returns (launcher PID, its start time). The launcher is nspawn's parent for
+    the host's whole life, across reboots (`restart_loop`)."""
     for cg in plan.cgroups():
         cg.mkdir(parents=True, exist_ok=True)
     pidfile = plan.dir / "nspawn.pid"
     pidfile.unlink(missing_ok=True)
+    plan.stop_marker.unlink(missing_ok=True)
     root = plan.dir / "root"
     overlay = f"lowerdir={lower},upperdir={plan.dir / 'upper'},workdir={plan.dir / 'work'}"
+    # CAP_NET_ADMIN: systemd-nspawn(1) retains it "if --private-network is specified", which cannot be combined
+    # with --network-namespace-path; the netns is this host's own as a private network's is, so the host keeps it
+    # as a private-network container (and a real server) does: nft and ip work inside (the serving firewall)
     nspawn = [
-        "systemd-nspawn", "--quiet", "--boot", f"--directory={root}", f"--machine={plan.machine}",
+        NSPAWN, "--quiet", "--boot", f"--directory={root}", f"--machine={plan.machine}",
         f"--hostname={plan.name}", f"--network-namespace-path=/run/netns/{plan.netns}", "--register=no",
         "--keep-unit", "--resolv-conf=off", "--timezone=off", "--link-journal=no", "--console=read-only",
+        "--capability=CAP_NET_ADMIN",
     ]
     joins = " && ".join(f"echo $$ > {shlex.quote(str(cg / 'cgroup.procs'))}" for cg in plan.cgroups())
     script = (
         f"echo $$ > {shlex.quote(str(pidfile))} && {joins} && "
         f"mount -t overlay overlay -o {shlex.quote(overlay)} {shlex.quote(str(root))} && "
-        f"exec {shlex.join(nspawn)}"
+        + restart_loop(nspawn, plan.stop_marker, reset_network_state(plan.netns, root))
     )
     plan.console_log.parent.mkdir(parents=True, exist_ok=True)
     with open(plan.console_log, "wb") as log:
@@ -118,12 +157,24 @@ def start(plan: HostPlan, lower: Path) -> tuple[int, int]:
     raise GridreadyError(f"sandbox: {plan.name} did not start; see {plan.console_log}")
 
 
-def container_init(nspawn_pid: int) -> tuple[int, int] | None:
-    """The container's PID 1 (nspawn's child) with its start time, once nspawn has forked it."""
-    for child in proc.children(nspawn_pid):
-        started = proc.start_time(child)
-        if started is not None:
-            return child, started
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def container_init(launcher_pid: int) -> tuple[int, int] | None:
+    """The container's PID 1 of the current boot (nspawn's child) with its start time, once nspawn has forked it.
+
+    `launcher_pid` is the launcher (nspawn's parent, a new nspawn at every reboot) or nspawn itself."""
+    nspawns = [launcher_pid] if _comm(launcher_pid) == NSPAWN else [
+        c for c in proc.children(launcher_pid) if _comm(c) == NSPAWN]
+    for nspawn in nspawns:
+        for child in proc.children(nspawn):
+            started = proc.start_time(child)
+            if started is not None:
+                return child, started
     return None
 
 
@@ -137,16 +188,22 @@ def ssh_ready(address: str, timeout: float = 0.5) -> bool:
         return False
 
 
-def stop(rec: dict[str, int | None]) -> None:
-    """SIGKILL the container init of a saved record, then wait for nspawn to exit by itself."""
-    npid, nstart = rec.get("nspawn_pid"), rec.get("nspawn_start")
+def stop(rec: dict[str, Any]) -> None:
+    """Stop a saved host record: the stop marker first (the launcher starts no new boot), then SIGKILL the container
+    init of the current boot until the launcher exits by itself (a reboot may fork a new init meanwhile)."""
+    npid, nstart = rec.get("nspawn_pid"), rec.get("nspawn_start")  # the launcher (nspawn's parent)
     ipid, istart = rec.get("init_pid"), rec.get("init_start")
-    if not proc.alive(ipid, istart) and proc.alive(npid, nstart):
-        found = container_init(npid)  # type: ignore[arg-type]
-        ipid, istart = found if found else (None, None)
+    if rec.get("dir") and Path(rec["dir"]).is_dir():
+        (Path(rec["dir"]) / STOP_MARKER).touch()
     proc.kill_saved(ipid, istart)
-    if not proc.wait_gone(npid, nstart, timeout=10):
-        proc.kill_saved(npid, nstart)  # init is gone: nothing left to orphan
+    deadline = time.monotonic() + 10
+    while npid and proc.alive(npid, nstart) and time.monotonic() < deadline:
+        found = container_init(npid)
+        if found:
+            proc.kill_saved(*found)
+        time.sleep(0.05)
+    if proc.alive(npid, nstart):
+        proc.kill_saved(npid, nstart)  # the cgroup cleanup (remove_cgroups) takes what it leaves
         proc.wait_gone(npid, nstart, timeout=5)
 
 

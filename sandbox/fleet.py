@@ -17,7 +17,7 @@ import shutil
 import string
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -271,6 +271,7 @@ def _start_hosts(cfg: config.FleetConfig, addresses: dict[str, str], lower: Path
         state["hosts"][h.name] = rec
         _write_state(name, state)  # saved before each start: a crash leaves a record for down()
         network.add_host(plan.netns, plan.veth, plan.address)
+        # "nspawn_pid": the launcher, nspawn's parent for the host's whole life (a new nspawn at every reboot)
         rec["nspawn_pid"], rec["nspawn_start"] = container.start(plan, lower)
         _write_state(name, state)
     _wait_ready(name, state, timeout=60 + 5 * len(cfg.hosts))
@@ -293,6 +294,39 @@ def _wait_ready(name: str, state: dict, timeout: float) -> None:
                                  f"{timeout:.0f} s; see {_console(name, sorted(pending)[0])}")
         if pending:
             time.sleep(0.05)
+
+
+def reboot(inventory_dir: Path, host: str, timeout: float = 180,
+           poll: Callable[[], object] | None = None) -> None:
+    """`systemctl reboot` on `host` over its ssh (as an operator reboots a node), then wait until a new boot's
+    sshd answers; the launcher starts nspawn again (container.restart_loop). `poll` is called while waiting (a test
+    probes the host as it comes back). The record's container init becomes the new boot's."""
+    name = fleet_name(Path(inventory_dir))
+    rec = (_read_state(name) or {"hosts": {}})["hosts"].get(host)
+    if not rec or not proc.alive(rec.get("nspawn_pid"), rec.get("nspawn_start")):
+        raise GridreadyError(f"sandbox: {host} of fleet {name!r} is not running", ExitCode.INVALID)
+    launcher, before = rec["nspawn_pid"], container.container_init(rec["nspawn_pid"])
+    # the session may end before systemctl returns (ssh exit 255): the new boot is what counts
+    subprocess.run(["ssh", "-F", str(paths.fleet_dir(name) / "ssh_config"), host, "systemctl reboot"],
+                   capture_output=True, timeout=60, check=False)
+    deadline = time.monotonic() + timeout
+    while True:
+        if poll is not None:
+            poll()
+        if not proc.alive(launcher, rec["nspawn_start"]):
+            raise GridreadyError(f"sandbox: {host} did not come back from its reboot; see {_console(name, host)}")
+        now = container.container_init(launcher)
+        if now is not None and now != before and container.ssh_ready(rec["address"], timeout=0.2):
+            break
+        if time.monotonic() > deadline:
+            raise GridreadyError(f"sandbox: sshd of {host} did not answer within {timeout:.0f} s of its reboot; "
+                                 f"see {_console(name, host)}")
+        time.sleep(0.1)
+    with _fleet_lock(name):
+        state = _read_state(name)
+        if state and host in state["hosts"]:
+            state["hosts"][host]["init_pid"], state["hosts"][host]["init_start"] = now
+            _write_state(name, state)
 
 
 def down(inventory_dir: Path) -> None:

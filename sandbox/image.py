@@ -33,6 +33,9 @@ SERVER_PACKAGES = (
     "openssh-server", "python3", "sudo",  # the SSH server task, Ansible's interpreter, sudo
     "iproute2", "procps", "systemd", "systemd-sysv", "iputils-ping", "kmod", "netbase", "less",  # important
     "dbus", "libpam-systemd", "ca-certificates", "pciutils", "xz-utils",  # standard
+    # Priority: important in bookworm (`apt-cache show nftables`), so a fresh Debian 12 server has /usr/sbin/nft:
+    # the serving firewall (roles/gridready_ray_node/tasks/firewall.yml) finds and uses it, as on a real host
+    "nftables",
 )
 PACKAGES = SERVER_PACKAGES
 MASKED_UNITS = ("apt-daily.timer", "apt-daily-upgrade.timer", "man-db.timer", "e2scrub_all.timer",

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -82,6 +83,10 @@ class Fleet:
             cmd[1:1] = ["--vault-id", f"{config.customer_of(self.inventory)}@{pw}"]
         return subprocess.run(cmd, capture_output=True, text=True, env=self.ansible_env(), check=check,
                               timeout=timeout, cwd=paths.repo_root())
+
+    def reboot(self, host: str, *, timeout: float = 180, poll: Callable[[], object] | None = None) -> None:
+        """Reboot `host` (`systemctl reboot` over ssh) and wait for its new boot's sshd (sandbox.fleet.reboot)."""
+        fleet_api.reboot(self.inventory, host, timeout, poll)
 
     def status(self) -> fleet_api.FleetStatus:
         return fleet_api.status(self.inventory)
