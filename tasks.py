@@ -64,8 +64,7 @@ def _stage(c: Context, run: StageRun, check_usage: Callable[[RunContext], None] 
     ctx = cli.context(inv, json=as_json, **flags)  # type: ignore[arg-type]
     if check_usage is not None:
         check_usage(ctx)
-    if not ctx.render:  # a render reaches no host: no fleet to boot
-        _ensure_sandbox(inv)
+    _ensure_sandbox(inv)  # also for a render: the fleet's bring-up pins the sandbox's simulated image digests
     cli.finish(cli.run_stage(inv, ctx, run), as_json)
 
 
