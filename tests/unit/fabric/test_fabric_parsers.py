@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from gridready.probe import hca
+
+REPO = Path(__file__).resolve().parents[3]
 
 SYSFS = "sysfs-infiniband/sys-class-infiniband__8xH100-ndr__FAIL-mlx5_1-link_downed-255__gpud"
 
@@ -90,3 +94,14 @@ def test_collect_on_a_machine_without_tools(tmp_path, monkeypatch):
     data = hca.collect(gdr=True)
     assert data["sysfs"] == {} and "not found" in data["ibstat"]["error"]
     assert data["ib_write_bw"] == {}
+
+
+def test_mlnx_qos_as_upstreams_printer_writes_it():
+    """tests/fixtures/roce/mlnx_qos-upstream-wrapped.txt follows mlnx-tools' own pretty_print (README there): a
+    priority's DSCPs wrap onto a second `prio:N` line, firmware DCBX, two PFC priorities."""
+    text = (REPO / "tests/fixtures/roce/mlnx_qos-upstream-wrapped.txt").read_text()
+    got = hca.parse_mlnx_qos(text)
+    assert got["trust"] == "dscp" and got["pfc_enabled"] == [3, 4]
+    assert sorted(got["dscp2prio"]) == list(range(64))
+    assert got["dscp2prio"][46] == 3 and got["dscp2prio"][45] == 5 and got["dscp2prio"][26] == 3
+    assert {p for d, p in got["dscp2prio"].items() if d // 8 != p} == {3}  # only DSCP 46 left the default map
