@@ -35,8 +35,11 @@ def deployed(inv: Inventory, ctx: RunContext, plans: list[topology.TierPlan]) ->
     served = {e.tier: e.heads for e in summary.endpoints}
     planned = {p.tier.name: [r.head for r in p.replicas] for p in plans}
     if served != planned:
-        raise InvalidInput(f"{path}: endpoints: {served} differ from the tiers planned on the current "
-                           f"certification {planned}; run `invoke serve` again")
+        def said(tiers: dict[str, list[str]]) -> str:
+            return "; ".join(f"{t} on {', '.join(h)}" for t, h in sorted(tiers.items())) or "none"
+
+        raise InvalidInput(f"{path}: endpoints: served {said(served)}, but the current certification plans "
+                           f"{said(planned)}; run `invoke serve` again")
     return str(path)
 
 

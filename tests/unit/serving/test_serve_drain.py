@@ -91,3 +91,21 @@ def test_without_leaves_out_every_replica_on_a_drained_node(make_inv, monkeypatc
     assert [r.nodes for r in plans[0].replicas] == [("gpu01",), ("gpu02",)]
     assert [r.nodes for r in serve_drain.without(plans, {"gpu01"})[0].replicas] == [("gpu02",)]
     assert serve_drain.without(plans, {"gpu01", "gpu02"})[0].replicas == ()
+
+
+def test_bench_says_in_words_which_deployment_differs(make_inv, monkeypatch, tmp_path):
+    """bench measures only the deployment the inventory plans today; the refusal names tiers and heads in words."""
+    import pytest
+
+    from gridready.errors import InvalidInput
+    from gridready.serving import topology
+    from gridready.stages import bench, serve_config
+
+    _, root, _ = _served(make_inv, monkeypatch, tmp_path)
+    one = with_router(make_inv(3, [{**TIER, "replicas": 1}]))
+    ctx = RunContext(customer="acme", run_id="20261202T055000Z-bnch", root=root)
+    plans = topology.plan_tiers(one, serve_config.current_certification(one, ctx))
+    with pytest.raises(InvalidInput) as err:
+        bench.deployed(one, ctx, plans)
+    assert "served chat on gpu01, gpu02, but the current certification plans chat on gpu01" in str(err.value)
+    assert "{" not in str(err.value) and "[" not in str(err.value)
