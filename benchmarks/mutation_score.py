@@ -1,13 +1,18 @@
 """Mutation score of the modules that decide verdicts and arguments, per package, with mutmut (dev extra).
 
     nice -n 19 python benchmarks/mutation_score.py --until 06:45 --write docs/mutation.md
-    python benchmarks/mutation_score.py --modules gridready/certify/pcie.py --report-only   # figures of a past run
+    python benchmarks/mutation_score.py --modules certify/pcie --report-only   # figures of a past run
+    python3 benchmarks/mutation_score.py --one-run --max-children 14 --mutmut /tmp/site/bin/mutmut --until 20:40
+        # a machine of 16 cores (benchmarks/mutation_device_run.sh: the lent H200 host, docs/mutation.md)
 
 Not a CI gate (tens of minutes on two cores): a command to run before a change is done. The repository is copied
 to --workdir (never the working tree; a second run reuses the copy and mutmut's results, and a changed source file
 is mutated again); mutmut mutates the modules of MODULES there and runs, for each mutant, the tests of TESTS that
-cover it (mutmut's per-function test selection). One `mutmut run` over every module, stopped at --until (UTC):
-figures are of the mutants run by then, and say how many were not run.
+cover it (mutmut's per-function test selection). One `mutmut run` per module (ORDER first), stopped at --until (UTC):
+figures are of the mutants run by then, and say how many were not run. With --one-run, one `mutmut run` over every
+module instead of one per module: no per-module start-up (test listing, clean run), mutants in mutmut's order (fast
+ones first), and a later run with the same work directory goes on with the mutants not run yet (a run per module
+re-runs every mutant of that module).
 
 Score = killed / (killed + survived + no tests + timeout + suspicious): a mutant no test reaches counts against it.
 Goal (issue #35): 85% in certify/ and the probe's parsers, 75% in spec/ and serving/.
@@ -28,7 +33,7 @@ from collections import Counter
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-MUTMUT = Path(sys.executable).with_name("mutmut")
+MUTMUT = Path(sys.executable).with_name("mutmut")  # else --mutmut (pip --target puts it in <target>/bin)
 # package -> modules, run in ORDER (the issue's named modules first). certify's fabric/multinode/isolation are left
 # out: their tests, tests/unit/fabric, compare GateStatus with str in sets, which mutmut's trampolines break.
 MODULES = {
@@ -90,12 +95,13 @@ def prepare(work: Path, paths: list[str]) -> None:
     (work / "pyproject.toml").write_text((REPO / "pyproject.toml").read_text() + cfg)
 
 
-def run_mutmut(work: Path, globs: list[str], deadline: float, max_children: int) -> str:
-    """One `mutmut run` over `globs`; interrupted at the deadline (mutmut keeps the results it has)."""
+def run_mutmut(work: Path, globs: list[str], deadline: float, max_children: int, mutmut: Path = MUTMUT) -> str:
+    """One `mutmut run` over `globs` (every mutant when empty); interrupted at the deadline (mutmut keeps the results
+    it has)."""
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     env.pop("CI", None)
     log = (work / "mutation-run.log").open("a")
-    proc = subprocess.Popen([str(MUTMUT), "run", "--max-children", str(max_children), *globs], cwd=work, env=env,
+    proc = subprocess.Popen([str(mutmut), "run", "--max-children", str(max_children), *globs], cwd=work, env=env,
                             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     while proc.poll() is None:
         if time.time() > deadline:
@@ -177,19 +183,35 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/gridready-mutation"))
     ap.add_argument("--until", help="UTC HH:MM after which no mutant runs (default: no limit)")
     ap.add_argument("--packages", nargs="*", default=list(MODULES), choices=list(MODULES))
+    ap.add_argument("--modules", nargs="*", help="only these modules, as package/module (certify/pcie)")
     ap.add_argument("--max-children", type=int, default=2)
+    ap.add_argument("--mutmut", type=Path, default=MUTMUT, help="the mutmut script (default: beside the interpreter)")
+    ap.add_argument("--one-run", action="store_true", help="one `mutmut run` over every module (resumable)")
+    ap.add_argument("--command-note", help="--write: the sentence that says how and where the figures were made")
+    ap.add_argument("--note", action="append", default=[], help="--write: a line of the run log (repeatable)")
     ap.add_argument("--report-only", action="store_true", help="figures of the mutants already run in --workdir")
     ap.add_argument("--write", type=Path, help="write the figures into this markdown file (docs/mutation.md)")
     args = ap.parse_args(argv)
     modules = {p: MODULES[p] for p in args.packages}
+    if args.modules:
+        wanted = {tuple(m.split("/", 1)) for m in args.modules}
+        modules = {p: [m for m in mods if (p, m) in wanted] for p, mods in modules.items()}
+        modules = {p: mods for p, mods in modules.items() if mods}
     deadline = float("inf")
     if args.until:
         now = dt.datetime.now(dt.UTC)
         hh, mm = map(int, args.until.split(":"))
         deadline = now.replace(hour=hh, minute=mm, second=0, microsecond=0).timestamp()
     started = dt.datetime.now(dt.UTC)
-    notes = []
-    if not args.report_only:
+    notes = list(args.note)
+    if not args.report_only and args.one_run:
+        prepare(args.workdir, [module_path(p, m) for p, mods in modules.items() for m in mods])
+        t0 = time.monotonic()
+        how = run_mutmut(args.workdir, [], deadline, args.max_children, args.mutmut)
+        notes.append(f"one mutmut run over every module, {args.max_children} children: mutmut {how} after "
+                     f"{time.monotonic() - t0:.0f} s")
+        print(notes[-1], flush=True)
+    elif not args.report_only:
         prepare(args.workdir, [module_path(p, m) for p, mods in modules.items() for m in mods])
         todo = [pm for pm in ORDER if pm[1] in modules.get(pm[0], [])]
         todo += [(p, m) for p, mods in modules.items() for m in mods if (p, m) not in todo]
@@ -198,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
                 notes.append(f"{pkg}/{mod}: not started (deadline)")
                 continue
             t0 = time.monotonic()
-            how = run_mutmut(args.workdir, [f"gridready.{pkg}.{mod}.*"], deadline, args.max_children)
+            how = run_mutmut(args.workdir, [f"gridready.{pkg}.{mod}.*"], deadline, args.max_children, args.mutmut)
             notes.append(f"{pkg}/{mod}: mutmut {how} after {time.monotonic() - t0:.0f} s")
             print(notes[-1], flush=True)
     text, _ = table(args.workdir, modules)
@@ -206,9 +228,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.write:
         old = args.write.read_text() if args.write.exists() else ""
         hand = old.split(MARK, 1)[1] if MARK in old else "\n"
-        head = (f"# Mutation score\n\nCommand: `nice -n 19 {Path(sys.executable).name} benchmarks/mutation_score.py "
-                f"{' '.join(argv if argv is not None else sys.argv[1:])}` (mutmut, two children), started "
-                f"{started:%Y-%m-%d %H:%M} UTC. Score = killed / mutants run; `not run` = mutants of a module the time "
+        how = args.command_note or (
+            f"Command: `nice -n 19 {Path(sys.executable).name} benchmarks/mutation_score.py "
+            f"{' '.join(argv if argv is not None else sys.argv[1:])}` (mutmut, {args.max_children} children), started "
+            f"{started:%Y-%m-%d %H:%M} UTC.")
+        head = ("# Mutation score\n\n" + how + " Score = killed / mutants run; `not run` = mutants the time "
                 "budget did not reach.\n\n" + text + "\n\nSurvivors (and mutants no test reaches) per function; "
                 "`mutmut show <name>` in the work directory prints each:\n\n"
                 + survivors_by_function(args.workdir, modules) + "\n\nRun log:\n\n"
