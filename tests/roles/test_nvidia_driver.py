@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from gridready import inventory
+
 pytestmark = pytest.mark.sandbox
 
 
@@ -36,9 +38,15 @@ def test_open_driver_of_the_pinned_branch_is_installed(node):
     assert not node.package("nvidia-kernel-dkms").is_installed
 
 
-def test_nvidia_smi_reports_the_installed_driver(node):
+def test_the_installed_driver_is_the_inventorys_release(node, converged_fleet):
+    """The release in cluster.yml (software.driver_version), not what the simulator derives from the package: the
+    package, dpkg's record of it and nvidia-smi all equal the inventory's pin."""
+    pin = inventory.load(converged_fleet.inventory).spec.software.driver_version
+    assert pin and pin.startswith("580.")
+    assert node.package("nvidia-kernel-open-dkms").version.split("-")[0] == pin
+    assert node.package("nvidia-driver-cuda").version.split("-")[0] == pin
     out = node.check_output("nvidia-smi --query-gpu=driver_version --format=csv,noheader")
-    assert set(out.splitlines()) == {node.package("nvidia-kernel-open-dkms").version.split("-")[0]}
+    assert set(out.splitlines()) == {pin}
 
 
 def test_persistenced_is_enabled_and_running(node):
@@ -52,8 +60,13 @@ def test_nouveau_is_blacklisted(node):
 
 
 def test_persistenced_keeps_persistence_mode(node):
-    unit = node.check_output("systemctl show -p ExecStart nvidia-persistenced")
+    """systemd's own reading of the unit (not the simulator's): one ExecStart, the daemon with --verbose and no
+    --no-persistence-mode (the drop-in's empty ExecStart= cleared the distribution's)."""
+    unit = node.check_output("systemctl show -p ExecStart --value nvidia-persistenced")
+    assert unit.count("path=") == 1 and "argv[]=/usr/bin/nvidia-persistenced --verbose ;" in unit, unit
     assert "--no-persistence-mode" not in unit
+    dropin = node.file("/etc/systemd/system/nvidia-persistenced.service.d/gridready-persistence-mode.conf")
+    assert dropin.content_string.splitlines()[-2:] == ["ExecStart=", "ExecStart=/usr/bin/nvidia-persistenced --verbose"]
     assert set(node.check_output("nvidia-smi --query-gpu=persistence_mode --format=csv,noheader").split()) == {
         "Enabled"}
 
