@@ -179,15 +179,51 @@ def from_kernel_log(node: str, text: str, seen: Iterable[str] = ()) -> list[Sign
 
 
 def from_dcgm_health(node: str, text: str) -> list[Signal]:
-    """`dcgmi health -c` (after `dcgmi health -s a`): a system reported Warning or Failure becomes a signal."""
-    out = []
+    """`dcgmi health -c` (after `dcgmi health -s a`): each system of each entity reported Warning or Failure becomes
+    a signal, its incident messages (the rows under it) the detail.
+
+    The layout is dcgmi's tree (NVIDIA DCGM, dcgmi/Health.cpp GenerateOutputFromResponse with DcgmiOutputTree,
+    https://docs.nvidia.com/datacenter/dcgm/latest/reference/command-line-reference/dcgmi/dcgmi-health.html): an
+    `Overall Health` row, then per entity a `-> <id>` row, an `-> Errors` row and one `-> <System> system` row per
+    unhealthy system with its state, each incident message on the rows below it with an empty left cell
+    (tests/unit/test_health.py DCGM_REPORT).
+
+    An unhealthy `Overall Health` with no system row under it is one signal of system `overall`. A one-row form
+    (`| PCIe system | Failure: ... |`) reads the same. `Error: Health watches not enabled` gives nothing."""
+    out: list[Signal] = []
+    overall = ""
+    entity = ""
+    current: dict[str, str] | None = None
+    found: list[dict[str, str]] = []
     for line in text.splitlines():
-        low = line.lower()
-        if "warning" not in low and "fail" not in low:
+        if not line.startswith("|") or line.count("|") < 3:
             continue
-        system = next((k for k in DCGM_GATES if k in low), "overall")
-        out.append(Signal(node=node, kind="dcgm_health", code=system, detail=" ".join(line.split())[:200],
-                          severity="failure" if "fail" in low else "warning"))
+        left, right = (c.strip() for c in line.strip().strip("|").split("|", 1))
+        label = left.removeprefix("->").strip()
+        low = label.lower()
+        state = right.split(" ", 1)[0].rstrip(":,-").lower()
+        if low == "overall health":
+            overall = state
+            current = None
+        elif not left and current is not None and right:
+            current["detail"] = f"{current['detail']} {right}".strip()  # an incident message's overflow row
+        elif label.isdigit() and left.startswith("->"):
+            entity, current = label, None
+        elif right and (low == "driver" or any(k in low for k in DCGM_GATES)):
+            current = {"system": next((k for k in DCGM_GATES if k in low), "driver"), "state": state,
+                       "entity": entity, "detail": right.split(" ", 1)[1].lstrip("-: ") if " " in right else ""}
+            found.append(current)
+        else:
+            current = None
+    for f in found:
+        if f["state"] not in ("warning", "failure"):
+            continue
+        where = f"GPU {f['entity']}: " if f["entity"] else ""
+        out.append(Signal(node=node, kind="dcgm_health", code=f["system"], detail=(where + f["detail"])[:200],
+                          severity="failure" if f["state"] == "failure" else "warning"))
+    if not out and overall in ("warning", "failure"):
+        out.append(Signal(node=node, kind="dcgm_health", code="overall", detail=f"Overall Health: {overall}",
+                          severity="failure" if overall == "failure" else "warning"))
     return out
 
 

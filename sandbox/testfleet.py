@@ -50,6 +50,21 @@ class Fleet:
         return subprocess.run(["ssh", "-F", str(self.ssh_config), host, command], capture_output=True,
                               text=True, check=check, timeout=timeout, input=input)
 
+    def set_faults(self, host: str, faults: list[dict[str, Any]]) -> None:
+        """Inject (or, with [], clear) faults on a running host: its /etc/gridready-sim/profile.json rewritten with
+        `faults`, validated by sandbox.profile.HardwareProfile first, written beside it and renamed into place (the
+        simulated tools read the profile at each call; the simulated sysfs tree is written again). The sandbox's
+        own control, not a simulated tool."""
+        from sandbox.profile import PROFILE_PATH, Fault, HardwareProfile
+
+        current = HardwareProfile.model_validate_json(self.ssh(host, f"cat {PROFILE_PATH}").stdout)
+        data = current.model_dump(mode="json")
+        data["faults"] = [Fault(**f).model_dump(mode="json", exclude_none=True) for f in faults]
+        text = HardwareProfile.model_validate(data).to_json()
+        self.ssh(host, f"cat > {PROFILE_PATH}.new && mv {PROFILE_PATH}.new {PROFILE_PATH} && "
+                       "{ test ! -x /usr/bin/gridready-sim-sysfs || /usr/bin/gridready-sim-sysfs >/dev/null; }",
+                 input=text)
+
     def install_ray(self, hosts: list[str]) -> str:
         """Ray (the pin, core only) in /opt/ray/venv on `hosts`, from the sandbox's package index, for tests that
         run Ray by hand; the serving role installs ray[default] the same way. Returns the `ray` executable."""

@@ -2,7 +2,8 @@
 docs/fleet-lifecycle.md). Reads the signals the nodes already produce, asks gridready.health what to do, and
 does it:
 
-1. signals: Xid lines of `journalctl -k` since the last pass, `dcgmi health -c` per node (over SSH, as the fabric
+1. signals: Xid lines of `journalctl -k` since the last pass (else of `dmesg --time-format iso`, cut at the same
+   time), `dcgmi health -c` per node (setting the watches first where none is set; over SSH, as the fabric
    phase reaches the hosts), and each served tier's engine health (`GET <url>/health` of the ledger's deployment);
    or `--signals <file>` (a JSON list of gridready.health.Signal, e.g. from a DaemonSet or an exporter);
 2. drain: the node is marked drained in the ledger under the customer lock, so serve, bench and reuse leave it out
@@ -45,12 +46,60 @@ def read_signals(path: str) -> list[Signal]:
         raise InvalidInput(f"{path}: {'.'.join(map(str, first['loc'])) or '(file)'}: {first['msg']}") from None
 
 
-def since(entry: ledger.NodeEntry, now: datetime, window: timedelta = timedelta(minutes=15)) -> str:
-    """journalctl's --since: the last `window`, never before the node's latest verdict, so an Xid a re-certification
-    already answered does not drain the node again."""
+def since_at(entry: ledger.NodeEntry, now: datetime, window: timedelta = timedelta(minutes=15)) -> datetime:
+    """The start of the kernel log a pass reads: the last `window`, never before the node's latest verdict, so an Xid
+    a re-certification already answered does not drain the node again."""
     judged = datetime.fromisoformat(entry.judged_at)
     judged = judged if judged.tzinfo else judged.replace(tzinfo=UTC)
-    return f"{max(now - window, judged).astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"
+    return max(now - window, judged).astimezone(UTC)
+
+
+def since(entry: ledger.NodeEntry, now: datetime, window: timedelta = timedelta(minutes=15)) -> str:
+    """journalctl's --since for since_at."""
+    return f"{since_at(entry, now, window):%Y-%m-%d %H:%M:%S} UTC"
+
+
+def _kernel_lines(text: str) -> list[str]:
+    """journalctl's lines, without its own notes (`-- No entries --`, `-- Logs begin at ... --`)."""
+    return [ln for ln in text.splitlines() if ln.strip() and not ln.startswith("-- ")]
+
+
+def newer_dmesg(text: str, bound: datetime) -> str:
+    """The lines of `dmesg --time-format iso` (util-linux dmesg(1): `2024-01-02T03:04:05,678901+00:00 msg`) stamped
+    after `bound`; a line without a readable stamp is left out (its age is unknown)."""
+    keep = []
+    for ln in text.splitlines():
+        stamp = ln.split(" ", 1)[0].replace(",", ".")
+        try:
+            at = datetime.fromisoformat(stamp)
+        except ValueError:
+            continue
+        if (at if at.tzinfo else at.replace(tzinfo=UTC)) > bound:
+            keep.append(ln)
+    return "\n".join(keep)
+
+
+def kernel_log(node: str, entry: ledger.NodeEntry, runner: Any, now: datetime) -> str:
+    """The node's kernel lines since `since_at`: `journalctl -k`; where journald holds no kernel line (volatile or
+    absent journald, a container), `dmesg --time-format iso` (as the probe reads it, gridready.probe.collect
+    `kernel`) cut at the same bound."""
+    log = runner.run(node, ["journalctl", "-k", "--no-pager", "-o", "short", "--since", since(entry, now)], 60)
+    if log.rc == 0 and _kernel_lines(log.stdout):
+        return log.stdout
+    ring = runner.run(node, ["dmesg", "--time-format", "iso"], 60)
+    return newer_dmesg(ring.stdout, since_at(entry, now)) if ring.rc == 0 else ""
+
+
+def dcgm_health(node: str, runner: Any) -> str:
+    """`dcgmi health -c`; where no watch is set yet (`Error: Health watches not enabled`), set them all
+    (`dcgmi health -s a`, kept by the host engine for later passes: NVIDIA DCGM, dcgmi health,
+    https://docs.nvidia.com/datacenter/dcgm/latest/reference/command-line-reference/dcgmi/dcgmi-health.html) and
+    check again."""
+    check = runner.run(node, ["dcgmi", "health", "-c"], 60)
+    unset = "watches not enabled" in (check.stdout + check.stderr).lower()
+    if unset and runner.run(node, ["dcgmi", "health", "-s", "a"], 60).rc == 0:
+        check = runner.run(node, ["dcgmi", "health", "-c"], 60)
+    return check.stdout if check.rc is not None else ""
 
 
 def collect(inv: Inventory, book: ledger.Ledger, runner: Any, now: datetime | None = None) -> list[Signal]:
@@ -61,11 +110,8 @@ def collect(inv: Inventory, book: ledger.Ledger, runner: Any, now: datetime | No
         entry = book.nodes.get(node)
         if entry is None or entry.verdict != "certified":
             continue
-        log = runner.run(node, ["journalctl", "-k", "--no-pager", "-o", "short", "--since", since(entry, now)], 60)
-        out += health.from_kernel_log(node, log.stdout)
-        dcgm = runner.run(node, ["dcgmi", "health", "-c"], 60)
-        if dcgm.rc is not None:
-            out += health.from_dcgm_health(node, dcgm.stdout)
+        out += health.from_kernel_log(node, kernel_log(node, entry, runner, now))
+        out += health.from_dcgm_health(node, dcgm_health(node, runner))
     if book.serving is not None:
         try:
             summary = read(Path(book.serving.summary), ServeSummary)

@@ -1,4 +1,5 @@
-"""Simulated `dcgmi` (DCGM 4.x): `diag -r 1..4 [-j]`, `discovery -l`, `--version`.
+"""Simulated `dcgmi` (DCGM 4.x): `diag -r 1..4 [-j]`, `discovery -l`, `health -s <systems> | -c`,
+`--version`.
 
 JSON layout as DCGM 4.x (`"DCGM Diagnostic"` root, test_categories / tests / results per entity, entity_groups,
 metadata) plus `"gridready_simulated": true`; exit code 226 when a test fails, as dcgmi does. On a sandbox host
@@ -19,6 +20,7 @@ from .simcore import Gpu, Host
 
 EXIT_DIAG_FAILED = 226
 EXIT_NO_HOSTENGINE = 255  # dcgmi's exit when it cannot connect to nv-hostengine
+EXIT_GENERIC_ERROR = 253  # DCGM_ST_GENERIC_ERROR (-3), which Health::CheckWatches returns, as an exit status
 # DCGM 4 splits the packages: -core brings dcgmi and nv-hostengine, the diagnostic plugins come in the CUDA-specific
 # packages (-cuda<N> and its Recommends, -proprietary-cuda<N>), so a host with -core alone cannot run `dcgmi diag`.
 # DCGM User Guide, "Installation" (datacenter-gpu-manager-4-cuda<N> installed with --install-recommends),
@@ -159,6 +161,111 @@ def discovery(host: Host) -> str:
     return "\n".join(out) + "\n"
 
 
+# ---------------------------------------------------------------- dcgmi health (passive health watches)
+# NVIDIA DCGM, `dcgmi health`
+# (https://docs.nvidia.com/datacenter/dcgm/latest/reference/command-line-reference/dcgmi/dcgmi-health.html): `-s
+# <systems>` sets the watched systems (letters a, p, m, i, t, n, d, x; `a` alone is all), kept by the host engine
+# after dcgmi exits; `-c` checks them (`-f`, `--clear` and `-j` are not simulated). The text is dcgmi's (DCGM source
+# dcgmi/Health.cpp: SetWatches prints "Health monitor systems set successfully.", CheckWatches prints "Error: Health
+# watches not enabled. Please enable watches." when none is set, else GenerateOutputFromResponse in a
+# DcgmiOutputTree(28, 60), dcgmi/DcgmiOutput.cpp). Incident messages are DCGM's (dcgm_errors.h:
+# DCGM_FR_VOLATILE_DBE_DETECTED_MSG, DCGM_FR_NVLINK_DOWN_MSG). The host engine's watch state is a file in the
+# simulator's state folder (/run: gone at reboot, as nv-hostengine's watches are). Not simulated: the ~60 s of samples
+# some systems need before the first meaningful check (the check reads the profile's faults at once).
+HEALTH_SYSTEMS = {"p": "PCIe", "m": "Memory", "i": "InfoROM", "t": "Thermal", "n": "NVLINK", "d": "Driver",
+                  "x": "ConnectX"}
+
+
+def health_watches_file() -> Path:
+    return simcore.state_dir() / "dcgm-health-watches"
+
+
+def health_watches() -> str:
+    try:
+        return health_watches_file().read_text().strip()
+    except OSError:
+        return ""
+
+
+def health_incidents(host: Host, watched: str) -> list[tuple[int, str, str, str]]:
+    """(gpu, system, Warning|Failure, message) for the profile's faults the watched systems see."""
+    out = []
+    for g in host.gpus:
+        if "m" in watched and g.ecc_uncorrectable:
+            out.append((g.index, "Memory system", "Failure",
+                        f"Detected {g.ecc_uncorrectable} volatile double-bit ECC error(s) in GPU {g.index}."))
+        if "n" in watched and g.nvlinks_active < int(g.sku["nvlink_links"]):
+            for link in range(g.nvlinks_active, int(g.sku["nvlink_links"])):
+                out.append((g.index, "NVLINK system", "Failure",
+                            f"GPU {g.index}'s NvLink link {link} is currently down"))
+    return out
+
+
+def _tree_row(level: int, label: str, value: str) -> str:
+    # DcgmiOutputTree(28, 60).rowStr: "| " + left (25) + " | " + right (56) + " |", "-> " indented 3 per level
+    left = (("-> ".rjust(level * 3)) if level else "") + label if label else ""
+    return f"| {left:<25} | {value:<56} |"
+
+
+def _wrap(msg: str, width: int = 54) -> list[str]:
+    """dcgmi's AddErrorMessage: a message longer than 54 characters continues on further rows, cut at words."""
+    words, rows, cur = msg.split(), [], ""
+    for w in words:
+        if cur and len(cur) + 1 + len(w) > width:
+            rows.append(cur)
+            cur = w
+        else:
+            cur = f"{cur} {w}".strip()
+    return [*rows, cur] if cur else rows
+
+
+def health_check(host: Host, watched: str) -> str:
+    hline = "+" + "-" * 27 + "+" + "-" * 58 + "+"
+    rank = {"Healthy": 0, "Warning": 1, "Failure": 2}
+    incidents = health_incidents(host, watched)
+    overall = max((i[2] for i in incidents), key=rank.__getitem__, default="Healthy")
+    out = [hline, f"| {'Health Monitor Report':<85}|", hline.replace("-", "="), _tree_row(0, "Overall Health", overall)]
+    gpus = sorted({i[0] for i in incidents})
+    if gpus:
+        out.append(_tree_row(0, "GPU", ""))
+    for gpu in gpus:
+        mine = [i for i in incidents if i[0] == gpu]
+        out.append(_tree_row(1, str(gpu), max((i[2] for i in mine), key=rank.__getitem__)))
+        out.append(_tree_row(2, "Errors", ""))
+        for system in dict.fromkeys(i[1] for i in mine):
+            of = [i for i in mine if i[1] == system]
+            out.append(_tree_row(3, system, max((i[2] for i in of), key=rank.__getitem__)))
+            for row in _wrap(", ".join(i[3] for i in of)):  # AppendSystemIncidents joins a system's messages
+                out.append(_tree_row(3, "", row))
+    out.append(hline)
+    return "\n".join(out) + "\n"
+
+
+def health(host: Host, args: list[str]) -> int:
+    rest = args[1:]
+    systems = simcore.option(rest, "-s", "--set")
+    if systems is not None:
+        if not systems or len(set(systems)) != len(systems) or any(c not in "a" + "".join(HEALTH_SYSTEMS)
+                                                                  for c in systems) or ("a" in systems
+                                                                                        and systems != "a"):
+            sys.stderr.write(f"Error: invalid health systems {systems!r} (gridready-sim: letters a, p, m, i, t, n, d, "
+                             "x, no duplicate, a alone)\n")
+            return 2
+        health_watches_file().parent.mkdir(parents=True, exist_ok=True)
+        health_watches_file().write_text(("".join(HEALTH_SYSTEMS) if systems == "a" else systems) + "\n")
+        sys.stdout.write("Health monitor systems set successfully.\n")
+        return 0
+    watched = health_watches()
+    if "-c" in rest or "--check" in rest:
+        if not watched:
+            sys.stdout.write("Error: Health watches not enabled. Please enable watches. \n")
+            return EXIT_GENERIC_ERROR
+        sys.stdout.write(health_check(host, watched))
+        return 0
+    sys.stderr.write(f"dcgmi: unsupported command in gridready-sim: {' '.join(args)}\n")
+    return 2
+
+
 def hostengine_up() -> bool:
     if os.environ.get(simcore.PROFILE_ENV):  # tests and local runs: no host engine needed
         return True
@@ -183,6 +290,8 @@ def main(argv: list[str] | None = None) -> int:
     if args[:1] == ["discovery"]:
         sys.stdout.write(discovery(host))
         return 0
+    if args[:1] == ["health"]:
+        return health(host, args)
     if args[:1] == ["diag"]:
         if DCGM4_CORE.exists() and not DIAG_PLUGINS.exists():
             sys.stderr.write("Error: the DCGM diagnostic plugins are not installed (gridready-sim: "

@@ -28,6 +28,20 @@ XID_TEXT = {
 }
 
 
+def fault_time(boot: float) -> float:
+    """When the profile's GPU faults were logged, in seconds since boot: 600 s after boot for a profile the host
+    booted with; for a profile rewritten while the host runs (sandbox.testfleet.Fleet.set_faults, after the
+    simulator first fixed the boot time), the moment it was rewritten: the driver prints an Xid to the kernel log
+    when the error occurs (NVIDIA, "Xid Errors", https://docs.nvidia.com/deploy/xid-errors/index.html: "an error
+    report from the NVIDIA driver that is printed to the operating system's kernel log")."""
+    try:
+        changed = simcore.profile_path().stat().st_mtime
+        first_read = (simcore.state_dir() / "boot-time").stat().st_mtime
+    except OSError:
+        return 600.0
+    return max(600.0, changed - boot) if changed > first_read else 600.0
+
+
 def lines(host: Host) -> list[tuple[float, str]]:
     v = simcore.versions()
     out: list[tuple[float, str]] = [
@@ -83,7 +97,7 @@ def lines(host: Host) -> list[tuple[float, str]]:
     if host.peermem_loaded():
         out.append((14.05, "nvidia_peermem: module uses symbols nvidia_p2p_get_pages_persistent from proprietary "
                     "module nvidia"))
-    t = 600.0
+    t = fault_time(simcore.boot_time())
     for g in host.gpus:
         pci = f"PCI:0000:{g.bus:02x}:00"
         if g.ecc_uncorrectable:

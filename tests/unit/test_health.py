@@ -60,3 +60,40 @@ def test_weekly_recertification_idle_nodes_all_serving_nodes_rolling():
     assert decide(_book(age_days=3), [], NODES, now=NOW) == []
     quarantined = decide(_book(age_days=8, verdicts={"n4": "quarantined"}), [], NODES, now=NOW)
     assert "n4" not in {a.node for a in quarantined}
+
+
+DCGM_REPORT = """\
++---------------------------+----------------------------------------------------------+
+| Health Monitor Report                                                                |
++===========================+==========================================================+
+| Overall Health            | Failure                                                  |
+| GPU                       |                                                          |
+| -> 0                      | Failure                                                  |
+|    -> Errors              |                                                          |
+|       -> Memory system    | Failure                                                  |
+|                           | Detected 1 volatile double-bit ECC error(s) in GPU 0.    |
+| -> 3                      | Warning                                                  |
+|    -> Errors              |                                                          |
+|       -> PCIe system      | Warning                                                  |
+|                           | Detected more than 8 PCIe replays per minute for GPU 3   |
+|                           | : 13                                                     |
++---------------------------+----------------------------------------------------------+
+"""
+
+
+def test_dcgm_health_reads_dcgmis_tree_one_signal_per_system_and_entity():
+    """`dcgmi health -c` as DCGM prints it (dcgmi/Health.cpp, DcgmiOutputTree(28, 60)): the Overall Health and the
+    entity rows are no signals of their own; each system row is, its message rows the detail."""
+    from gridready.health import from_dcgm_health
+
+    found = from_dcgm_health("n1", DCGM_REPORT)
+    assert [(s.code, s.severity, s.detail) for s in found] == [
+        ("memory", "failure", "GPU 0: Detected 1 volatile double-bit ECC error(s) in GPU 0."),
+        ("pcie", "warning", "GPU 3: Detected more than 8 PCIe replays per minute for GPU 3 : 13")]
+    assert "ecc" in gates_for(found[0])
+    rows = DCGM_REPORT.splitlines()
+    healthy = [*rows[:3], "| Overall Health            | Healthy" + " " * 50 + "|", rows[-1]]
+    assert from_dcgm_health("n1", "\n".join(healthy)) == []
+    assert from_dcgm_health("n1", "Error: Health watches not enabled. Please enable watches. \n") == []
+    (overall,) = from_dcgm_health("n1", "| Overall Health            | Warning |\n")
+    assert (overall.code, overall.severity) == ("overall", "warning")

@@ -310,3 +310,46 @@ def test_watch_reads_xid_and_dcgm_health_from_the_nodes(make_inv):
         f"{judged + timedelta(minutes=45):%Y-%m-%d %H:%M:%S} UTC")
     with pytest.raises(InvalidInput, match="--max-drain-share: "):
         watch.load_policy(1.5, None)
+
+
+def test_watch_falls_back_to_dmesg_after_the_verdict_and_sets_dcgm_watches(make_inv):
+    """journald holds no kernel line (a container, a volatile journal): the watcher reads `dmesg --time-format iso`
+    and keeps only lines newer than the same bound as journalctl's --since; dcgmi with no watch set gets them set
+    (`dcgmi health -s a`) and is checked again."""
+    from gridready.stages import watch
+    from gridready.stages.fabric import CommandResult
+
+    inv = make_inv(2)
+    certification(inv, ["gpu01", "gpu02"], run_id=A)
+    root, customer = _root_and_customer(inv)
+    book = ledger.read(root, customer)[1]
+    judged = datetime.fromisoformat(book.nodes["gpu02"].judged_at)
+    judged = judged if judged.tzinfo else judged.replace(tzinfo=UTC)
+
+    def iso(at: datetime) -> str:
+        return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S,123456+00:00")
+
+    old = f"{iso(judged - timedelta(minutes=1))} NVRM: Xid (PCI:0000:18:00): 79, pid=1, GPU has fallen off the bus."
+    new = f"{iso(judged + timedelta(minutes=2))} NVRM: Xid (PCI:0000:2a:00): 48, pid='<unknown>', name=<unknown>, DBE"
+    calls: list[tuple[str, tuple[str, ...]]] = []
+    watches: set[str] = set()
+
+    class Runner:
+        def run(self, host, argv, timeout):
+            calls.append((host, tuple(argv[:3])))
+            if argv[0] == "journalctl":
+                return CommandResult(0, "-- No entries --\n")
+            if argv[0] == "dmesg":
+                return CommandResult(0, f"{old}\n{new}\nno stamp here\n" if host == "gpu02" else "")
+            if argv[:3] == ["dcgmi", "health", "-s"]:
+                watches.add(host)
+                return CommandResult(0, "Health monitor systems set successfully.\n")
+            if host not in watches:
+                return CommandResult(253, "Error: Health watches not enabled. Please enable watches. \n")
+            return CommandResult(0, "| Overall Health            | Healthy |\n")
+
+    found = watch.collect(inv, book, Runner(), now=judged + timedelta(minutes=5))
+    assert [(s.node, s.kind, s.code) for s in found] == [("gpu02", "xid", "48")]
+    assert ("gpu01", ("dmesg", "--time-format", "iso")) in calls
+    assert calls.count(("gpu02", ("dcgmi", "health", "-s"))) == 1 and watches == {"gpu01", "gpu02"}
+    assert watch.newer_dmesg(f"{old}\n{new}", judged) == new
