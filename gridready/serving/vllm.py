@@ -241,15 +241,17 @@ def k8s_node_name(hostvars: dict[str, Any], host: str) -> str:
 
 def platform_stack_config(
     customer: str, serving: ServingSpec, cert: Certification, hosts: dict[str, dict[str, Any]],
-    groups: dict[str, str],
+    groups: dict[str, str], drained: set[str] | frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
     """Config of stacks/platform: operators, namespaces, and every GPU node's certification mark.
 
-    `groups`: GPU host -> node group. Hosts not certified (quarantined or absent) are marked and tainted.
+    `groups`: GPU host -> node group. Hosts not certified (quarantined or absent) are marked and tainted; `drained`
+    hosts (the watcher's) get gridready's taint as NoExecute, so their serving pods leave.
     """
     k = serving.kubernetes
     nodes = [
-        {"name": k8s_node_name(hosts.get(h, {}), h), "certified": h in cert.certified, "node_group": g}
+        {"name": k8s_node_name(hosts.get(h, {}), h), "certified": h in cert.certified, "node_group": g,
+         "drained": h in drained}
         for h, g in groups.items()
     ]
     return {

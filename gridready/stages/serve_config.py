@@ -128,6 +128,11 @@ def embedding_units(inv: Inventory, cert: Certification, plan: TierPlan, stage_d
 
 # --- target kubernetes --------------------------------------------------------------------------------------
 
+def drained_nodes(root: Path, customer: str) -> frozenset[str]:
+    """The nodes the watcher drained, from the ledger (none without one)."""
+    return frozenset(n for n, e in ledger.read(root, customer)[1].nodes.items() if e.drained)
+
+
 def stack_configs(inv: Inventory, cert: Certification, plans: list[TierPlan], root: Path | None = None,
                   canary: str | None = None, canary_weight: int = 0) -> dict[str, dict[str, Any]]:
     """Both stacks' config; `root`: the artifacts root whose decision records weight the routes that ask for it
@@ -154,7 +159,8 @@ def stack_configs(inv: Inventory, cert: Certification, plans: list[TierPlan], ro
     config["router"] = serve_router.k8s_router(inv, root or project_root() / "artifacts", plans, canary,
                                                canary_weight)
     return {
-        "platform": vllm.platform_stack_config(inv.customer, serving, cert, inv.hosts, groups),
+        "platform": vllm.platform_stack_config(inv.customer, serving, cert, inv.hosts, groups,
+                                               drained_nodes(root or project_root() / "artifacts", inv.customer)),
         "serving": config,
     }
 

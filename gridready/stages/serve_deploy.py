@@ -113,17 +113,21 @@ def _pulumi_line(stack: str) -> Callable[[str], None]:
     return show
 
 
-def _secrets(inv: Inventory) -> dict[str, str]:
-    """kubeconfig from serving.kubeconfig (relative to the inventory); the HF token and the vLLM API key from the
-    customer's vault (the key generated there when absent): Pulumi secret config, never the plain stack config."""
+def kubeconfig(inv: Inventory) -> str:
+    """serving.kubeconfig (relative to the inventory), read; exit 2 naming the key when it cannot be."""
     path = Path(inv.spec.serving.kubeconfig or "")
     path = path if path.is_absolute() else inv.path / path
     try:
-        kubeconfig = path.read_text()
+        return path.read_text()
     except OSError as err:
         raise InvalidInput(f"{topology.cluster_file(inv)}: serving.kubeconfig: cannot read {path}: "
                            f"{err.strerror}") from err
-    return {"kubeconfig": kubeconfig, "hfToken": vault.hf_token(inv.customer, inv.path),
+
+
+def _secrets(inv: Inventory) -> dict[str, str]:
+    """kubeconfig; the HF token and the vLLM API key from the customer's vault (the key generated there when
+    absent): Pulumi secret config, never the plain stack config."""
+    return {"kubeconfig": kubeconfig(inv), "hfToken": vault.hf_token(inv.customer, inv.path),
             "vllmApiKey": vault.ensure_api_key(inv.customer, inv.path),
             # mpirun's ssh between the pods of a multi-node Triton tier (gridready/serving/mpi_ssh.py)
             "routerKeys": serve_router.client_key_digests(inv),

@@ -1,7 +1,8 @@
-"""Drain from live serving (target hosts): the router stops sending requests to the replicas of drained nodes, and
-takes them back when the nodes return. Called by the watcher after it drained or returned a node
-(gridready.stages.watch); nothing else of the deployment changes (the engines keep running, so a returned node
-serves again at once).
+"""Drain from live serving: on target hosts the router stops sending requests to the replicas of drained nodes, and
+takes them back when the nodes return; on Kubernetes the platform stack gives a drained node gridready's own taint
+as NoExecute, so its serving pods leave for certified nodes, and takes it off on return (`sync_taints`). Called
+by the watcher after it drained or returned a node (gridready.stages.watch); on hosts nothing else of the
+deployment changes (the engines keep running, so a returned node serves again at once).
 
 The deployment is the ledger's `serving` one: its plans are planned again on the nodes it served on (planning is
 deterministic) and must give the endpoints its summary recorded, else the router is left alone and the reason
@@ -16,14 +17,15 @@ from pathlib import Path
 from typing import Any
 
 from gridready import ansible, contracts, ledger
+from gridready import pulumi as gpulumi
 from gridready.artifacts import RunContext
 from gridready.contracts import ServeSummary
 from gridready.errors import GridreadyError
 from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory
-from gridready.serving import topology
+from gridready.serving import topology, vllm
 from gridready.serving.topology import Certification, CertifiedNode, TierPlan
-from gridready.stages import serve_config, serve_router
+from gridready.stages import serve_config, serve_deploy, serve_router
 
 
 def deployed(inv: Inventory, book: ledger.Ledger) -> tuple[Certification, list[TierPlan]] | str:
@@ -72,12 +74,35 @@ def router_vars(inv: Inventory, ctx: RunContext, cert: Certification, plans: lis
     return run_vars
 
 
+def sync_taints(inv: Inventory, ctx: RunContext) -> dict[str, Any]:
+    """Kubernetes: `pulumi up` of the platform stack with the ledger's certification and drained set (labels and
+    gridready's taint only; every other taint stays: gridready.stacks.platform.program.merged_taints)."""
+    _, book = ledger.read(ctx.root, inv.customer)
+    drained = frozenset(n for n, e in book.nodes.items() if e.drained)
+    try:
+        cert = topology.read_certification(inv, ledger.read(ctx.root, inv.customer))
+    except GridreadyError as err:
+        return {"applied": False, "reason": str(err)}
+    groups = {h: inv.node_group_of(h) or "" for h in inv.gpu_hosts()}
+    config = vllm.platform_stack_config(inv.customer, inv.spec.serving, cert, inv.hosts, groups, drained)
+    if not gpulumi.cli_available():
+        return {"applied": False, "drained_nodes": sorted(drained),
+                "reason": "the pulumi CLI is not installed: the drain taint is applied by the next `invoke serve`"}
+    gpulumi.up("platform", inv.customer, config, {"kubeconfig": serve_deploy.kubeconfig(inv)},
+               gpulumi.state_dir(inv.customer))
+    return {"applied": True, "drained_nodes": sorted(drained),
+            "reason": "platform stack applied: gridready's taint NoExecute on the drained nodes"}
+
+
 def sync_router(inv: Inventory, ctx: RunContext) -> dict[str, Any]:
-    """Apply the ledger's drained set to the router of the deployment; what it did, for the watcher's report."""
+    """Apply the ledger's drained set to the serving of the deployment (the router on hosts, the node taints on
+    Kubernetes); what it did, for the watcher's report."""
     spec = inv.spec.serving
-    if spec.target != "hosts" or not spec.router.enabled:
-        return {"applied": False, "reason": f"no router on target hosts (target {spec.target}); a drained node is "
-                                            "left out by the next `invoke serve`"}
+    if spec.target == "kubernetes":
+        return sync_taints(inv, ctx)
+    if not spec.router.enabled:
+        return {"applied": False, "reason": "no router on these target hosts; a drained node is left out by the "
+                                            "next `invoke serve`"}
     _, book = ledger.read(ctx.root, inv.customer)
     found = deployed(inv, book)
     if isinstance(found, str):

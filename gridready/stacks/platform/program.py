@@ -36,6 +36,7 @@ class NodeState(BaseModel):
     name: str = Field(description="Kubernetes node name")
     certified: bool
     node_group: str
+    drained: bool = Field(False, description="drained by the watcher: gridready's taint evicts its pods (NoExecute)")
 
 
 class PlatformConfig(BaseModel):
@@ -110,7 +111,8 @@ class GpuPlatform(pulumi.ComponentResource):
 
     def _mark(self, node: NodeState, opts: pulumi.ResourceOptions) -> k8s.core.v1.NodePatch:
         live = k8s.core.v1.Node.get(f"live-{node.name}", node.name, opts=pulumi.ResourceOptions(parent=self))
-        taints = live.spec.apply(lambda spec: merged_taints(_taints_of(spec), quarantined=not node.certified))
+        taints = live.spec.apply(lambda spec: merged_taints(_taints_of(spec), quarantined=not node.certified,
+                                                            drained=node.drained))
         return k8s.core.v1.NodePatch(
             f"node-{node.name}",
             metadata=k8s.meta.v1.ObjectMetaPatchArgs(
@@ -124,6 +126,10 @@ class GpuPlatform(pulumi.ComponentResource):
 
 
 OWN_TAINT = {"key": QUARANTINE_TAINT, "value": "true", "effect": "NoSchedule"}
+# A drained node's pods leave it: NoExecute evicts every pod that does not tolerate the taint (Kubernetes, "Taints
+# and Tolerations", https://kubernetes.io/docs/concepts/scheduling-eviction/taint-and-toleration/); the serving
+# pods tolerate only the GPU pool's taint, so KubeRay and LeaderWorkerSet start them again on certified nodes.
+DRAIN_TAINT = {**OWN_TAINT, "effect": "NoExecute"}
 
 
 def _taints_of(spec: Any) -> list[dict[str, Any]]:
@@ -137,9 +143,12 @@ def _taints_of(spec: Any) -> list[dict[str, Any]]:
     return out
 
 
-def merged_taints(live: list[dict[str, Any]], *, quarantined: bool) -> list[dict[str, Any]]:
-    """Every taint the node has that is not gridready's, plus gridready's own when quarantined."""
+def merged_taints(live: list[dict[str, Any]], *, quarantined: bool, drained: bool = False) -> list[dict[str, Any]]:
+    """Every taint the node has that is not gridready's, plus gridready's own: NoExecute when drained (its pods
+    leave), NoSchedule when only quarantined (nothing new lands)."""
     others = [t for t in live if t.get("key") != QUARANTINE_TAINT]
+    if drained:
+        return [*others, DRAIN_TAINT]
     return [*others, OWN_TAINT] if quarantined else others
 
 

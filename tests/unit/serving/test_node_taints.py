@@ -52,3 +52,51 @@ def test_the_platform_patch_adds_and_removes_only_gridreadys_taint(make_inv, liv
     assert nodes["gpu01"]["spec"]["taints"] == [POOL]
     assert nodes["gpu03"]["spec"]["taints"] == [POOL, OURS]
     assert nodes["gpu04"]["spec"]["taints"] == [POOL]
+
+
+def test_a_drained_node_gets_gridreadys_taint_as_noexecute(make_inv, live_pool_taint, tmp_path) -> None:
+    """The watcher drained gpu02 (ledger): the platform patch turns gridready's taint into NoExecute there, so the
+    serving pods (which tolerate only the pool's taint) leave it; the pool's taint stays; on return it goes."""
+    from gridready import ledger
+    from gridready.stacks.platform.program import DRAIN_TAINT
+
+    inv = make_inv(4, [vllm_tier()], target="kubernetes")
+    path, _ = certified_ledger(inv, ["gpu01", "gpu02", "gpu03", "gpu04"])
+    root = path.parents[1]
+    ledger.update(root, inv.customer, lambda b: ledger.drain(b, "gpu02", "xid 48"))
+    cert = topology.read_certification(inv, ledger.read(root, inv.customer))
+    cfg = serve_config.stack_configs(inv, cert, topology.plan_tiers(inv, cert), root)["platform"]
+    assert {n["name"]: (n["certified"], n["drained"]) for n in cfg["nodes"]}["gpu02"] == (False, True)
+    nodes = {d["metadata"]["name"]: d for d in gpulumi.render("platform", cfg, "acme").manifests
+             if d["kind"] == "Node"}
+    assert DRAIN_TAINT == {**OURS, "effect": "NoExecute"}
+    assert nodes["gpu02"]["spec"]["taints"] == [POOL, DRAIN_TAINT]
+    assert nodes["gpu02"]["metadata"]["labels"]["gridready.io/certified"] == "false"
+    assert nodes["gpu01"]["spec"]["taints"] == [POOL]
+    assert merged_taints([POOL, DRAIN_TAINT], quarantined=False) == [POOL]  # returned: only ours goes
+    assert merged_taints([POOL, OURS], quarantined=True, drained=True) == [POOL, DRAIN_TAINT]
+
+
+def test_the_watcher_applies_the_drain_through_the_platform_stack(make_inv, monkeypatch, tmp_path) -> None:
+    from gridready import ledger
+    from gridready.artifacts import RunContext
+    from gridready.stages import serve_drain
+
+    inv = make_inv(3, [vllm_tier()], target="kubernetes")
+    (inv.path / "kubeconfig.yml").write_text("apiVersion: v1\nkind: Config\n")
+    path, _ = certified_ledger(inv, ["gpu01", "gpu02", "gpu03"])
+    root = path.parents[1]
+    ledger.update(root, inv.customer, lambda b: ledger.drain(b, "gpu03", "dcgm_health memory"))
+    ups: list[dict[str, Any]] = []
+    monkeypatch.setattr(serve_drain.gpulumi, "cli_available", lambda: True)
+    monkeypatch.setattr(serve_drain.gpulumi, "up", lambda stack, customer, config, secrets, state, **kw: ups.append(
+        {"stack": stack, "config": config, "secrets": sorted(secrets)}) or {})
+    done = serve_drain.sync_router(inv, RunContext(customer=inv.customer, run_id="20261202T060000Z-kdrn", root=root))
+    assert done["applied"] and done["drained_nodes"] == ["gpu03"]
+    (up,) = ups
+    assert up["stack"] == "platform" and up["secrets"] == ["kubeconfig"]
+    marks = {n["name"]: (n["certified"], n["drained"]) for n in up["config"]["nodes"]}
+    assert marks == {"gpu01": (True, False), "gpu02": (True, False), "gpu03": (False, True)}
+    monkeypatch.setattr(serve_drain.gpulumi, "cli_available", lambda: False)
+    said = serve_drain.sync_router(inv, RunContext(customer=inv.customer, run_id="20261202T060100Z-kdrn", root=root))
+    assert not said["applied"] and "pulumi CLI is not installed" in said["reason"] and len(ups) == 1
