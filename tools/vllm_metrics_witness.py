@@ -1,6 +1,7 @@
 """Write gridready/data/engine_cli/vllm-<version>-metrics.json: the Prometheus metrics the pinned vLLM exposes, read
 from its own source (vllm/v1/metrics/loggers.py, vllm/v1/metrics/buckets.py): each histogram's name, documentation,
-bucket family and default bounds, each counter's and gauge's name (prometheus_client adds `_total` to a counter), and the label names.
+bucket family and default bounds, each counter's and gauge's name (prometheus_client adds `_total` to a counter),
+and the label names.
 The canary gate, the prefix-cache reading and the monitoring rules name these metrics; their tests build a scrape
 from this file, so a renamed metric or a changed bucket in a new pin fails them.
 
