@@ -64,11 +64,13 @@ def router_vars(inv: Inventory, ctx: RunContext, cert: Certification, plans: lis
     drained replicas. A tier with no replica left keeps its upstreams (see the module docstring)."""
     kept = [p if p.replicas else full for p, full in zip(without(plans, drained), plans, strict=True)]
     run_vars = serve_config.hosts_extravars(inv, cert, plans)
-    routed = serve_router.extravars(inv, ctx.root, cert, kept, chosen=serve_router.routes(inv, ctx.root, plans))
-    whole = serve_router.extravars(inv, ctx.root, cert, plans, chosen=serve_router.routes(inv, ctx.root, plans))
+    routes = serve_router.routes(inv, ctx.root, plans)
+    routed = serve_router.extravars(inv, ctx.root, cert, kept, chosen=routes)
     if routed:
-        for key in ("host", "bind", "url"):  # the router stays where serve put it
-            routed["gridready_serve_router"][key] = whole["gridready_serve_router"][key]
+        head = plans[0].replicas[0].head  # the router stays where serve put it (router_hosts.router_extravars)
+        where = routed["gridready_serve_router"]
+        where.update(host=head, bind=cert.certified[head].ip,
+                     url=f"http://{cert.certified[head].ip}:{inv.spec.serving.router.port}")
     run_vars |= routed
     serve_router.open_router_port(run_vars)
     return run_vars

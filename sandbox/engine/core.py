@@ -23,6 +23,20 @@ VLLM_ITL_BUCKETS = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.7
                     40.0, 80.0)
 VLLM_REQUEST_BUCKETS = (0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0,
                         240.0, 480.0, 960.0, 1920.0, 7680.0)
+# name, help and bounds of vLLM 0.33.0's histograms (vllm/v1/metrics/loggers.py), in the order Engine assigns them
+VLLM_HISTOGRAMS = (
+    ("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", VLLM_TTFT_BUCKETS),
+    ("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", VLLM_ITL_BUCKETS),
+    ("vllm:request_time_per_output_token_seconds", "Histogram of time_per_output_token_seconds per request.",
+     VLLM_ITL_BUCKETS),
+    ("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", VLLM_REQUEST_BUCKETS),
+    ("vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.",
+     VLLM_REQUEST_BUCKETS),
+    ("vllm:request_prefill_time_seconds", "Histogram of time spent in PREFILL phase for request.",
+     VLLM_REQUEST_BUCKETS),
+    ("vllm:request_decode_time_seconds", "Histogram of time spent in DECODE phase for request.",
+     VLLM_REQUEST_BUCKETS),
+)
 LAT_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
                20.0, 40.0, 80.0)
 ITL_BUCKETS = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0)
@@ -94,20 +108,8 @@ class Engine:
             self.m_prompt = r.counter("vllm:prompt_tokens_total", "Number of prefill tokens processed.")
             self.m_gen = r.counter("vllm:generation_tokens_total", "Number of generation tokens processed.")
             self.m_success = r.counter("vllm:request_success_total", "Count of successfully processed requests.")
-            self.h_ttft = r.histogram("vllm:time_to_first_token_seconds",
-                                      "Histogram of time to first token in seconds.", VLLM_TTFT_BUCKETS)
-            self.h_itl = r.histogram("vllm:inter_token_latency_seconds",
-                                     "Histogram of inter-token latency in seconds.", VLLM_ITL_BUCKETS)
-            self.h_tpot = r.histogram("vllm:request_time_per_output_token_seconds",
-                                      "Histogram of time_per_output_token_seconds per request.", VLLM_ITL_BUCKETS)
-            self.h_e2e = r.histogram("vllm:e2e_request_latency_seconds",
-                                     "Histogram of e2e request latency in seconds.", VLLM_REQUEST_BUCKETS)
-            self.h_queue = r.histogram("vllm:request_queue_time_seconds",
-                                       "Histogram of time spent in WAITING phase for request.", VLLM_REQUEST_BUCKETS)
-            self.h_prefill = r.histogram("vllm:request_prefill_time_seconds",
-                                         "Histogram of time spent in PREFILL phase for request.", VLLM_REQUEST_BUCKETS)
-            self.h_decode = r.histogram("vllm:request_decode_time_seconds",
-                                        "Histogram of time spent in DECODE phase for request.", VLLM_REQUEST_BUCKETS)
+            (self.h_ttft, self.h_itl, self.h_tpot, self.h_e2e, self.h_queue, self.h_prefill,
+             self.h_decode) = (r.histogram(name, help_, bounds) for name, help_, bounds in VLLM_HISTOGRAMS)
             # vllm/v1/metrics/loggers.py: Counter("vllm:prefix_cache_queries"|"vllm:prefix_cache_hits"), in tokens;
             # prometheus_client exposes counters with the _total suffix
             self.m_pc_queries = r.counter("vllm:prefix_cache_queries_total",

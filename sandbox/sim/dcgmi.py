@@ -224,7 +224,8 @@ def health_check(host: Host, watched: str) -> str:
     rank = {"Healthy": 0, "Warning": 1, "Failure": 2}
     incidents = health_incidents(host, watched)
     overall = max((i[2] for i in incidents), key=rank.__getitem__, default="Healthy")
-    out = [hline, f"| {'Health Monitor Report':<85}|", hline.replace("-", "="), _tree_row(0, "Overall Health", overall)]
+    out = [simcore.marker(host.name), hline, f"| {'Health Monitor Report':<85}|", hline.replace("-", "="),
+           _tree_row(0, "Overall Health", overall)]
     gpus = sorted({i[0] for i in incidents})
     if gpus:
         out.append(_tree_row(0, "GPU", ""))

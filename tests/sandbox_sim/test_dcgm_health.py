@@ -18,7 +18,8 @@ def test_health_check_needs_watches_then_reports_the_dbe_in_dcgmis_tree(use_prof
     assert rc == 253 and out == "Error: Health watches not enabled. Please enable watches. \n"
     assert call("dcgmi", ["health", "-s", "a"]) == (0, "Health monitor systems set successfully.\n")
     rc, out = call("dcgmi", ["health", "-c"])
-    rows = out.splitlines()
+    marker, *rows = out.splitlines()  # the simulator's marker line, then dcgmi's tree
+    assert marker == "# gridready-sim: simulated output (profile sim-a)"
     assert rc == 0 and rows[1] == f"| {'Health Monitor Report':<85}|"
     assert rows[0] == rows[-1] == "+" + "-" * 27 + "+" + "-" * 58 + "+" and rows[2].startswith("+====")
     assert {len(r) for r in rows} == {88}  # DcgmiOutputTree(28, 60)
@@ -35,6 +36,7 @@ def test_health_check_of_a_healthy_host_and_watch_letters(use_profile, tmp_path,
     use_profile({"kind": "ecc_uncorrectable", "gpu": 0})
     assert call("dcgmi", ["health", "-s", "pn"])[0] == 0  # memory not watched: the DBE is not seen
     out = call("dcgmi", ["health", "-c"])[1]
+    assert out.startswith("# gridready-sim: simulated output")  # the marker line; the product's parser skips it
     assert f"| {'Overall Health':<25} | {'Healthy':<56} |" in out.splitlines() and from_dcgm_health("n", out) == []
     assert call("dcgmi", ["health", "-s", "aa"])[0] == 2 and call("dcgmi", ["health", "-s", "ap"])[0] == 2
 
