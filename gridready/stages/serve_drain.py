@@ -96,7 +96,7 @@ def sync_taints(inv: Inventory, ctx: RunContext) -> dict[str, Any]:
             "reason": "platform stack applied: gridready's taint NoExecute on the drained nodes"}
 
 
-def sync_router(inv: Inventory, ctx: RunContext) -> dict[str, Any]:
+def sync_serving(inv: Inventory, ctx: RunContext) -> dict[str, Any]:
     """Apply the ledger's drained set to the serving of the deployment (the router on hosts, the node taints on
     Kubernetes); what it did, for the watcher's report."""
     spec = inv.spec.serving

@@ -91,12 +91,12 @@ def test_the_watcher_applies_the_drain_through_the_platform_stack(make_inv, monk
     monkeypatch.setattr(serve_drain.gpulumi, "cli_available", lambda: True)
     monkeypatch.setattr(serve_drain.gpulumi, "up", lambda stack, customer, config, secrets, state, **kw: ups.append(
         {"stack": stack, "config": config, "secrets": sorted(secrets)}) or {})
-    done = serve_drain.sync_router(inv, RunContext(customer=inv.customer, run_id="20261202T060000Z-kdrn", root=root))
+    done = serve_drain.sync_serving(inv, RunContext(customer=inv.customer, run_id="20261202T060000Z-kdrn", root=root))
     assert done["applied"] and done["drained_nodes"] == ["gpu03"]
     (up,) = ups
     assert up["stack"] == "platform" and up["secrets"] == ["kubeconfig"]
     marks = {n["name"]: (n["certified"], n["drained"]) for n in up["config"]["nodes"]}
     assert marks == {"gpu01": (True, False), "gpu02": (True, False), "gpu03": (False, True)}
     monkeypatch.setattr(serve_drain.gpulumi, "cli_available", lambda: False)
-    said = serve_drain.sync_router(inv, RunContext(customer=inv.customer, run_id="20261202T060100Z-kdrn", root=root))
+    said = serve_drain.sync_serving(inv, RunContext(customer=inv.customer, run_id="20261202T060100Z-kdrn", root=root))
     assert not said["applied"] and "pulumi CLI is not installed" in said["reason"] and len(ups) == 1

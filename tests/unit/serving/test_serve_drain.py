@@ -81,7 +81,7 @@ def test_a_deployment_the_inventory_plans_differently_is_left_alone(make_inv, mo
         AssertionError("the router play ran")))
     ledger.update(root, "acme", lambda b: ledger.drain(b, "gpu02", "xid 79"))
     one = with_router(make_inv(3, [{**TIER, "replicas": 1}]))  # the inventory changed since serve
-    done = serve_drain.sync_router(one, RunContext(customer="acme", run_id="20261202T054000Z-wat4", root=root))
+    done = serve_drain.sync_serving(one, RunContext(customer="acme", run_id="20261202T054000Z-wat4", root=root))
     assert not done["applied"] and "`invoke serve` re-plans it" in done["reason"]
 
 
