@@ -91,7 +91,7 @@ def prepare(work: Path, paths: list[str]) -> None:
     also = [p.name for p in REPO.iterdir() if p.name not in (*TOP, "pyproject.toml") and not p.name.startswith(".")]
     cfg = "\n".join([
         "", "[tool.mutmut]",
-        f"paths_to_mutate = {json.dumps(paths)}",
+        f"source_paths = {json.dumps(paths)}",  # mutmut 3.8 name (paths_to_mutate is deprecated)
         f"also_copy = {json.dumps(also)}",
         "pytest_add_cli_args = " + json.dumps(["-n", "0", "-p", "no:cacheprovider", "-q", "-m",
                                                "not extended and not sandbox",
