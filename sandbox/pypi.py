@@ -105,42 +105,72 @@ if __name__ == "__main__":
 '''
 
 
-# SIMULATED torch: what a real torch wheel answers on a host with no NVIDIA device (the sandbox hosts have no GPU to
-# compute on): torch.cuda.is_available() False and device_count() 0 ("Return a bool indicating if CUDA is currently
-# available", https://docs.pytorch.org/docs/stable/generated/torch.cuda.is_available.html); torch.version.cuda is the
-# CUDA runtime of the wheel (the matrix's probe_torch row). The real wheel also requires its nvidia-*-cu12 runtime
-# wheels, filelock, sympy, networkx, jinja2, fsspec and triton; the stand-in needs none of them.
-TORCH_INIT = '''"""SIMULATED torch {version} (gridready sandbox): no GPU compute; CUDA is never available."""
+# SIMULATED torch: the torch API surface gridready's probe uses (gridready/probe/torch_bench.py), answering as torch
+# does on the sandbox host's simulated GPUs (sandbox/torch_sim.py, carried as torch/_sim.py: devices from the host's
+# hardware profile, tensors without data, operations that take the time recorded on a real H200).
+# torch.version.cuda is the CUDA runtime of the wheel (the matrix's probe_torch row); torch.__config__.show() says
+# SIMULATED with the simulator's marker. The real wheel also requires its nvidia-*-cu12 runtime wheels, filelock,
+# sympy, networkx, jinja2, fsspec and triton; the stand-in needs none of them.
+TORCH_SIM = Path(__file__).resolve().parent / "torch_sim.py"
+TORCH_INIT = '''"""SIMULATED torch {version} (gridready sandbox): no GPU compute; the CUDA devices are the host's
+simulated GPUs and every operation takes a time modeled on recorded H200 figures (torch/_sim.py)."""
 
-from torch import cuda, version
+from torch import __config__, cuda, version
+from torch._sim import (
+    FP8, Device, OutOfMemoryError, Tensor, _scaled_mm, bfloat16, device, dtype, empty, empty_like, float8_e4m3fn,
+    float8_e5m2, float16, float32, int64, matmul, mm, randn, tensor, uint8, zeros,
+)
 
 __version__ = "{version}"
-__all__ = ["cuda", "version"]
+float = float32  # noqa: A001 - torch.float
+half = float16
+long = int64
+__all__ = ["FP8", "Device", "OutOfMemoryError", "Tensor", "__config__", "_scaled_mm", "bfloat16", "cuda", "device",
+           "dtype", "empty", "empty_like", "float", "float16", "float32", "float8_e4m3fn", "float8_e5m2", "half",
+           "int64", "long", "matmul", "mm", "randn", "tensor", "uint8", "version", "zeros"]
 '''
 TORCH_VERSION = '''"""SIMULATED torch.version: the CUDA runtime the real wheel carries."""
 
 __version__ = "{version}"
 cuda = "{cuda}"
 '''
-TORCH_CUDA = '''"""SIMULATED torch.cuda: the answers of a real torch on a host without an NVIDIA device."""
+TORCH_CONFIG = '''"""SIMULATED torch.__config__: show() describes the build and says SIMULATED (gridready-sim
+marker)."""
+
+from torch import _sim, version
 
 
-def is_available():
-    return False
-
-
-def device_count():
-    return 0
+def show():
+    return _sim.config_show(version.__version__, version.cuda)
 '''
+TORCH_CUDA = '''"""SIMULATED torch.cuda: the host's simulated GPUs (torch/_sim.py)."""
+
+from torch._sim import (
+    Event, OutOfMemoryError, can_device_access_peer, current_device, device_count, empty_cache, get_device_name,
+    is_available, set_device, synchronize,
+)
+from torch._sim import device_context as device
+
+__all__ = ["Event", "OutOfMemoryError", "can_device_access_peer", "current_device", "device", "device_count",
+           "empty_cache", "get_device_name", "is_available", "set_device", "synchronize"]
+'''
+
+
+def torch_modules(version: str, cuda: str) -> dict[str, str]:
+    """The stand-in torch package's files (path inside the package -> source)."""
+    return {
+        "__init__.py": TORCH_INIT.format(version=version),
+        "version.py": TORCH_VERSION.format(version=version, cuda=cuda),
+        "__config__.py": TORCH_CONFIG,
+        "_sim.py": TORCH_SIM.read_text(),
+        "cuda/__init__.py": TORCH_CUDA,
+    }
 
 
 def torch_wheels() -> list[SimWheel]:
     rows = yaml.safe_load((REPO_ROOT / "gridready/data/version_matrix.yml").read_text())["probe_torch"]
-    return [SimWheel("torch", version, "torch", {
-        "__init__.py": TORCH_INIT.format(version=version),
-        "version.py": TORCH_VERSION.format(version=version, cuda=row["cuda"]),
-        "cuda/__init__.py": TORCH_CUDA,
-    }, with_engine=False) for version, row in rows.items()]
+    return [SimWheel("torch", version, "torch", torch_modules(version, row["cuda"]), with_engine=False)
+            for version, row in rows.items()]
 
 
 def _init(name: str, version: str) -> str:
@@ -184,7 +214,7 @@ def build_wheel(w: SimWheel, out_dir: Path) -> Path:
     dist = f"{w.name}-{w.version}.dist-info"
     files[f"{dist}/METADATA"] = (
         f"Metadata-Version: 2.1\nName: {w.name}\nVersion: {w.version}\n"
-        f"Summary: SIMULATED {w.name} for gridready's sandbox fleet (no GPU; sandbox/pypi.py)\n"
+        f"Summary: SIMULATED {w.name} for gridready's sandbox fleet (no GPU compute; sandbox/pypi.py)\n"
         "Requires-Python: >=3.9\n").encode()
     files[f"{dist}/WHEEL"] = (b"Wheel-Version: 1.0\nGenerator: gridready-sandbox\nRoot-Is-Purelib: true\n"
                               b"Tag: py3-none-any\n")
@@ -234,7 +264,8 @@ def sources_hash() -> str:
     h = hashlib.sha256(f"pypi-v{INDEX_VERSION}".encode())
     for w in sim_wheels():
         h.update(f"{w.name}={w.version}".encode())
-    for f in [Path(__file__), REPO_ROOT / "gridready/data/version_matrix.yml", *sorted(ENGINE_DIR.glob("*.py")),
+    for f in [Path(__file__), TORCH_SIM, REPO_ROOT / "gridready/data/version_matrix.yml",
+              *sorted(ENGINE_DIR.glob("*.py")),
               *sorted((REPO_ROOT / "gridready/data/engine_cli").glob("*.json"))]:
         h.update(f.name.encode() + b"\0" + f.read_bytes())
     h.update("\n".join(real_requirements()).encode())

@@ -258,6 +258,10 @@ class Probe:
             return
         tdoc.update(present=True, version=torch.__version__, cuda=torch.version.cuda,
                     cuda_available=torch.cuda.is_available(), device_count=torch.cuda.device_count())
+        try:  # the build description (https://docs.pytorch.org/docs/stable/config_mod.html), kept as raw evidence
+            self.doc["raw"]["torch_config"] = str(torch.__config__.show())
+        except Exception as exc:
+            self.err("torch.config", f"{type(exc).__name__}: {exc}")
         if not tdoc["cuda_available"] or tdoc["device_count"] == 0:
             return
         from . import torch_allreduce, torch_bench
@@ -266,7 +270,8 @@ class Probe:
         tdoc.update(torch_bench.run_all(self.prof, self._sample_link, errors))
         self.doc["errors"] += errors
         world = tdoc["device_count"]
-        if world < 2:
+        dist = getattr(torch, "distributed", None)  # a build without it: is_available() False (torch.distributed docs)
+        if world < 2 or dist is None or not dist.is_available():
             tdoc["allreduce"] = None
             return
         sizes = sweep_sizes(self.prof["ar_min_bytes"], self.opts["nccl_max_bytes"], self.prof["ar_factor"],

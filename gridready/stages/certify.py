@@ -65,6 +65,9 @@ def probe_archive(dest: Path) -> Path:
     return dest
 
 
+NA_COLLECTORS = {"dcgm": "dcgm", "sdc": "sdc", "training_goodput": "goodput"}  # gate -> probe step (collect.py)
+
+
 def extravars(inv: Inventory, fetch_dir: Path) -> dict[str, Any]:
     """Role variables from the spec's certification section."""
     c: CertificationSpec = inv.spec.certification
@@ -74,7 +77,8 @@ def extravars(inv: Inventory, fetch_dir: Path) -> dict[str, Any]:
         "gridready_certify_fetch_dir": str(fetch_dir),
         "gridready_certify_profile": str(c.profile),
         "gridready_certify_dcgm_level": c.effective_dcgm_level() if "dcgm" not in c.not_applicable else 0,
-        "gridready_certify_skip": ["dcgm"] if "dcgm" in c.not_applicable else [],
+        # a collector whose gate is not applicable is not run (its time is not spent)
+        "gridready_certify_skip": [step for gate, step in NA_COLLECTORS.items() if gate in c.not_applicable],
         "gridready_certify_algo": c.nccl.algo,
         "gridready_certify_nccl_min_bytes": c.nccl.min_bytes,
         "gridready_certify_nccl_max_bytes": c.nccl.max_bytes,

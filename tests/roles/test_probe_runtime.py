@@ -1,5 +1,5 @@
 """gridready_probe_runtime: the pinned PyTorch in its own venv, where the certify role finds it (the sandbox index
-serves a SIMULATED torch wheel under the real name and pin: importable, CUDA never available)."""
+serves a SIMULATED torch wheel under the real name and pin, whose CUDA devices are the host's simulated GPUs)."""
 
 from __future__ import annotations
 

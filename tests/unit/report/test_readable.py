@@ -19,7 +19,11 @@ from sandbox.probe_docs import fleet_docs
 
 def judged(n: int, faulted_every: int) -> FleetVerdict:
     inv = inventory.load("sandbox")
-    spec, group = inv.spec.certification, inv.spec.node_groups[0]
+    # sandbox.probe_docs runs the simulated tools in-process, without the probe runtime: no torch section
+    spec = inv.spec.certification.model_copy(update={"not_applicable": [
+        *inv.spec.certification.not_applicable, "gemm_bf16", "gemm_fp8", "hbm_bandwidth", "h2d_bandwidth",
+        "peer_bandwidth"]})
+    group = inv.spec.node_groups[0]
     return judge_fleet(spec, [judge_node(spec, group, d, node=h, node_group=group.name, evidence=f"{h}.json")
                               for h, d in fleet_docs(n, faulted_every)], customer="sandbox", run_id="r1")
 
