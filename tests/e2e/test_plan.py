@@ -23,7 +23,7 @@ def test_plan_on_a_fresh_fleet_lists_changes_and_changes_nothing(fleet, tmp_path
     plan = json.loads(run.stdout)
     assert plan["provision"]["status"] == "changes-pending"
     assert all(plan["provision"]["changes"][h] for h in ("node1", "node2", "node3"))
-    assert plan["certify"]["dcgm_level"] == 3
+    assert plan["certify"]["dcgm_level"] == 1  # the sandbox inventory's quick profile
     # no certification yet: the render sizes as if every GPU node were certified, and says so
     rendered = plan["serve"]["rendered"]
     assert rendered["certification"] == topology.HYPOTHETICAL and rendered["tiers"], rendered
