@@ -72,8 +72,9 @@ def peer_bandwidth(doc: dict[str, Any], exp: Expectations) -> list[GateResult]:
         matrix = (tests.get("device_to_device_memcpy_write_ce") or {}).get("matrix", {})
         pairs = [{"src": int(r), "dst": int(c), "access": v is not None, "gbps": v}
                  for r, row in matrix.items() for c, v in row.items() if r != c]
+        src = "raw.nvbandwidth.device_to_device_memcpy_write_ce"
     else:
-        pairs = doc["torch"].get("peer") or []
+        pairs, src = doc["torch"].get("peer") or [], "torch.peer"
     if exp.gpus > 1 and not pairs:
         return [exp.result("peer_bandwidth", E, "no peer copy measured", expected=expected, unit="GB/s")]
     bad, vals = [], {}
@@ -86,7 +87,7 @@ def peer_bandwidth(doc: dict[str, Any], exp: Expectations) -> list[GateResult]:
             bad.append(f"GPU {key}: not measured")
         elif p["gbps"] < (expected.floor or 0):
             bad.append(f"GPU {key}: {p['gbps']:.0f} GB/s")
-    kw: dict[str, Any] = {"measured": vals, "expected": expected, "unit": "GB/s", "evidence": "torch.peer"}
+    kw: dict[str, Any] = {"measured": vals, "expected": expected, "unit": "GB/s", "evidence": src}
     if bad:
         return [exp.result("peer_bandwidth", F, f"peer copies below {expected.floor:g} GB/s: " + "; ".join(bad[:8]),
                            **kw)]

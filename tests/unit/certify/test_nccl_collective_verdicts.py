@@ -224,11 +224,12 @@ def test_wrong_results_fail_even_below_min_bytes_and_in_a_second_run() -> None:
     assert r.status is S.FAIL and "#wrong=1 (first at 8 B)" in r.reason
 
 
-def test_out_of_bounds_values_fail() -> None:
-    r = _gate(_doc(_run(), _run(out_of_bounds=2)))
-    assert (r.status, r.measured["out_of_bounds"]) == (S.FAIL, 2)
-    assert r.reason == ("all_reduce results wrong: #wrong=0, out of bounds 2: data corruption on the node's GPUs "
-                        "or links")
+@pytest.mark.parametrize("oob", [1, 2])
+def test_out_of_bounds_values_fail(oob: int) -> None:
+    r = _gate(_doc(_run(), _run(out_of_bounds=oob)))
+    assert (r.status, r.measured["out_of_bounds"]) == (S.FAIL, oob)
+    assert r.reason == (f"all_reduce results wrong: #wrong=0, out of bounds {oob}: data corruption on the node's "
+                        "GPUs or links")
 
 
 def test_old_builds_float_error_column_is_not_a_count() -> None:
@@ -267,8 +268,9 @@ def test_corrupt_results_outrank_a_crash() -> None:
 def test_rank_count_must_match_the_gpus(ranks: int | None, status: S) -> None:
     r = _gate(_doc(_run(ranks=ranks)))
     assert r.status is status
-    if status is S.ERROR:
+    if status is S.ERROR:  # the sweep's figures stay on the record
         assert r.reason == "nccl-tests ran on 4 ranks; the node has 2 GPUs"
+        assert (r.measured["max_busbw_gbps"], r.expected, r.evidence) == (346.98, AR_FLOOR, "raw.all_reduce_perf")
 
 
 def test_runs_without_rows_and_no_source() -> None:
@@ -321,6 +323,10 @@ def test_nvswitch_boards_floor_does_not_hold_for_a_board_without_one() -> None:
 def test_a_spec_floor_of_zero_passes_any_bandwidth() -> None:
     r = _gate(_doc(_run(scale=0.001)), floors={"nccl_busbw_gbps": 0})
     assert r.status is S.PASS and r.measured["max_busbw_gbps"] == 0.35
+    assert r.reason == "all_reduce busbw 0.3 GB/s at 4096 MiB (nccl-tests, ring) (0.1% of raw NVLink peak)"
+    r = _gate(_doc(_run(scale=0.0001)), floors={"nccl_busbw_gbps": 0})
+    assert r.measured["pct_of_nvlink_peak"] == 0.0  # 0.0% names no share of the peak
+    assert r.reason == "all_reduce busbw 0.0 GB/s at 1024 MiB (nccl-tests, ring)"
 
 
 def test_no_size_at_or_above_min_bytes_is_an_error() -> None:

@@ -150,6 +150,7 @@ def test_peer_from_nvbandwidth_matrix_skips_the_diagonal() -> None:
     (r,) = transfer.peer_bandwidth(doc, H200)
     assert r.status is S.PASS and r.reason == "2 GPU pairs, slowest 389 GB/s"
     assert r.measured == {"0->1": 390.5, "1->0": 389.25}
+    assert r.evidence == "raw.nvbandwidth.device_to_device_memcpy_write_ce"  # not the absent torch copies
 
 
 def test_peer_from_nvbandwidth_without_access_fails() -> None:
@@ -157,6 +158,7 @@ def test_peer_from_nvbandwidth_without_access_fails() -> None:
     (r,) = transfer.peer_bandwidth(doc, H200)
     assert r.status is S.FAIL
     assert r.reason == "peer copies below 335 GB/s: GPU 0->1: no peer access; GPU 1->0: 120 GB/s"
+    assert r.evidence == "raw.nvbandwidth.device_to_device_memcpy_write_ce"
 
 
 def test_peer_from_nvbandwidth_without_the_copy_test_is_an_error() -> None:
