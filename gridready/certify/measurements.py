@@ -30,8 +30,9 @@ def gpus(doc: dict[str, Any]) -> list[dict[str, Any]]:
     nvml_gpus = (doc.get("nvml") or {}).get("gpus") or []
     torch_gpus = (doc.get("torch") or {}).get("gpus") or []
     eps = {e["bdf"]: e for e in (doc.get("system") or {}).get("pcie_endpoints") or [] if e.get("kind") == "gpu"}
-    by_bus_q = {_bus(g.get("bus_id")): g for g in q_gpus}
-    by_bus_nvml = {_bus(g.get("bus_id")): g for g in nvml_gpus}
+    # only GPUs with a bus id join by it: rows without one would all meet the last of them under None
+    by_bus_q = {b: g for g in q_gpus if (b := _bus(g.get("bus_id")))}
+    by_bus_nvml = {b: g for g in nvml_gpus if (b := _bus(g.get("bus_id")))}
     rows: list[dict[str, Any]] = []
     if query:
         base = [(int(r["index"]), _bus(str(r.get("pci.bus_id") or "")), r) for r in query
@@ -47,7 +48,7 @@ def gpus(doc: dict[str, Any]) -> list[dict[str, Any]]:
         dev = qrow.get("pci.device_id") or q.get("device_id") or nv.get("device_id")
         rows.append({"index": idx, "bus_id": bus, "name": qrow.get("name") or q.get("name") or nv.get("name"),
                      "device_id": str(dev) if dev else None, "query": qrow, "q": q, "nvml": nv, "torch": tg,
-                     "sysfs": eps.get(bus or "")})
+                     "sysfs": eps.get(bus)})
     return rows
 
 
