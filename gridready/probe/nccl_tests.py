@@ -102,7 +102,7 @@ def parse_text(text: str) -> dict[str, Any]:
         if not ln or ln.startswith("#") or "NCCL" in ln:  # comments; NCCL_DEBUG lines interleaved with the table
             continue
         tok = ln.split()
-        if len(tok) < 11 or not tok[0].isdigit() or tok[2] not in _DTYPES:
+        if len(tok) < 11 or not tok[0].isdigit() or not tok[1].isdigit() or tok[2] not in _DTYPES:
             continue
         has_root = len(tok) >= 13
         body = tok[5:] if has_root else tok[4:]
@@ -120,7 +120,7 @@ def parse_text(text: str) -> dict[str, Any]:
 
 
 def _count(v: Any) -> Any:
-    """`nwrong` is written as a float (0.0); parse_text reads the same column as an int."""
+    """The JSON writes `nwrong` as a float (0.0): an integral one is returned as an int."""
     return int(v) if isinstance(v, float) and v.is_integer() else v
 
 
