@@ -33,6 +33,14 @@ def test_quarantine_yml_without_a_run_id_keeps_a_long_reason_on_one_line() -> No
         "n1": {"gridready_quarantine_reason": reason}}}}}}
 
 
+def test_a_reason_past_the_200_column_width_folds_and_reads_back_whole() -> None:
+    reason = ("x: " * 100)[:163].strip()  # quoted (": "), 210 columns with its key and indent
+    lines = quarantine_yml({"n1": reason}).splitlines()
+    assert [len(ln) for ln in lines[1:]] == [4, 11, 25, 12, 11, 201, 14]  # folded once, at PyYAML's width 200
+    assert yaml.safe_load("\n".join(lines))["all"]["children"]["gridready_quarantine"]["hosts"]["n1"] == {
+        "gridready_quarantine_reason": reason}
+
+
 def test_an_empty_quarantine_is_an_empty_group() -> None:
     assert quarantine_yml({}) == HEAD + "all:\n  children:\n    gridready_quarantine:\n      hosts: {}\n"
 
@@ -66,6 +74,9 @@ def test_write_outputs_writes_the_three_files(tmp_path: Path) -> None:
     assert paths["slurm"].read_text() == (
         "#!/bin/sh\n# gridready: drain quarantined nodes (review before running)\n"
         "scontrol update nodename=c state=drain reason='gridready: xid: Xid 48'\n")
+    two = write_outputs(tmp_path / "two", [], {"d": "ecc: 2", "c": "xid: Xid 48"})["slurm"].read_text()
+    assert two.splitlines()[2:] == ["scontrol update nodename=c state=drain reason='gridready: xid: Xid 48'",
+                                    "scontrol update nodename=d state=drain reason='gridready: ecc: 2'"]
 
 
 def test_write_outputs_with_nothing_quarantined(tmp_path: Path) -> None:
