@@ -79,31 +79,54 @@ def parse_json(text: str) -> dict[str, Any]:
     return {"schema": schema, "version": meta.get("version") or doc.get("version"), "tests": tests}
 
 
-_ROW = re.compile(r"^\|\s*(.*?)\s*\|\s*(.*?)\s*\|\s*$")
+_ROW = re.compile(r"^\|\s*(.*?)\s*\| ?(.*?)\s*\|\s*$")  # the value keeps its own leading spaces
+# dcgmi/Diag.cpp (NVIDIA/DCGM): DisplayVerboseInfo cuts a message into DATA_INFO_TAG_LEN = 45 character pieces, one
+# row each, so a space at a cut opens the next row; DCGM 4.x prints a row per entity under each test ("GPU0: Pass",
+# HelperDisplayEntityResults) and names an entity's warning "Warning: GPU0".
+_PIECE = 45
+_ENTITY = re.compile(r"^([A-Za-z][A-Za-z ]*?)(\d+): (Pass|Fail|Skip|Warn|Not Run)$")
+_NOTE = re.compile(r"^(Warning|Error|Info)(?::\s*([A-Za-z][A-Za-z ]*?)(\d+))?$")
 
 
 def parse_text(text: str) -> dict[str, Any]:
     """The `dcgmi diag` text table (3.x and 4.x) -> same shape as parse_json, schema 'text'."""
     tests: list[dict[str, Any]] = []
     cur: dict[str, Any] | None = None
+    note: list[str] | None = None  # the message a row without a name continues
     for ln in text.splitlines():
         m = _ROW.match(ln.strip())
         if not m:
             continue
-        name, val = m.group(1), m.group(2)
+        name, cell = m.group(1), m.group(2)
+        val = cell.strip()
         if name in ("Diagnostic", "Metadata") or (set(name) <= {"-", " "} and "---" in name):
             continue
-        if name and name not in ("Warning", "Error", "Info") and not name.startswith("-"):
+        entity = _ENTITY.match(val)
+        if not name and note is not None and not entity:
+            # whole pieces before this one: pad back the trailing spaces the table's padding hid
+            note[-1] = note[-1].ljust(-(-len(note[-1]) // _PIECE) * _PIECE) + cell.rstrip()
+            continue
+        note = None
+        kind = _NOTE.match(name)
+        if name and not kind and not name.startswith("-"):
             cur = {"name": name, "category": None, "results": [], "summary": None}
             tests.append(cur)
         if cur is None:
             cur = {"name": "Deployment", "category": "Deployment", "results": [], "summary": None}
             tests.append(cur)
-        if name in ("Warning", "Error"):
-            cur["results"].append({"gpus": [int(g) for g in re.findall(r"GPU (\d+)", val)],
-                                   "status": "fail" if name == "Error" else "warn", "warnings": [val], "info": None})
-        elif not name and cur["results"] and cur["results"][-1]["warnings"]:
-            cur["results"][-1]["warnings"][-1] += val  # continuation of a wrapped message
+        if kind and kind.group(1) == "Info":
+            note = [val]  # verbose info: its pieces are read and dropped
+        elif kind:
+            if kind.group(2):  # "Warning: GPU0" (4.x) names its entity
+                gpus = [int(kind.group(3))] if kind.group(2) == "GPU" else []
+            else:
+                gpus = [int(g) for g in re.findall(r"GPU (\d+)", val)]
+            cur["results"].append({"gpus": gpus, "status": "fail" if kind.group(1) == "Error" else "warn",
+                                   "warnings": [val], "info": None})
+            note = cur["results"][-1]["warnings"]
+        elif entity and not name:
+            cur["results"].append({"gpus": [int(entity.group(2))] if entity.group(1) == "GPU" else [],
+                                   "status": _status(entity.group(3)), "warnings": [], "info": None})
         else:
             sm = re.match(r"(Pass|Fail|Skip|Warn)\w*\s*(?:-\s*GPUs?:\s*([\d,\s]+))?", val)
             if sm:

@@ -120,7 +120,10 @@ def parse_q(text: str) -> dict[str, Any]:
         vol, agg = ecc.get("Volatile") or {}, ecc.get("Aggregate") or {}
 
         def _ecc(part: dict[str, Any], *names: str) -> int | None:
-            vals = [_num(part.get(n)) for n in names if n in part]
+            # R410-era drivers nest the counters: "Single Bit" / "Double Bit" sections, each with a "Total"
+            # (tests/fixtures/public/nvidia-smi, the V100 drv410.48 capture); read that Total as the -q -x parser does
+            vals = [_num(_get(part, n, "Total") if isinstance(part.get(n), dict) else part.get(n))
+                    for n in names if n in part]
             vals = [v for v in vals if isinstance(v, int)]
             return sum(vals) if vals else None
 
@@ -154,7 +157,7 @@ def parse_q(text: str) -> dict[str, Any]:
                 "width_current": _num(str(_get(link, "Link Width", "Current") or "").rstrip("x")),
                 "replays": _num(_get(sec, "PCI", "Replays Since Reset")),
             },
-            "ecc_mode": _get(sec, "ECC Mode", "Current"),
+            "ecc_mode": _get(sec, "ECC Mode", "Current") or _get(sec, "Ecc Mode", "Current"),  # "Ecc": R410
             "ecc": {
                 "volatile_sram_ce": _ecc(vol, "SRAM Correctable", "Single Bit"),
                 "volatile_sram_ue": _ecc(vol, *sram_ue),
@@ -275,6 +278,13 @@ def _xsum(el: ET.Element | None, *paths: str) -> int | None:
     return sum(ints) if ints else None
 
 
+def _pending(g: ET.Element) -> bool | None:
+    """`<pending_blacklist>` and `<pending_retirement>` stand side by side (nvsmi_device_v13.dtd, the h200x1 capture),
+    either may read N/A: a Yes in one is not hidden by the other."""
+    flags = [_yes(_x(g, f"retired_pages/{tag}")) for tag in ("pending_blacklist", "pending_retirement")]
+    return True if True in flags else False if False in flags else None
+
+
 def parse_q_xml(text: str) -> dict[str, Any]:
     """`nvidia-smi -q -x` -> the same dict as parse_q. Raises ValueError on a document that is not nvidia_smi_log."""
     try:
@@ -330,7 +340,7 @@ def parse_q_xml(text: str) -> dict[str, Any]:
                 "sram_threshold_exceeded": _yes(_x(agg, "sram_threshold_exceeded")),
             },
             "retired_pages": {
-                "pending": _yes(_x(g, "retired_pages/pending_blacklist") or _x(g, "retired_pages/pending_retirement")),
+                "pending": _pending(g),
                 "single_bit": _xnum(g, "retired_pages/multiple_single_bit_retirement/retired_count"),
                 "double_bit": _xnum(g, "retired_pages/double_bit_retirement/retired_count"),
             },

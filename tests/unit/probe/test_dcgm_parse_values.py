@@ -24,7 +24,9 @@ def test_dcgm_text_table_4x_pass() -> None:
     assert p["schema"] == "text" and p["version"] is None
     assert [t["name"] for t in p["tests"]] == ["software", "memory", "diagnostic", "pcie", "memory_bandwidth",
                                                "targeted_stress", "targeted_power"]  # metadata rows are no tests
-    assert all(t["results"] == [{"gpus": [], "status": "pass", "warnings": [], "info": None}] for t in p["tests"])
+    # the test's own row, then DCGM 4.x's row per GPU ("GPU0: Pass")
+    assert all(t["results"] == [{"gpus": g, "status": "pass", "warnings": [], "info": None}
+                                for g in ([], [0], [1], [2], [3])] for t in p["tests"])
     assert dcgm.failed_tests(p) == []
 
 
