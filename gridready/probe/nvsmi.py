@@ -78,11 +78,16 @@ def parse_tree(text: str) -> dict[str, Any]:
 
 
 def _get(d: dict[str, Any], *path: str) -> Any:
+    """The value at `path`; a key matches regardless of case where its exact spelling is absent (R410-era drivers
+    print "Ecc Mode", "Replays since reset", "Virtualization mode")."""
     cur: Any = d
     for p in path:
-        if not isinstance(cur, dict) or p not in cur:
+        if not isinstance(cur, dict):
             return None
-        cur = cur[p]
+        key = p if p in cur else next((k for k in cur if k.lower() == p.lower()), None)
+        if key is None:
+            return None
+        cur = cur[key]
     return cur
 
 
@@ -157,7 +162,7 @@ def parse_q(text: str) -> dict[str, Any]:
                 "width_current": _num(str(_get(link, "Link Width", "Current") or "").rstrip("x")),
                 "replays": _num(_get(sec, "PCI", "Replays Since Reset")),
             },
-            "ecc_mode": _get(sec, "ECC Mode", "Current") or _get(sec, "Ecc Mode", "Current"),  # "Ecc": R410
+            "ecc_mode": _get(sec, "ECC Mode", "Current"),
             "ecc": {
                 "volatile_sram_ce": _ecc(vol, "SRAM Correctable", "Single Bit"),
                 "volatile_sram_ue": _ecc(vol, *sram_ue),

@@ -175,6 +175,13 @@ def test_q_text_r410_nested_ecc_counters_and_ecc_mode() -> None:
     assert (g["ecc"]["volatile_sram_ce"], g["ecc"]["volatile_dram_ue"]) == (3, 2)
 
 
+def test_q_text_r410_lower_case_keys() -> None:
+    """The same capture spells `Replays since reset` and `Virtualization mode` in lower case."""
+    t = pub("nvidia-smi", "V100").replace("Replays since reset         : 0", "Replays since reset         : 7")
+    g = nvsmi.parse_q(t)["gpus"][0]
+    assert (g["pcie"]["replays"], g["virtualization_mode"]) == (7, "None")
+
+
 @pytest.mark.parametrize("blacklist", ["N/A", "No"])
 def test_xml_pending_retirement_yes_is_not_hidden_by_the_blacklist(blacklist: str) -> None:
     """Both elements stand in the real R580 document (tests/fixtures/h200x1/nvidia-smi-q-x.xml), both N/A there."""
