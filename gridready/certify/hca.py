@@ -29,7 +29,7 @@ def _state_word(value: str | None) -> str | None:
     """sysfs `4: ACTIVE` / ibstat `Active` -> `ACTIVE`; `5: LinkUp` -> `LINKUP`."""
     if value is None:
         return None
-    return value.split(":", 1)[-1].strip().replace(" ", "").upper()
+    return value.split(":", 1)[-1].strip().replace(" ", "").upper() or None  # an empty file is unreadable
 
 
 def _rate_gbps(value: str | None) -> float | None:
@@ -93,7 +93,7 @@ def port_gates(node: str, nic: Nic, data: dict[str, Any]) -> list[GateResult]:
         measured=rate, expected=Expected(floor=nic.rate_gbps, source="spec"), unit="Gb/s", **kw,
     ))
     want = LINK_LAYER[nic.kind]
-    layer = view["link_layer"]
+    layer = (view["link_layer"] or "").strip() or None
     out.append(_gate(
         "hca_link_layer", node, S.ERROR if layer is None else (S.PASS if layer == want else S.FAIL),
         f"{where} link layer {layer or 'unreadable'}" + ("" if layer == want else f", spec says {want}"),

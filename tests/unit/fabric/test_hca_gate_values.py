@@ -86,6 +86,16 @@ def test_unreadable_port_files_are_errors_never_passes():
          "unreadable, spec says InfiniBand"], None)
 
 
+def test_empty_port_files_are_errors_never_failures():
+    """probe/hca._read gives "" for an empty sysfs file: unreadable, as a missing one (it read as a failure)."""
+    port = {"state": "", "phys_state": "", "rate": "", "link_layer": "", "counters": {}}
+    got = [_r(r) for r in port_gates("n1", IB400, _sysfs({"1": port}))]
+    assert got == _port_results(
+        "hca.sysfs.mlx5_0.ports.1", "mlx5_0 port 1", "", "", None, None, ["error"] * 4,
+        ["unreadable, expected ACTIVE", "unreadable, expected LinkUp", "unreadable",
+         "unreadable, spec says InfiniBand"], None)
+
+
 @pytest.mark.parametrize(("rate", "status", "value"), [
     ("400 Gb/sec (4X NDR)", "pass", 400.0),
     ("800", "pass", 800.0),
