@@ -309,7 +309,8 @@ def _ecn_gate(node: str, nic: Nic, netdev: str | None, nd: dict[str, Any], want:
 
 
 def ibstat_gate(node: str, data: dict[str, Any]) -> GateResult | None:
-    """`ibstat` itself failing (ibpanic, exit 255) fails the node even with partial output; absent: no gate."""
+    """`ibstat` itself failing (ibpanic, exit 255) fails the node even with partial output; one that did not complete
+    (a timeout) is an error; absent: no gate."""
     ib = data.get("ibstat")
     if not ib or (ib.get("rc") is None and "not found" in (ib.get("error") or "")):
         return None
@@ -317,6 +318,8 @@ def ibstat_gate(node: str, data: dict[str, Any]) -> GateResult | None:
     if ib.get("rc") not in (0, None) or errs:
         return _gate("ibstat", node, S.FAIL, f"ibstat exit {ib.get('rc')}: {errs[0] if errs else ib.get('error')}",
                      evidence="hca.ibstat")
+    if ib.get("rc") is None and ib.get("error"):  # timed out or could not start: nothing known, not a pass
+        return _gate("ibstat", node, S.ERROR, f"ibstat did not complete: {ib['error']}", evidence="hca.ibstat")
     return None
 
 

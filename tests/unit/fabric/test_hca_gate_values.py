@@ -405,3 +405,10 @@ def test_ibstat_absent_or_clean_adds_no_gate(data):
 ])
 def test_ibstat_failing_fails_the_node(ib, reason):
     assert _r(ibstat_gate("n1", {"ibstat": ib})) == _res("ibstat", "fail", reason, hca=None, evidence="hca.ibstat")
+
+
+def test_ibstat_that_did_not_complete_is_an_error():
+    """A timeout without output added no gate: with sysfs unread, the NICs then read as absent from the node."""
+    ib = {"rc": None, "error": "timed out after 60s", "parsed": None}
+    assert _r(ibstat_gate("n1", {"ibstat": ib})) == _res("ibstat", "error", "ibstat did not complete: timed out "
+                                                         "after 60s", hca=None, evidence="hca.ibstat")
