@@ -62,7 +62,8 @@ TESTS = ["tests/unit/certify/test_gate_boundaries.py", "tests/unit/certify/test_
          # value tests per gate, parser and builder (issue 35)
          *(f"tests/unit/certify/test_{n}.py" for n in (
              "compute_gate_values", "dcgm_gate_values", "expectations_values", "host_settings_values",
-             "inventory_gate_values", "judge_verdict_values", "memory_errors_verdicts", "nccl_collective_verdicts",
+             "inventory_gate_values", "judge_verdict_values", "measurements_values", "memory_errors_verdicts",
+             "nccl_check_iters", "nccl_collective_verdicts",
              "nvlink_gate_values", "outlier_values", "pcie_link_values", "quarantine_outputs_values",
              "software_gate_values", "thermal_verdicts", "transfer_gate_values", "xid_gate_values")),
          "tests/unit/spec", "tests/unit/serving/test_vllm_hosts_extravars_values.py",
