@@ -312,6 +312,9 @@ def _cross_check(file: str, spec: ClusterSpec, groups: dict[str, list[str]], hos
         for i, gate in enumerate(getattr(cert, key)):
             if not is_known_gate(gate):
                 errors.append(f"{file}: certification.{key}[{i}]: unknown gate {gate!r}")
+            elif gate == "probe":  # its error means no output at all: waived, a node nothing is known of certifies
+                errors.append(f"{file}: certification.{key}[{i}]: the probe gate cannot be set aside: without the "
+                              "probe's output nothing about the node is known")
     if cert.min_certified_nodes > len(owner) and owner:
         errors.append(
             f"{file}: certification.min_certified_nodes: {cert.min_certified_nodes} is more than the "

@@ -159,6 +159,12 @@ CASES = [
      "inventories/acme/cluster.yml: certification.min_certified_nodes: 5 is more than the 2 GPU nodes"),
     ("unknown-gate-waived", _set("certification", {"waive": ["pcie_link", "pcie_lnk"]}), None, None,
      "inventories/acme/cluster.yml: certification.waive[1]: unknown gate 'pcie_lnk'"),
+    ("probe-waived", _set("certification", {"waive": ["probe"]}), None, None,
+     "inventories/acme/cluster.yml: certification.waive[0]: the probe gate cannot be set aside: without the probe's "
+     "output nothing about the node is known"),
+    ("probe-not-applicable", _set("certification", {"not_applicable": ["dcgm", "probe"]}), None, None,
+     "inventories/acme/cluster.yml: certification.not_applicable[1]: the probe gate cannot be set aside: without "
+     "the probe's output nothing about the node is known"),
     ("kubernetes-without-kubeconfig", _set("serving.target", "kubernetes"), None, None,
      "inventories/acme/cluster.yml: serving.kubeconfig: required when serving.target is kubernetes"),
 ]
