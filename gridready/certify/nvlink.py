@@ -83,7 +83,8 @@ def nvlink(doc: dict[str, Any], exp: Expectations) -> list[GateResult]:
                                   gpu=g["index"], expected=expected, evidence="raw.nvidia_smi_nvlink_s"))
             continue
         errs = _errors(doc, g)
-        errs_after = _errors(after, later.get(g["bus_id"]) or {**g, "nvml": {}}) if after else None
+        # the snapshot after the load holds nvidia-smi only: the idle NVML counters must not stand in for it
+        errs_after = _errors(after, {**(later.get(g["bus_id"]) or g), "nvml": {}}) if after else None
         run = {k: errs_after[k] - errs[k] for k in errs} if errs and errs_after else None
         m = {"active_links": len(active), "inactive": inactive, "slow": slow, "errors": errs,
              "errors_after_load": errs_after, "errors_during_run": run}

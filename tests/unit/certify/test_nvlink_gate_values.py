@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from gridready.certify import nvlink
+from gridready.certify import measurements, nvlink
 from gridready.certify.result import GateStatus as S
 from tests.unit.certify.fixtures_io import probe_quick
 from tests.unit.certify.test_gates_public import exp
@@ -243,6 +243,20 @@ def test_after_snapshot_without_gpu_rows_is_matched_by_index() -> None:
     res = _by_gpu(nvlink.nvlink(doc, _h200()))
     assert res[0].status is S.FAIL and "recovery=2" in res[0].reason
     assert res[1].status is S.PASS and res[1].measured["errors_during_run"] == ZERO
+
+
+def test_idle_nvml_counters_do_not_stand_in_for_the_snapshot_after_the_load() -> None:
+    """nvidia-smi nvlink -e unread at idle and after the load: NVML's idle counters compared with themselves
+    passed without any reading after the load."""
+    doc = _doc()
+    doc["nvml"] = {"gpus": [{"index": g["index"], "bus_id": g["bus_id"], "nvlink": {"links": {
+        "0": {"errors": {"replay": 0, "recovery": 0, "crc_flit": 0}}}}} for g in measurements.gpus(doc)]}
+    doc["nvidia_smi"].pop("nvlink_errors")
+    doc["after"] = {"nvidia_smi": copy.deepcopy(doc["nvidia_smi"])}
+    res = nvlink.nvlink(doc, _h200())
+    assert [(r.status, r.reason) for r in res] == [
+        (S.ERROR, f"{G0}: NVLink error counters not readable after the load"),
+        (S.ERROR, f"{G1}: NVLink error counters not readable after the load")]
 
 
 def test_counters_unreadable_after_the_load_are_an_error() -> None:
