@@ -120,6 +120,29 @@ def _check_shape(root: yaml.Node) -> None:
     size(root, 0)
 
 
+def _check_depth(text: str) -> None:
+    """Refuse nesting deeper than MAX_DEPTH from the event stream, before anything recursive sees the document.
+
+    PyYAML's parser is a state machine, but its composer and constructor recurse once per level: a 20,000-deep
+    `[[[...]]]` would hit the interpreter's recursion limit inside them, where objects finalised during the unwind
+    raise again (unraisable errors), instead of failing here with a line and column."""
+    scanner = _StrictLoader(text)
+    depth = -1  # the top-level collection is depth 0, as in _check_shape
+    try:
+        while scanner.check_event():
+            event = scanner.get_event()
+            if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    mark = event.start_mark
+                    raise YamlError(f"line {mark.line + 1} column {mark.column + 1}",
+                                    f"nested deeper than {MAX_DEPTH} levels")
+            elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+                depth -= 1
+    finally:
+        scanner.dispose()
+
+
 def _control_chars(text: str) -> int | None:
     """Line (1-based) of the first control character other than tab, newline and carriage return."""
     for lineno, line in enumerate(text.split("\n"), 1):
@@ -140,6 +163,7 @@ def load_yaml(path: Path) -> Any:
         raise YamlError(f"line {bad_line}", "control character in the text")
     loader = _StrictLoader(text)
     try:
+        _check_depth(text)
         node = loader.get_single_node()
         if node is None:
             return None

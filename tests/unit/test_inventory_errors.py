@@ -441,7 +441,7 @@ FILE_CASES = [
     ("cluster-control-bytes", _write("cluster.yml", "customer: ac\x07me\n"), C + "line 1: control character"),
     ("hosts-nul-byte", _write("hosts.yml", HOSTS + "# \x00\n"), H + "line 7: control character"),
     ("cluster-20000-deep", _write("cluster.yml", "a: " + "[" * 20000 + "]" * 20000 + "\n"),
-     C + "(file): nested deeper than 64 levels"),
+     C + "line 1 column 68: nested deeper than 64 levels"),
     ("cluster-100-deep", _write("cluster.yml", "a: " + "[" * 100 + "]" * 100 + "\n"),
      C + "line 1 column 68: nested deeper than 64 levels"),
     ("cluster-fifo", _fifo("cluster.yml"), C + "(file): not a regular file"),
