@@ -279,7 +279,9 @@ def parse_topo(text: str) -> dict[str, Any]:
         tokens = [t for t in tokens if t]
         if not tokens:
             continue
-        if not header and line[:1] in (" ", "\t") and _DEV.match(tokens[0]):
+        # The header names devices from its first cell; a trimmed copy loses its leading tab, but the first row
+        # (GPU0 against itself) always has " X " in its second cell, which no header cell is.
+        if not header and _DEV.match(tokens[0]) and (line[:1] in (" ", "\t") or tokens[1:2] != ["X"]):
             header = [t for t in tokens if _DEV.match(t)]
             continue
         if header and _DEV.match(tokens[0]):

@@ -58,10 +58,11 @@ def parse(text: str) -> dict[str, Any]:
             bridges.append({"bdf": b["bdf"].lower(), "desc": b["desc"],
                             "downgraded": any("downgraded" in ln for ln in b["lines"] if ln.startswith("LnkSta:")),
                             "acs_ctl": acs, "buses": list(buses) if buses else None})
-    for br in bridges:  # which GPU/NIC endpoints sit below this bridge (its secondary..subordinate buses)
+    for br in bridges:  # which GPU/NIC endpoints sit below this bridge: its domain, secondary..subordinate buses
         lo_hi = br["buses"]
-        br["endpoints_below"] = [e["bdf"] for e in endpoints
-                                 if lo_hi and lo_hi[0] <= int(e["bdf"].split(":")[1], 16) <= lo_hi[1]]
+        domain = br["bdf"].split(":")[0]
+        br["endpoints_below"] = [e["bdf"] for e in endpoints if lo_hi and e["bdf"].split(":")[0] == domain
+                                 and lo_hi[0] <= int(e["bdf"].split(":")[1], 16) <= lo_hi[1]]
     return {"endpoints": endpoints, "bridges": bridges}
 
 

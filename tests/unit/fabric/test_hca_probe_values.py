@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -285,6 +286,14 @@ def test_sixteen_gpus_in_numeric_order() -> None:
     assert t["gpus"] == names and list(t["links"]) == names
     assert t["links"]["GPU11"] == {"NIC0": "PIX"} and t["links"]["GPU2"] == {"NIC0": "SYS"}
     assert hca.nearest_nics(t)[11] == {"nic": "mlx5_0", "link": "PIX"}
+
+
+@pytest.mark.parametrize("strip", [str.lstrip, str.strip])
+def test_a_copy_trimmed_of_leading_whitespace_reads_the_same(strip: Callable[[str], str]) -> None:
+    """Logs and tickets often trim lines: the header without its leading tab is still the header."""
+    text = TOPO_H200.read_text()
+    trimmed = "\n".join(strip(ln) for ln in text.splitlines())
+    assert trimmed.splitlines()[0].startswith("GPU0") and hca.parse_topo(trimmed) == hca.parse_topo(text)
 
 
 def test_empty_topology() -> None:

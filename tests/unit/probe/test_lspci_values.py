@@ -210,6 +210,18 @@ def test_domain_and_uppercase_bdf() -> None:
     assert [e["bdf"] for e in p["endpoints"]] == ["0000:1c:00.0"]
 
 
+def test_a_bridge_covers_buses_of_its_own_pci_domain_only() -> None:
+    """Hosts with several PCI segments (one per socket or per switch on large GPU servers) reuse bus numbers in
+    each domain: the port 0001:17:1f.0 with ACS redirection sits above 0001:1c:00.0, never above 0000:1c:00.0."""
+    text = ("0000:1c:00.0 3D controller: " + H100 + "\n"
+            "0001:17:1f.0 PCI bridge: " + SWITCH + "\n\tBus: primary=17, secondary=1c, subordinate=1c\n"
+            "\tACSCtl:\tSrcValid+ ReqRedir+ CmpltRedir+\n"
+            "0001:1c:00.0 Infiniband controller: " + CX7 + "\n")
+    p = lspci.parse(text)
+    assert [(b["bdf"], b["endpoints_below"]) for b in p["bridges"]] == [("0001:17:1f.0", ["0001:1c:00.0"])]
+    assert lspci.acs_redirects(p)["above"] == {"0001:17:1f.0": ["0001:1c:00.0"]}
+
+
 def test_lines_before_the_first_device_are_ignored() -> None:
     text = "pcilib: sysfs_read_vpd: read failed: Input/output error\n" + pub("lspci", EXCERPT)
     assert lspci.parse(text) == lspci.parse(pub("lspci", EXCERPT))
