@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -12,6 +11,7 @@ from typing import Any
 import pytest
 
 from gridready.probe import hca
+from tests.unit.fabric.sysfs_tree import plant_hca, write
 
 PUBLIC = Path(__file__).resolve().parents[2] / "fixtures" / "public"
 ROCE = PUBLIC.parent / "roce"
@@ -41,41 +41,25 @@ def test_real_sysfs_tree_reads_every_field_of_a_device():
     }
 
 
-def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text + "\n")
-
-
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
     """A root holding sys/class/infiniband (mlx5_0 with its PCI device and netdevs) and sys/class/net."""
     ib = tmp_path / "sys/class/infiniband"
-    shutil.copytree(SYSFS / "mlx5_0", ib / "mlx5_0")
-    for p in (ib / "mlx5_0").rglob("*"):
-        p.chmod(p.stat().st_mode | 0o200)
-    pci = tmp_path / "sys/devices/pci0000:17/0000:1a:00.0"
-    for name, value in (("current_link_speed", "32.0 GT/s PCIe"), ("current_link_width", "16"),
-                        ("max_link_speed", "32.0 GT/s PCIe"), ("max_link_width", "16")):
-        _write(pci / name, value)
-    (pci / "net/ens1f1np1").mkdir(parents=True)
-    (pci / "net/ens1f0np0").mkdir(parents=True)
-    (ib / "mlx5_0/device").symlink_to(pci)
-    port = ib / "mlx5_0/ports/1"
-    gids = ["fe80:0000:0000:0000:0e42:a1ff:fe5b:7c20", "0000:0000:0000:0000:0000:0000:0000:0000",
-            "0000:0000:0000:0000:0000:ffff:0a00:0001", "fe80:0000:0000:0000:0e42:a1ff:fe5b:7c21"]
-    types = ["IB/RoCE v1", "RoCE v2", "RoCE v2", ""]
-    for i, (g, t) in enumerate(zip(gids, types, strict=True)):
-        _write(port / "gids" / str(i), g)
-        _write(port / "gid_attrs/types" / str(i), t)
-    _write(port / "counters/symbol_error", "n/a")
-    _write(ib / "mlx5_0/ports/README", "not a port")
+    port = plant_hca(tmp_path, SYSFS / "mlx5_0", "pci0000:17/0000:1a:00.0",
+                     ("32.0 GT/s PCIe", "16", "32.0 GT/s PCIe", "16"), ["ens1f1np1", "ens1f0np0"],
+                     [("fe80:0000:0000:0000:0e42:a1ff:fe5b:7c20", "IB/RoCE v1"),
+                      ("0000:0000:0000:0000:0000:0000:0000:0000", "RoCE v2"),
+                      ("0000:0000:0000:0000:0000:ffff:0a00:0001", "RoCE v2"),
+                      ("fe80:0000:0000:0000:0e42:a1ff:fe5b:7c21", "")]) / "ports/1"
+    write(port / "counters/symbol_error", "n/a")
+    write(ib / "mlx5_0/ports/README", "not a port")
     (ib / "not_a_device").mkdir()
     net = tmp_path / "sys/class/net/ens1f0np0"
-    _write(net / "mtu", "9000")
+    write(net / "mtu", "9000")
     for i in range(8):
-        _write(net / "ecn/roce_np/enable" / str(i), str(int(i == 3)))
-    _write(net / "ecn/roce_rp/enable/3", "1")
-    _write(net / "ecn/roce_rp/enable/4", "x")
+        write(net / "ecn/roce_np/enable" / str(i), str(int(i == 3)))
+    write(net / "ecn/roce_rp/enable/3", "1")
+    write(net / "ecn/roce_rp/enable/4", "x")
     return tmp_path
 
 
@@ -101,7 +85,7 @@ def test_gid_table_is_read_up_to_its_first_missing_slot_and_at_most_16(tree):
     (gids / "1").unlink()
     assert list(hca.read_ib_sysfs(tree)["mlx5_0"]["ports"]["1"]["gids"]) == ["0"]
     for i in range(1, 20):
-        _write(gids / str(i), f"fe80::{i}")
+        write(gids / str(i), f"fe80::{i}")
     assert list(hca.read_ib_sysfs(tree)["mlx5_0"]["ports"]["1"]["gids"]) == [str(i) for i in range(16)]
 
 

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from gridready.probe import hca
+from tests.unit.fabric.sysfs_tree import plant_hca, write
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures"
 PUBLIC = FIX / "public"
@@ -58,40 +59,20 @@ def test_counters_snapshot_has_the_time_and_counters_only(monkeypatch: pytest.Mo
     assert snap["counters"]["mlx5_bond_0"] == {"1": BOND_COUNTERS}
 
 
-def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text + "\n")
-
-
 @pytest.fixture
 def roce_root(tmp_path: Path) -> Path:
-    """The real mlx5_bond_0 under <root>/sys/class/infiniband, given what a RoCE port has besides: its PCI function
-    (device -> ../../devices/..., link attributes, net/<netdev>) and a GID table. The layout of `gids/<n>` and
-    `gid_attrs/types/<n>` is the kernel's, Documentation/ABI/stable/sysfs-class-infiniband."""
-    dev = tmp_path / "sys/class/infiniband/mlx5_bond_0"
-    shutil.copytree(SYSFS / "mlx5_bond_0", dev)
-    for p in dev.rglob("*"):
-        p.chmod(p.stat().st_mode | 0o200)
-    pci = tmp_path / "sys/devices/pci0000:9a/0000:9b:00.0"
-    for name, value in (("current_link_speed", "16.0 GT/s PCIe"), ("current_link_width", "8"),
-                        ("max_link_speed", "32.0 GT/s PCIe"), ("max_link_width", "16")):
-        _write(pci / name, value)
-    (pci / "net/bond0").mkdir(parents=True)
-    (pci / "net/eth2").mkdir(parents=True)
-    (dev / "device").symlink_to(pci)
-    port = dev / "ports/1"
-    table = [("fe80:0000:0000:0000:ba3f:d2ff:fe6e:2778", "IB/RoCE v1"),
-             ("fe80:0000:0000:0000:ba3f:d2ff:fe6e:2778", "RoCE v2"),
-             ("0000:0000:0000:0000:0000:0000:0000:0000", "IB/RoCE v1"),
-             ("0000:0000:0000:0000:0000:ffff:0a0a:0105", "RoCE v2")]
-    for i, (gid, gtype) in enumerate(table):
-        _write(port / "gids" / str(i), gid)
-        _write(port / "gid_attrs/types" / str(i), gtype)
+    """The real mlx5_bond_0 as a RoCE port: its PCI function, two netdevs and a GID table of four entries."""
+    plant_hca(tmp_path, SYSFS / "mlx5_bond_0", "pci0000:9a/0000:9b:00.0",
+              ("16.0 GT/s PCIe", "8", "32.0 GT/s PCIe", "16"), ["bond0", "eth2"],
+              [("fe80:0000:0000:0000:ba3f:d2ff:fe6e:2778", "IB/RoCE v1"),
+               ("fe80:0000:0000:0000:ba3f:d2ff:fe6e:2778", "RoCE v2"),
+               ("0000:0000:0000:0000:0000:0000:0000:0000", "IB/RoCE v1"),
+               ("0000:0000:0000:0000:0000:ffff:0a0a:0105", "RoCE v2")])
     net = tmp_path / "sys/class/net/bond0"
-    _write(net / "mtu", "4200")
+    write(net / "mtu", "4200")
     for prio in range(8):
-        _write(net / "ecn/roce_np/enable" / str(prio), "1" if prio == 3 else "0")
-        _write(net / "ecn/roce_rp/enable" / str(prio), "1" if prio == 3 else "0")
+        write(net / "ecn/roce_np/enable" / str(prio), "1" if prio == 3 else "0")
+        write(net / "ecn/roce_rp/enable" / str(prio), "1" if prio == 3 else "0")
     return tmp_path
 
 
