@@ -323,6 +323,17 @@ def _cross_check(file: str, spec: ClusterSpec, groups: dict[str, list[str]], hos
     return errors
 
 
+def _site_pin_lines(inv_dir: Path) -> list[str]:
+    """The optional triton_versions.yml is an inventory file too: its problems show at validate, not at serve."""
+    from gridready.serving import triton_versions  # imports this module
+
+    try:
+        triton_versions.site_pins(inv_dir)
+    except InvalidInput as err:
+        return list(err.lines)
+    return []
+
+
 def load(name_or_path: str | os.PathLike[str]) -> Inventory:
     """Load and validate; raises InvalidInput listing every problem found (nothing is run or written)."""
     inv_dir = resolve(name_or_path)
@@ -356,6 +367,7 @@ def load(name_or_path: str | os.PathLike[str]) -> Inventory:
     refs: dict[str, str] = {}
     groups, hostvars = _load_hosts(inv_dir / "hosts.yml", errors, refs)
     _check_var_files(inv_dir, errors, refs)
+    errors.extend(_site_pin_lines(inv_dir))
     if spec is not None:
         if not name.startswith("_") and spec.customer != name:
             errors.append(f"{file}: customer: must equal the inventory directory name ({name!r})")

@@ -24,7 +24,17 @@ class YamlError(Exception):
 
 
 class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader whose mappings fail on a repeated key instead of keeping the last one."""
+    """SafeLoader whose mappings fail on a repeated key instead of keeping the last one, and whose scalars that
+    resolve to a type but do not convert (a 5,000-digit int past Python's int_max_str_digits, `2020-02-30`,
+    `!!float xyz`) fail with their line and column instead of a bare ValueError."""
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        try:
+            return super().construct_object(node, deep=deep)
+        except (ValueError, OverflowError) as err:
+            kind = node.tag.rsplit(":", 1)[-1]
+            reason = str(err).split(";")[0].split(": value has")[0]
+            raise YamlError(_where(node), f"not a valid {kind}: {reason}") from None
 
 
 def _where(node: yaml.Node) -> str:

@@ -22,7 +22,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gridready.errors import InvalidInput
+from gridready.inventory import display_path, render_loc
 from gridready.spec.triton import VersionOverride
+from gridready.yamlio import YamlError, load_yaml
 
 SITE_PINS_FILE = "triton_versions.yml"  # in the inventory directory
 
@@ -85,17 +87,22 @@ class SitePins(BaseModel):
 
 
 def site_pins(inventory_dir: Path) -> SitePins | None:
-    """The inventory's pins file, validated (InvalidInput names the file and key); None without one."""
+    """The inventory's pins file, read like every inventory file (gridready.yamlio: size, depth, duplicate keys) and
+    validated; InvalidInput names the file and key, one line each. None without one."""
     path = Path(inventory_dir) / SITE_PINS_FILE
-    if not path.is_file():
+    if not path.exists() and not path.is_symlink():  # a dangling link or a FIFO: read_capped says why
         return None
+    shown = display_path(path)
     try:
-        return SitePins.model_validate(yaml.safe_load(path.read_text()) or {})
-    except (ValidationError, yaml.YAMLError) as err:
-        if isinstance(err, ValidationError):
-            raise InvalidInput([f"{path}: {'.'.join(str(x) for x in e['loc'])}: {e['msg']}"
-                                for e in err.errors()]) from None
-        raise InvalidInput(f"{path}: {err}") from None
+        raw = load_yaml(path)
+    except YamlError as err:
+        raise InvalidInput(f"{shown}: {err.where}: {err}") from None
+    if raw is not None and not isinstance(raw, dict):
+        raise InvalidInput(f"{shown}: (top level): must be a mapping (lines:, fixed_cost:)")
+    try:
+        return SitePins.model_validate(raw or {})
+    except ValidationError as err:
+        raise InvalidInput([f"{shown}: {render_loc(tuple(e['loc']))}: {e['msg']}" for e in err.errors()]) from None
 
 
 def _changes(override: BaseModel | None) -> dict[str, Any]:

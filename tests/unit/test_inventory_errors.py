@@ -435,6 +435,7 @@ def _dir(rel: str) -> Callable[[Path], None]:
 
 INV = "inventories/acme/"
 H = INV + "hosts.yml: "
+P = INV + "triton_versions.yml: "
 GPU01 = "all.children.gpu_nodes.hosts.gpu01"
 FILE_CASES = [
     ("cluster-not-utf8", _write("cluster.yml", b"customer: acme\xff\xfe\n"), C + "(file): not UTF-8"),
@@ -442,6 +443,12 @@ FILE_CASES = [
     ("hosts-nul-byte", _write("hosts.yml", HOSTS + "# \x00\n"), H + "line 7: control character"),
     ("cluster-20000-deep", _write("cluster.yml", "a: " + "[" * 20000 + "]" * 20000 + "\n"),
      C + "line 1 column 68: nested deeper than 64 levels"),
+    ("cluster-5000-digit-int", _write("cluster.yml", "a: " + "1" * 5000 + "\n"),
+     C + "line 1 column 4: not a valid int: Exceeds the limit (4300 digits) for integer string conversion"),
+    ("cluster-impossible-date", _write("cluster.yml", "customer: acme\nsince: 2020-02-30\n"),
+     C + "line 2 column 8: not a valid timestamp: day is out of range for month"),
+    ("cluster-tagged-float", _write("cluster.yml", "a: !!float fast\n"),
+     C + "line 1 column 4: not a valid float: could not convert string to float: 'fast'"),
     ("cluster-100-deep", _write("cluster.yml", "a: " + "[" * 100 + "]" * 100 + "\n"),
      C + "line 1 column 68: nested deeper than 64 levels"),
     ("cluster-fifo", _fifo("cluster.yml"), C + "(file): not a regular file"),
@@ -452,6 +459,17 @@ FILE_CASES = [
     ("hosts-alias-fan-out", _write("hosts.yml", HOSTS_LAUGHS), H + "(file): expands to more than 100000 nodes"),
     ("cluster-alias-fan-out", _write("cluster.yml", yaml.safe_dump(CLUSTER) + LAUGHS),
      C + "(file): expands to more than 100000 nodes"),
+    ("pins-unknown-key", _write("triton_versions.yml", "lines: {llmapi: {imag: x}}\n"),
+     P + "lines.llmapi.imag: Extra inputs are not permitted"),
+    ("pins-bad-digest", _write("triton_versions.yml", "fixed_cost: {image_digest: 'sha256:abc'}\n"),
+     P + "fixed_cost.image_digest: String should match pattern"),
+    ("pins-unknown-line", _write("triton_versions.yml", "lines: {ensemble: {}}\n"), P + "lines.ensemble"),
+    ("pins-a-list", _write("triton_versions.yml", "- llmapi\n"), P + "(top level): must be a mapping"),
+    ("pins-duplicate-key", _write("triton_versions.yml", "fixed_cost: {}\nfixed_cost: {}\n"),
+     P + "line 2 column 1: duplicate key 'fixed_cost'"),
+    ("pins-fifo", _fifo("triton_versions.yml"), P + "(file): not a regular file"),
+    ("pins-not-utf8", _write("triton_versions.yml", b"lines: {}\xff\n"), P + "(file): not UTF-8"),
+    ("pins-syntax", _write("triton_versions.yml", "lines: [\n"), P + "line 2 column 1: YAML syntax error"),
     ("hosts-empty", _write("hosts.yml", ""), H + "(top level): must be a mapping of groups"),
     ("hosts-become-password", _write("hosts.yml", HOSTS.replace("gpu01: {}", "gpu01: {ansible_become_password: x1}")),
      H + f"{GPU01}.ansible_become_password: looks like a secret in plain text"),
