@@ -29,6 +29,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gridready.errors import InvalidInput
+from gridready.yamlio import YamlError, read_capped
 
 KEY_ENV = "GRIDREADY_EVIDENCE_KEY"
 PUBKEY_ENV = "GRIDREADY_EVIDENCE_PUBKEY"
@@ -149,8 +150,10 @@ def load_private_key(env: Mapping[str, str] | None = None) -> Ed25519PrivateKey 
     if not where:
         return None
     try:
-        key = serialization.load_pem_private_key(Path(where).read_bytes(), password=None)
-    except (OSError, ValueError, TypeError) as err:
+        key = serialization.load_pem_private_key(read_capped(Path(where)), password=None)
+    except YamlError as err:
+        raise InvalidInput(f"{KEY_ENV}: (environment): the path it names: {err}") from None
+    except (ValueError, TypeError) as err:
         raise InvalidInput(f"{KEY_ENV}: (environment): cannot read an unencrypted PEM private key at the path it "
                            f"names ({type(err).__name__})") from None
     if not isinstance(key, Ed25519PrivateKey):
@@ -160,10 +163,10 @@ def load_private_key(env: Mapping[str, str] | None = None) -> Ed25519PrivateKey 
 
 def load_public_key(path: Path, source: str) -> Ed25519PublicKey:
     """An ed25519 public key (PEM SubjectPublicKeyInfo, or the private key's PEM: its public half)."""
-    try:
-        data = path.read_bytes()
-    except OSError as err:
-        raise InvalidInput(f"{source}: {path}: cannot read the public key ({err.strerror})") from None
+    try:  # a regular file of bounded size, never a FIFO that would block
+        data = read_capped(path)
+    except YamlError as err:
+        raise InvalidInput(f"{source}: {path}: {err}") from None
     try:
         key: Any = serialization.load_pem_public_key(data)
     except ValueError:
@@ -191,9 +194,9 @@ def verify(envelope_path: Path, public: Ed25519PublicKey, *, base: Path | None =
     (files under `base`, default the certify folder two levels above the envelope) and, when given, that the
     subject is `node` and the machine `identity`. Returns the statement and one line per problem ([] = valid)."""
     try:
-        env = Envelope.model_validate_json(envelope_path.read_bytes())
-    except OSError as err:
-        return None, [f"{envelope_path}: cannot read ({err.strerror})"]
+        env = Envelope.model_validate_json(read_capped(envelope_path))
+    except YamlError as err:
+        return None, [f"{envelope_path}: {err}"]
     except ValidationError as err:
         first = err.errors()[0]
         return None, [f"{envelope_path}: {'.'.join(map(str, first['loc'])) or '(file)'}: {first['msg']}"]

@@ -26,6 +26,7 @@ from gridready.spec import API_KEY_ENGINES
 from gridready.stages import serve_config, serve_router
 from gridready.stages.common import outcome_from_playbook
 from gridready.stages.serve_config import STAGE
+from gridready.yamlio import YamlError, read_capped
 
 
 def hosts(inv: Inventory, ctx: RunContext, cert: Certification, plans: list[TierPlan],
@@ -117,11 +118,14 @@ def kubeconfig(inv: Inventory) -> str:
     """serving.kubeconfig (relative to the inventory), read; exit 2 naming the key when it cannot be."""
     path = Path(inv.spec.serving.kubeconfig or "")
     path = path if path.is_absolute() else inv.path / path
-    try:
-        return path.read_text()
-    except OSError as err:
-        raise InvalidInput(f"{topology.cluster_file(inv)}: serving.kubeconfig: cannot read {path}: "
-                           f"{err.strerror}") from err
+    where = f"{topology.cluster_file(inv)}: serving.kubeconfig: {path}"
+    try:  # a regular file of bounded size: a FIFO would block the deploy, a huge file fill the memory
+        text = read_capped(path).decode("utf-8")
+    except YamlError as err:
+        raise InvalidInput(f"{where}: {err}") from None
+    except UnicodeDecodeError as err:
+        raise InvalidInput(f"{where}: not UTF-8 (byte {err.start})") from None
+    return text
 
 
 def _secrets(inv: Inventory) -> dict[str, str]:
