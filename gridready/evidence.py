@@ -29,7 +29,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gridready.errors import InvalidInput
-from gridready.yamlio import YamlError, read_capped
+from gridready.yamlio import MAX_ARTIFACT_BYTES, YamlError, read_capped
 
 KEY_ENV = "GRIDREADY_EVIDENCE_KEY"
 PUBKEY_ENV = "GRIDREADY_EVIDENCE_PUBKEY"
@@ -194,7 +194,7 @@ def verify(envelope_path: Path, public: Ed25519PublicKey, *, base: Path | None =
     (files under `base`, default the certify folder two levels above the envelope) and, when given, that the
     subject is `node` and the machine `identity`. Returns the statement and one line per problem ([] = valid)."""
     try:
-        env = Envelope.model_validate_json(read_capped(envelope_path))
+        env = Envelope.model_validate_json(read_capped(envelope_path, MAX_ARTIFACT_BYTES))
     except YamlError as err:
         return None, [f"{envelope_path}: {err}"]
     except ValidationError as err:

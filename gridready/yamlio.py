@@ -13,6 +13,7 @@ VAULT_HEADER = "$ANSIBLE_VAULT;"
 MAX_BYTES = 1 << 20  # an inventory file is a few KiB; 1 MiB is far beyond any real one
 MAX_NODES = 100_000  # nodes after expanding aliases: stops a "billion laughs" fan-out before it is built
 MAX_DEPTH = 64  # nesting of mappings and sequences
+MAX_ARTIFACT_BYTES = 256 << 20  # a probe.json or a signed bundle: an 8-GPU probe is a few MiB
 
 
 class YamlError(Exception):
@@ -79,8 +80,8 @@ _StrictLoader.add_constructor("!unsafe", lambda loader, node: loader.construct_s
                               if isinstance(node, yaml.ScalarNode) else "<unsafe>")
 
 
-def read_capped(path: Path) -> bytes:
-    """The bytes of a regular file of at most MAX_BYTES; a FIFO, device or directory is refused unopened
+def read_capped(path: Path, limit: int = MAX_BYTES) -> bytes:
+    """The bytes of a regular file of at most `limit` bytes; a FIFO, device or directory is refused unopened
     (opening a FIFO would block until a writer came)."""
     try:
         info = os.stat(path)
@@ -88,15 +89,15 @@ def read_capped(path: Path) -> bytes:
         raise YamlError("(file)", f"cannot read: {err.strerror}") from err
     if not stat.S_ISREG(info.st_mode):
         raise YamlError("(file)", "not a regular file (a FIFO, device or directory)")
-    if info.st_size > MAX_BYTES:
-        raise YamlError("(file)", f"{info.st_size} bytes, more than the {MAX_BYTES} an inventory file may have")
+    if info.st_size > limit:
+        raise YamlError("(file)", f"{info.st_size} bytes, more than the {limit} this file may have")
     try:
         with path.open("rb") as fh:
-            data = fh.read(MAX_BYTES + 1)
+            data = fh.read(limit + 1)
     except OSError as err:
         raise YamlError("(file)", f"cannot read: {err.strerror}") from err
-    if len(data) > MAX_BYTES:
-        raise YamlError("(file)", f"more than the {MAX_BYTES} bytes an inventory file may have")
+    if len(data) > limit:
+        raise YamlError("(file)", f"more than the {limit} bytes this file may have")
     return data
 
 

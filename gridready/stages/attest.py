@@ -25,14 +25,17 @@ from gridready.certify.judge import FleetVerdict
 from gridready.errors import InvalidInput
 from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory
+from gridready.yamlio import MAX_ARTIFACT_BYTES, YamlError, read_capped
 
 EVIDENCE = "evidence"
 
 
 def _probe(path: Path) -> dict[str, Any] | None:
+    """A probe.json as a mapping; None when it is no regular file of bounded size (a FIFO would block), not JSON
+    or not an object."""
     try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError):
+        doc = json.loads(read_capped(path, MAX_ARTIFACT_BYTES))
+    except (YamlError, ValueError, RecursionError):
         return None
     return doc if isinstance(doc, dict) else None
 

@@ -4,6 +4,7 @@ directory or a huge file is a one-line error naming the key, flag or variable, n
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from types import SimpleNamespace
@@ -15,7 +16,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from gridready import evidence
 from gridready.errors import InvalidInput
-from gridready.stages import serve_deploy
+from gridready.stages import attest, serve_deploy
+from gridready.yamlio import MAX_ARTIFACT_BYTES
 
 
 def _fifo(path: Path) -> Path:
@@ -93,8 +95,33 @@ def test_a_signing_key_path_that_is_no_regular_file_names_the_variable_not_the_p
     assert str(tmp_path) not in str(err.value)
 
 
-@pytest.mark.parametrize(("make", "message"), [h[1:] for h in HOSTILE], ids=[h[0] for h in HOSTILE])
+def _past_the_artifact_cap(path: Path) -> Path:
+    with path.open("wb") as fh:
+        fh.truncate(MAX_ARTIFACT_BYTES + 1)  # sparse
+    return path
+
+
+ARTIFACT = [*HOSTILE[:2], ("huge", _past_the_artifact_cap, f"{MAX_ARTIFACT_BYTES + 1} bytes, more than the "),
+            HOSTILE[3]]
+
+
+@pytest.mark.parametrize(("make", "message"), [h[1:] for h in ARTIFACT], ids=[h[0] for h in ARTIFACT])
 def test_a_bundle_that_is_no_regular_file_is_one_problem(tmp_path, make, message):
     path = make(tmp_path / "statement.dsse.json")
     got, problems = evidence.verify(path, Ed25519PrivateKey.generate().public_key())
     assert got is None and len(problems) == 1 and problems[0].startswith(f"{path}: {message}")
+
+
+@pytest.mark.parametrize("make", [h[1] for h in ARTIFACT], ids=[h[0] for h in ARTIFACT])
+def test_a_machine_probe_that_is_no_regular_file_is_unreadable(tmp_path, make):
+    assert attest._probe(make(tmp_path / "probe.json")) is None
+
+
+def test_a_machine_probe_of_several_mib_is_read(tmp_path):
+    """An 8-GPU probe.json with DCGM level 3 runs to a few MiB: more than an inventory file, still read."""
+    doc = {"gpus": [{"index": i, "samples": list(range(100_000))} for i in range(8)]}
+    path = tmp_path / "probe.json"
+    path.write_text(json.dumps(doc))
+    assert path.stat().st_size > 4 << 20 and attest._probe(path) == doc
+    path.write_text("[1, 2]")
+    assert attest._probe(path) is None
