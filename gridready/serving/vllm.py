@@ -101,8 +101,9 @@ def node_env(plan: TierPlan, node: CertifiedNode, serving: ServingSpec) -> dict[
     return env
 
 
-def llm_config(plan: TierPlan, env: dict[str, str] | None = None) -> dict[str, Any]:
-    """One Ray Serve LLM `llm_configs[]` entry (ray.serve.llm:build_openai_app)."""
+def llm_config(plan: TierPlan) -> dict[str, Any]:
+    """One Ray Serve LLM `llm_configs[]` entry (ray.serve.llm:build_openai_app). NCCL's environment reaches the
+    engine through the Ray nodes' own (node_env for `ray start`, pod_env for the RayCluster's pods)."""
     tier = plan.tier
     auto = tier.autoscaling
     min_r = auto.min_replicas or tier.replicas
@@ -134,8 +135,6 @@ def llm_config(plan: TierPlan, env: dict[str, str] | None = None) -> dict[str, A
     }
     if tier.lora_adapters:
         cfg["lora_config"] = lora_config(plan)
-    if env:
-        cfg["runtime_env"] = {"env_vars": dict(env)}
     return cfg
 
 

@@ -102,3 +102,16 @@ def test_optional_engine_arguments_reach_the_command_line(make_inv):
     assert args[args.index("--max-num-batched-tokens"):] == [
         "--max-num-batched-tokens", "8192", "--quantization", "fp8", "--enable-lora", "--max-loras", "3",
         "--max-lora-rank", "32", "--trust-remote-code", "--seed", "7", "--lora-modules", "sql=/m/sql"]
+
+
+def test_every_replica_of_a_tier_without_a_vllm_unit_gets_its_hosts(make_inv):
+    """A two-replica SGLang tier beside a vLLM one: both SGLang replicas head their own Ray cluster; only the vLLM
+    tier has a unit."""
+    sglang = vllm_tier(name="chat", engine="sglang", served_name="chat", tensor_parallel=8, replicas=2, port=8200)
+    inv = make_inv(3, [sglang, vllm_tier(tensor_parallel=8)])
+    cert = topology.read_certification(inv, certified_ledger(inv, ["gpu01", "gpu02", "gpu03"]))
+    serve = vllm.hosts_extravars(topology.plan_tiers(inv, cert), cert, inv.spec.serving)["gridready_serve"]
+    roles = {h: (v["tier"], v["cluster"], v["role"]) for h, v in serve["hosts"].items()}
+    assert sorted(roles.values()) == [("chat", "chat-0", "head"), ("chat", "chat-1", "head"),
+                                      ("llama70b", "llama70b-0", "head")]
+    assert [t["name"] for t in serve["tiers"]] == ["llama70b"]

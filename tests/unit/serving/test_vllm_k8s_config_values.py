@@ -144,7 +144,8 @@ def test_adapters_must_sit_side_by_side_in_object_storage(make_inv, adapters, me
 
 @pytest.mark.parametrize("path", ["s3://b/ad/", "gs://b/ad/", "abfss://c@a.dfs.core.windows.net/ad/", "azure://c/ad/"])
 def test_adapters_in_each_supported_store_load_from_their_common_folder(make_inv, path):
-    adapters = [{"name": "sql", "path": path + "sql/"}, {"name": "chat", "path": path + "chat"}]
+    adapters = [{"name": "sql", "path": path + "sql/"}, {"name": "chat", "path": path + "chat"},
+                {"name": "X", "path": path + "X"}, {"name": "chatX", "path": path + "chatX/"}]  # only "/" trimmed
     _, _, plans = _k8s(make_inv, 1, vllm_tier(tensor_parallel=8, lora_adapters=adapters, max_loras=3))
     assert vllm.lora_config(plans[0]) == {"dynamic_lora_loading_path": path.rstrip("/"),
                                           "max_num_adapters_per_replica": 3}
