@@ -9,6 +9,17 @@ from sandbox.pytest_plugin import fleet, make_fleet, make_module_fleet  # noqa: 
 from tests.skip_guard import pytest_make_collect_report, pytest_runtest_makereport  # noqa: F401  (CI: no silent skips)
 
 
+@pytest.fixture(autouse=True)
+def one_command_line_per_test():
+    """gridready.cli keeps the run id and the validated inventory for one command line (functools.cache); a test is
+    one command line, so what one test set (a bad GRIDREADY_RUN_ID) never reaches the next on the same worker."""
+    yield
+    from gridready import cli
+
+    cli._raw_run_id.cache_clear()
+    cli.inventory.cache_clear()
+
+
 @pytest.fixture(scope="session")
 def vault_password_file(tmp_path_factory):
     path = tmp_path_factory.mktemp("vault") / "vault-pass"
