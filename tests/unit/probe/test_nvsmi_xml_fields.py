@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from gridready.probe import nvsmi
+from tests.unit.probe.nvsmi_faulty import FAULTY_GPU, REASONS_IDLE
 
 XML = (Path(__file__).resolve().parents[2] / "fixtures" / "h200x1" / "nvidia-smi-q-x.xml").read_text()
 
@@ -57,33 +58,12 @@ def _faulty() -> str:
     return t
 
 
-REASONS_IDLE = {"Idle": False, "Applications Clocks Setting": False, "SW Power Cap": False, "HW Slowdown": False,
-                "HW Thermal Slowdown": False, "HW Power Brake Slowdown": False, "Sync Boost": False,
-                "SW Thermal Slowdown": False, "Display Clock Setting": False}
-
-
 def test_q_xml_every_gate_field_reads_its_own_element() -> None:
     q = nvsmi.parse_q_xml(_faulty())
     assert (q["driver_version"], q["cuda_version"], q["attached_gpus"], q["format"]) == ("580.159.04", "13.0", 1, "xml")
     (g,) = q["gpus"]
-    assert g == {
-        "bus_id": "00000000:00:06.0", "name": "NVIDIA H200", "serial": "1654724131286",
-        "uuid": "GPU-d4d79571-a902-b3cf-e646-434576b78dbe", "vbios": "96.00.A5.00.1A", "persistence_mode": "Disabled",
-        "device_id": "0x233510DE",
-        "pcie": {"gen_max": 5, "gen_current": 3, "gen_device_max": 4, "width_max": 16, "width_current": 8,
-                 "replays": 17},
-        "ecc_mode": "Disabled",
-        "ecc": {"volatile_sram_ce": 11, "volatile_sram_ue": 3, "volatile_dram_ce": 13, "volatile_dram_ue": 14,
-                "aggregate_sram_ce": 21, "aggregate_sram_ue": 12, "aggregate_dram_ce": 23, "aggregate_dram_ue": 24,
-                "sram_threshold_exceeded": True},
-        "retired_pages": {"pending": True, "single_bit": 5, "double_bit": 6},
-        "remap": {"correctable": 7, "uncorrectable": 9, "pending": True, "failure": True},
-        "clock_event_reasons": {**REASONS_IDLE, "SW Power Cap": True, "HW Thermal Slowdown": True},
-        "temperature_c": 71, "memory_temperature_c": 83, "power_limit_w": 650.0, "power_draw_w": 134.16,
-        "max_clocks_mhz": {"sm": 1980, "memory": 3201},
-        "fabric": {"state": "Completed", "status": "Success"},
-        "virtualization_mode": "Pass-Through",
-    }
+    assert g == {**FAULTY_GPU, "power_draw_w": 134.16, "max_clocks_mhz": {"sm": 1980, "memory": 3201},
+                 "fabric": {"state": "Completed", "status": "Success"}}
 
 
 def test_q_xml_healthy_capture_reads_zero_counts_not_missing_ones() -> None:
