@@ -543,9 +543,9 @@ def _lines_ok(err: str, expected: str) -> None:
     assert CANARY not in err and HF not in err, err
 
 
-@pytest.mark.parametrize(("case", "setup", "expected"), IN_PROCESS, ids=[r[0] for r in IN_PROCESS])
-def test_every_bad_input_is_exit_2_one_line_nothing_written(tmp_path, monkeypatch, capsys, case, setup, expected):
-    """`invoke validate`'s path in process (cli.guarded around cli.inventory)."""
+def _in_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, setup: Setup) -> None:
+    """An inventory in tmp_path given `setup`, the environment it asks for (none of the caller's GRIDREADY_* or
+    vault settings), the working directory there and cli's caches empty: one fresh command line."""
     for name in [n for n in os.environ if n.startswith(SCRUBBED)]:
         monkeypatch.delenv(name)
     inv = make_inventory(tmp_path)
@@ -554,9 +554,15 @@ def test_every_bad_input_is_exit_2_one_line_nothing_written(tmp_path, monkeypatc
     for name, value in variables.items():
         monkeypatch.setenv(name, value)
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("GRIDREADY_HOME", str(tmp_path))
     cli.inventory.cache_clear()
     cli._raw_run_id.cache_clear()
+
+
+@pytest.mark.parametrize(("case", "setup", "expected"), IN_PROCESS, ids=[r[0] for r in IN_PROCESS])
+def test_every_bad_input_is_exit_2_one_line_nothing_written(tmp_path, monkeypatch, capsys, case, setup, expected):
+    """`invoke validate`'s path in process (cli.guarded around cli.inventory)."""
+    _in_process(tmp_path, monkeypatch, setup)
+    monkeypatch.setenv("GRIDREADY_HOME", str(tmp_path))
     before = _files(tmp_path)
     started = time.monotonic()
     with pytest.raises(cli.CommandExit) as exit_:
@@ -666,15 +672,7 @@ def test_the_tables_hold_150_bad_inputs_across_every_input():
 ], ids=["private-cidrs", "open-with-opt-in", "trust-remote-code", "dns-host", "ipv6-host", "vault-opens",
         "unsafe-tag-and-default", "serve-generates-the-api-key"])
 def test_the_good_forms_load(tmp_path, monkeypatch, setup):
-    for name in [n for n in os.environ if n.startswith(SCRUBBED)]:
-        monkeypatch.delenv(name)
-    inv = make_inventory(tmp_path)
-    variables: dict[str, str] = {}
-    setup(inv, variables)
-    for name, value in variables.items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.chdir(tmp_path)
-    cli.inventory.cache_clear()
+    _in_process(tmp_path, monkeypatch, setup)
     assert cli.inventory("acme").customer == "acme"
 
 
