@@ -19,6 +19,7 @@ from gridready.errors import InvalidInput
 from gridready.spec import SLUG, ClusterSpec, rules
 from gridready.spec.gates import is_known_gate
 from gridready.spec.parallel import fit_problems
+from gridready.spec.triton import SitePins
 from gridready.yamlio import YamlError, is_vault_file, load_yaml
 
 HOST_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,252}")
@@ -34,6 +35,9 @@ LOCAL_COMMAND = re.compile(r"(ProxyCommand|LocalCommand|KnownHostsCommand|Permit
 SSH_ARG_VARS = ("ansible_ssh_common_args", "ansible_ssh_extra_args", "ansible_ssh_args", "ansible_scp_extra_args",
                 "ansible_sftp_extra_args")
 SSH_USER = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,31}")  # useradd's NAME_REGEX, never an option
+
+
+SITE_PINS_FILE = "triton_versions.yml"  # the site's Triton image pins (gridready/serving/triton_versions.py)
 
 
 def connection_problems(hvars: dict[str, Any]) -> list[tuple[str, str]]:
@@ -323,12 +327,29 @@ def _cross_check(file: str, spec: ClusterSpec, groups: dict[str, list[str]], hos
     return errors
 
 
-def _site_pin_lines(inv_dir: Path) -> list[str]:
-    """The optional triton_versions.yml is an inventory file too: its problems show at validate, not at serve."""
-    from gridready.serving import triton_versions  # imports this module
-
+def site_pins(inventory_dir: Path) -> SitePins | None:
+    """The inventory's optional Triton pins file, read like every inventory file (size, depth, duplicate keys) and
+    validated; InvalidInput names the file and key, one line each. None without one."""
+    path = Path(inventory_dir) / SITE_PINS_FILE
+    if not path.exists() and not path.is_symlink():  # a dangling link or a FIFO: read_capped says why
+        return None
+    shown = _display(path)
     try:
-        triton_versions.site_pins(inv_dir)
+        raw = load_yaml(path)
+    except YamlError as err:
+        raise InvalidInput(f"{shown}: {err.where}: {err}") from None
+    if raw is not None and not isinstance(raw, dict):
+        raise InvalidInput(f"{shown}: (top level): must be a mapping (lines:, fixed_cost:)")
+    try:
+        return SitePins.model_validate(raw or {})
+    except ValidationError as err:
+        raise InvalidInput([f"{shown}: {render_loc(tuple(e['loc']))}: {e['msg']}" for e in err.errors()]) from None
+
+
+def _site_pin_lines(inv_dir: Path) -> list[str]:
+    """triton_versions.yml is an inventory file too: its problems show at validate, not first at serve."""
+    try:
+        site_pins(inv_dir)
     except InvalidInput as err:
         return list(err.lines)
     return []

@@ -36,10 +36,9 @@ from gridready.serving.triton_launch import (
 )
 from gridready.serving.triton_pbtxt import PLACEHOLDER, RepositoryError, render
 from gridready.serving.triton_plan import ENGINES_DIR, TritonPlan, make_plan
-from gridready.serving.triton_versions import SitePins
 from gridready.serving.triton_wiring import check_ensemble
 from gridready.spec.serving import Tier
-from gridready.spec.triton import TritonSettings
+from gridready.spec.triton import SitePins, TritonSettings
 
 __all__ = [
     "Repository", "RepositoryError", "TritonPlan", "build_script", "engine_records_from_events", "ensure_engine",
@@ -59,7 +58,7 @@ def settings_of(tier: Tier) -> TritonSettings:
 
 def plan_for(tier_plan: Any, *, site_pins: SitePins | None = None, source: str = "cluster.yml") -> TritonPlan:
     """From gridready.serving.topology.TierPlan (certified nodes, TP/PP already sized); `site_pins`: the
-    inventory's pins (triton_versions.site_pins); `source` prefixes errors (topology.cluster_file(inv))."""
+    inventory's pins (gridready.inventory.site_pins); `source` prefixes errors (topology.cluster_file(inv))."""
     return make_plan(
         tier_plan.tier,
         settings_of(tier_plan.tier),

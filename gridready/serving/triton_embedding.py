@@ -27,9 +27,10 @@ from gridready.serving import weights
 from gridready.serving.triton import MANIFEST, MODEL_NAME, Repository, write_rendered
 from gridready.serving.triton_launch import REPO_DIR, REPO_IN, bind_address
 from gridready.serving.triton_pbtxt import Enum, RepositoryError, render
-from gridready.serving.triton_versions import FixedCostPin, SitePins, fixed_cost_pin
+from gridready.serving.triton_versions import FixedCostPin, fixed_cost_pin
 from gridready.spec.embedding import EmbeddingSettings, Tensor
 from gridready.spec.serving import Tier
+from gridready.spec.triton import SitePins
 
 COMMIT = re.compile(r"^[0-9a-f]{40}$")
 

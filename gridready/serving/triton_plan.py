@@ -11,10 +11,10 @@ from typing import Literal
 
 from gridready.catalog import Sku
 from gridready.errors import InvalidInput
-from gridready.serving.triton_versions import ReleaseLine, SitePins, release_line
+from gridready.serving.triton_versions import ReleaseLine, release_line
 from gridready.spec.parallel import Parallelism
 from gridready.spec.serving import Tier
-from gridready.spec.triton import TritonSettings
+from gridready.spec.triton import SitePins, TritonSettings
 
 # Paths inside the serving container (the role and the Kubernetes component mount host/PVC paths here).
 REPO_DIR = "/models/repo"
@@ -179,7 +179,7 @@ def make_plan(
 ) -> TritonPlan:
     """Validate and resolve; raises InvalidInput (exit 2) with one `<source>: <key>: <message>` line per problem.
     `parallel` is the tier's resolved parallelism (gridready.spec.parallel, kept by topology.TierPlan); `site_pins`:
-    the inventory's pins (triton_versions.site_pins), under the tier's own `triton.versions`."""
+    the inventory's pins (gridready.inventory.site_pins), under the tier's own `triton.versions`."""
     settings = settings or TritonSettings.model_validate({})
     release = release_line(settings.mode, settings.versions, site_pins)
     gpus_per_node = parallel.gpus_per_node

@@ -19,14 +19,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict
 
-from gridready.errors import InvalidInput
-from gridready.inventory import display_path, render_loc
-from gridready.spec.triton import VersionOverride
-from gridready.yamlio import YamlError, load_yaml
-
-SITE_PINS_FILE = "triton_versions.yml"  # in the inventory directory
+from gridready.spec.triton import SitePins, VersionOverride
 
 
 def image_ref(image: str, digest: str | None) -> str:
@@ -68,41 +63,6 @@ def pins() -> dict[str, Any]:
 @cache
 def _lines() -> dict[str, ReleaseLine]:
     return {mode: ReleaseLine(**vals) for mode, vals in _pins()["lines"].items()}
-
-
-class FixedCostOverride(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    image: str | None = None
-    image_digest: str | None = Field(None, pattern=r"^sha256:[0-9a-f]{64}$")
-
-
-class SitePins(BaseModel):
-    """`<inventory>/triton_versions.yml`: the site's replacements of the pins (see the module docstring)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    lines: dict[Literal["llmapi", "engine"], VersionOverride] = Field(default_factory=dict)
-    fixed_cost: FixedCostOverride | None = None
-
-
-def site_pins(inventory_dir: Path) -> SitePins | None:
-    """The inventory's pins file, read like every inventory file (gridready.yamlio: size, depth, duplicate keys) and
-    validated; InvalidInput names the file and key, one line each. None without one."""
-    path = Path(inventory_dir) / SITE_PINS_FILE
-    if not path.exists() and not path.is_symlink():  # a dangling link or a FIFO: read_capped says why
-        return None
-    shown = display_path(path)
-    try:
-        raw = load_yaml(path)
-    except YamlError as err:
-        raise InvalidInput(f"{shown}: {err.where}: {err}") from None
-    if raw is not None and not isinstance(raw, dict):
-        raise InvalidInput(f"{shown}: (top level): must be a mapping (lines:, fixed_cost:)")
-    try:
-        return SitePins.model_validate(raw or {})
-    except ValidationError as err:
-        raise InvalidInput([f"{shown}: {render_loc(tuple(e['loc']))}: {e['msg']}" for e in err.errors()]) from None
 
 
 def _changes(override: BaseModel | None) -> dict[str, Any]:

@@ -89,3 +89,20 @@ class TritonSettings(BaseModel):
             if model not in allowed:
                 raise ValueError(f"parameters: no model {model!r} in {self.mode} mode (models: {', '.join(allowed)})")
         return self
+
+
+class FixedCostOverride(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    image: str | None = None
+    image_digest: str | None = Field(None, pattern=r"^sha256:[0-9a-f]{64}$")
+
+
+class SitePins(BaseModel):
+    """`<inventory>/triton_versions.yml`: the site's replacements of the pins (gridready/serving/triton_versions.py
+    says how they apply)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    lines: dict[Literal["llmapi", "engine"], VersionOverride] = Field(default_factory=dict)
+    fixed_cost: FixedCostOverride | None = None

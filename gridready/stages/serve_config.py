@@ -18,7 +18,7 @@ from gridready.bench.endpoint import Endpoint as BenchEndpoint
 from gridready.contracts import Endpoint
 from gridready.errors import GridreadyError
 from gridready.exitcodes import ExitCode
-from gridready.inventory import Inventory, project_root
+from gridready.inventory import Inventory, project_root, site_pins
 from gridready.monitoring.prometheus import kubernetes_monitors
 from gridready.serving import (
     consistency,
@@ -27,7 +27,6 @@ from gridready.serving import (
     topology,
     triton,
     triton_embedding,
-    triton_versions,
     vllm,
     weights,
 )
@@ -103,7 +102,7 @@ def triton_units(inv: Inventory, cert: Certification, plans: list[TierPlan], sta
             continue
         if plan.tier.engine != "triton-trtllm":
             continue
-        tplan = triton.plan_for(plan, site_pins=triton_versions.site_pins(inv.path),
+        tplan = triton.plan_for(plan, site_pins=site_pins(inv.path),
                                 source=topology.cluster_file(inv))
         repo = triton.write_repository(tplan, stage_dir / "triton" / plan.tier.name / "repo")
         for replica in plan.replicas:
@@ -117,7 +116,7 @@ def embedding_units(inv: Inventory, cert: Certification, plan: TierPlan, stage_d
                     delay_us: int | None = None) -> list[tuple[list[str], dict[str, Any], dict[str, Any]]]:
     """Per replica of a fixed-cost tier: (its node, role variables, summary entry); `delay_us` overrides
     max_queue_delay_microseconds (the queue-delay sweep)."""
-    eplan = triton_embedding.plan_for(plan, site_pins=triton_versions.site_pins(inv.path),
+    eplan = triton_embedding.plan_for(plan, site_pins=site_pins(inv.path),
                                       source=topology.cluster_file(inv))
     repo = triton_embedding.write_repository(eplan, stage_dir / "triton" / plan.tier.name / "repo", delay_us)
     return [(list(replica.nodes),
@@ -144,7 +143,7 @@ def stack_configs(inv: Inventory, cert: Certification, plans: list[TierPlan], ro
     if triton_plans:  # the Triton stack component builds its own config from its plan
         k = serving.kubernetes
         config["triton_tiers"] = [
-            triton_stack.tier_config(triton.plan_for(p, site_pins=triton_versions.site_pins(inv.path),
+            triton_stack.tier_config(triton.plan_for(p, site_pins=site_pins(inv.path),
                                                      source=topology.cluster_file(inv)), k.namespace,
                                      env=vllm.pod_env(p, cert, serving), rdma_resource=k.rdma_resource,
                                      gpu_product_label=k.gpu_product_label, storage_class=k.storage_class,

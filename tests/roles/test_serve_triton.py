@@ -19,7 +19,8 @@ from typing import Any
 import pytest
 
 from gridready import catalog
-from gridready.serving import triton, triton_versions
+from gridready.inventory import site_pins
+from gridready.serving import triton
 from gridready.spec.parallel import Parallelism
 from gridready.spec.serving import Tier
 from gridready.spec.triton import TritonSettings
@@ -57,7 +58,7 @@ def _extravars(tmp: Path, inventory_dir: Path) -> dict[str, Any]:
     tier = Tier(name=TIER, engine="triton-trtllm", served_name=SERVED, tensor_parallel=1,
                 pipeline_parallel=1, port=9000, model={"hf_id": HF_ID, "revision": REVISION})
     plan = triton.make_plan(tier, TritonSettings(mode="engine"), sku=catalog.lookup("h200"),
-                            parallel=Parallelism(1, 1, 8), site_pins=triton_versions.site_pins(inventory_dir))
+                            parallel=Parallelism(1, 1, 8), site_pins=site_pins(inventory_dir))
     repo = triton.write_repository(plan, tmp / "repo")
     return triton.hosts_extravars(plan, repo, ["node1"])
 

@@ -48,7 +48,7 @@ def make_inv(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[..., I
         (inv_dir / "cluster.yml").write_text(yaml.safe_dump(cluster_yml("acme", tiers or [vllm_tier()], target)))
         hosts = {f"gpu{i:02d}": {"ansible_host": f"10.77.0.{10 + i}"} for i in range(1, nodes + 1)}
         (inv_dir / "hosts.yml").write_text(yaml.safe_dump({"all": {"children": {"gpu_nodes": {"hosts": hosts}}}}))
-        # the site's Triton image digests (gridready.serving.triton_versions.site_pins), as a customer pins them
+        # the site's Triton image digests (gridready.inventory.site_pins), as a customer pins them
         digest = {"image_digest": "sha256:" + "5e" * 32}
         (inv_dir / "triton_versions.yml").write_text(yaml.safe_dump(
             {"lines": {"engine": digest, "llmapi": digest}, "fixed_cost": digest}))

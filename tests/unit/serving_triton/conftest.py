@@ -12,10 +12,9 @@ from typing import Any
 from gridready import catalog
 from gridready.serving.triton import make_plan
 from gridready.serving.triton_plan import TritonPlan
-from gridready.serving.triton_versions import SitePins
 from gridready.spec.parallel import Parallelism
 from gridready.spec.serving import Tier
-from gridready.spec.triton import TritonSettings
+from gridready.spec.triton import SitePins, TritonSettings
 
 H200 = catalog.lookup("h200")
 MODELS = {
