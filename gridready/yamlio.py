@@ -34,8 +34,7 @@ class _StrictLoader(yaml.SafeLoader):
             return super().construct_object(node, deep=deep)
         except (ValueError, OverflowError) as err:
             kind = node.tag.rsplit(":", 1)[-1]
-            reason = str(err).split(";")[0].split(": value has")[0]
-            raise YamlError(_where(node), f"not a valid {kind}: {reason}") from None
+            raise YamlError(_where(node), f"not a valid {kind}: {str(err).split(';')[0]}") from None
 
 
 def _where(node: yaml.Node) -> str:
@@ -108,7 +107,8 @@ def is_vault_file(path: Path) -> bool:
 def _check_shape(root: yaml.Node) -> None:
     """Refuse nesting deeper than MAX_DEPTH and documents that expand to more than MAX_NODES nodes.
 
-    Aliases share nodes, so sizes are memoised per node: the check costs one visit per distinct node."""
+    Aliases share nodes, so sizes are memoised per node: the check costs one visit per distinct node. The depth
+    check here catches an alias inside its own anchor (`&a [*a]`), which the event stream cannot show."""
     sizes: dict[int, int] = {}
 
     def size(node: yaml.Node, depth: int) -> int:
@@ -137,21 +137,16 @@ def _check_depth(text: str) -> None:
     PyYAML's parser is a state machine, but its composer and constructor recurse once per level: a 20,000-deep
     `[[[...]]]` would hit the interpreter's recursion limit inside them, where objects finalised during the unwind
     raise again (unraisable errors), instead of failing here with a line and column."""
-    scanner = _StrictLoader(text)
     depth = -1  # the top-level collection is depth 0, as in _check_shape
-    try:
-        while scanner.check_event():
-            event = scanner.get_event()
-            if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
-                depth += 1
-                if depth > MAX_DEPTH:
-                    mark = event.start_mark
-                    raise YamlError(f"line {mark.line + 1} column {mark.column + 1}",
-                                    f"nested deeper than {MAX_DEPTH} levels")
-            elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
-                depth -= 1
-    finally:
-        scanner.dispose()
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_DEPTH:
+                mark = event.start_mark
+                raise YamlError(f"line {mark.line + 1} column {mark.column + 1}",
+                                f"nested deeper than {MAX_DEPTH} levels")
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
 
 
 def _control_chars(text: str) -> int | None:

@@ -443,6 +443,8 @@ FILE_CASES = [
     ("hosts-nul-byte", _write("hosts.yml", HOSTS + "# \x00\n"), H + "line 7: control character"),
     ("cluster-20000-deep", _write("cluster.yml", "a: " + "[" * 20000 + "]" * 20000 + "\n"),
      C + "line 1 column 68: nested deeper than 64 levels"),
+    ("cluster-alias-inside-its-anchor", _write("cluster.yml", "a: &x [1, *x]\n"),
+     C + "line 1 column 8: nested deeper than 64 levels"),  # endless once built: refused on the node graph
     ("cluster-5000-digit-int", _write("cluster.yml", "a: " + "1" * 5000 + "\n"),
      C + "line 1 column 4: not a valid int: Exceeds the limit (4300 digits) for integer string conversion"),
     ("cluster-impossible-date", _write("cluster.yml", "customer: acme\nsince: 2020-02-30\n"),
