@@ -45,23 +45,21 @@ UP_SYSFS = {"state": "4: ACTIVE", "phys_state": "5: LinkUp", "rate": "400 Gb/sec
 UP_IBSTAT = {"state": "Active", "physical_state": "LinkUp", "rate": "400", "link_layer": "InfiniBand"}
 
 
-def test_sysfs_port_1_is_judged_even_when_a_lower_named_port_is_listed():
-    data = {"sysfs": {"mlx5_0": {"ports": {"0": {"state": "1: DOWN"}, "1": UP_SYSFS}}}}
-    res = port_gates("n1", Nic(name="mlx5_0", rate_gbps=400), data)
-    assert [(r.gate, r.status, r.evidence) for r in res] == [
-        (g, "pass", "hca.sysfs.mlx5_0.ports.1")
-        for g in ("hca_present", "hca_port_state", "hca_phys_state", "hca_rate", "hca_link_layer")]
-    assert res[1].reason == "mlx5_0 port 1 state 4: ACTIVE"
+DOWN_IBSTAT = {"state": "Down", "physical_state": "Disabled", "rate": "10", "link_layer": "InfiniBand"}
 
 
-def test_ibstat_port_1_is_judged_even_when_a_lower_named_port_is_listed():
-    down = {"state": "Down", "physical_state": "Disabled", "rate": "10", "link_layer": "InfiniBand"}
-    data = {"ibstat": {"rc": 0, "parsed": {"cas": {"mlx5_0": {"ports": {"0": down, "1": UP_IBSTAT}}}, "errors": []}}}
+@pytest.mark.parametrize(("data", "evidence", "at", "reason"), [
+    ({"sysfs": {"mlx5_0": {"ports": {"0": {"state": "1: DOWN"}, "1": UP_SYSFS}}}},
+     "hca.sysfs.mlx5_0.ports.1", 1, "mlx5_0 port 1 state 4: ACTIVE"),
+    ({"ibstat": {"rc": 0, "parsed": {"cas": {"mlx5_0": {"ports": {"0": DOWN_IBSTAT, "1": UP_IBSTAT}}}, "errors": []}}},
+     "hca.ibstat.mlx5_0.port1", 2, "mlx5_0 port 1 physical state LinkUp"),
+], ids=["sysfs", "ibstat"])
+def test_port_1_is_judged_even_when_a_lower_named_port_is_listed(data, evidence, at, reason):
     res = port_gates("n1", Nic(name="mlx5_0", rate_gbps=400), data)
     assert [(r.gate, r.status, r.evidence) for r in res] == [
-        (g, "pass", "hca.ibstat.mlx5_0.port1")
+        (g, "pass", evidence)
         for g in ("hca_present", "hca_port_state", "hca_phys_state", "hca_rate", "hca_link_layer")]
-    assert res[2].reason == "mlx5_0 port 1 physical state LinkUp"
+    assert res[at].reason == reason
 
 
 # ---------------------------------------------------------------- counters: snapshots that do not line up
