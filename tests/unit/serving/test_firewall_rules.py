@@ -27,7 +27,10 @@ def _render(**host: Any) -> list[str]:
             variables[key] = trust_as_template(value) if isinstance(value, str) else value
     variables.update({
         "ansible_managed": "managed", "inventory_hostname": "gpu01",
-        "ansible_facts": {"env": {"SSH_CLIENT": "198.51.100.7 51234 22"}},
+        # facts gathered under become: sudo's env_reset left no SSH_CLIENT (sudoers(5)); the role reads the connection
+        # as the login user (tasks/firewall.yml)
+        "ansible_facts": {"env": {"SUDO_USER": "gridready"}},
+        "__gridready_ray_node_ssh_connection": {"rc": 0, "stdout": "198.51.100.7 51234 10.0.0.1 22"},
         "__gridready_ray_node_port_range": {"content": base64.b64encode(b"32768\t60999\n").decode()},
         "gridready_ray_node_role": "head",
         "gridready_ray_node_firewall_members": ["10.0.0.1", "10.0.0.2"],
@@ -70,9 +73,22 @@ def test_a_worker_closes_its_own_ports_only_and_the_controller_is_a_client() -> 
 
 
 def test_without_clients_or_controller_the_api_is_closed() -> None:
-    rules = _render(gridready_ray_node_firewall_clients=[], ansible_facts={"env": {}})
+    rules = _render(gridready_ray_node_firewall_clients=[],
+                    __gridready_ray_node_ssh_connection={"rc": 1, "stdout": ""})  # connection: local
     assert "set clients {" not in rules and "tcp dport { 8000, 8080 } drop" in rules
     assert not any("@clients" in r for r in rules)
+
+
+def test_the_controller_address_is_read_as_the_login_user() -> None:
+    """Under become the gathered env has no SSH_CLIENT (sudo's env_reset), so the address comes from a task that
+    runs without become; with the old fact-based address the controller was shut out of the API ports."""
+    tasks = yaml.safe_load((ROLE / "tasks" / "firewall.yml").read_text())
+    read = [t for t in tasks if t.get("register") == "__gridready_ray_node_ssh_connection"]
+    assert len(read) == 1 and read[0]["become"] is False
+    assert read[0]["ansible.builtin.command"]["argv"] == ["/usr/bin/printenv", "SSH_CONNECTION"]
+    assert read[0]["check_mode"] is False
+    rules = _render(ansible_facts={"env": {}})  # nothing of the connection in the facts
+    assert "elements = { 192.0.2.0/24, 198.51.100.7 }" in rules
 
 
 def test_the_role_reads_the_ephemeral_range_of_the_host() -> None:
