@@ -116,3 +116,16 @@ def test_the_role_enables_the_unit_and_loads_rules_without_a_handler() -> None:
     assert not any("notify" in t for t in tasks)  # not a handler: loaded before Ray's handlers restart it
     handlers = yaml.safe_load((ROLE / "handlers" / "main.yml").read_text())
     assert not any("nft" in str(h) for h in handlers)
+
+
+@pytest.mark.parametrize("template", ["ray-headwatch.service.j2", "ray-worker.service.j2"])
+def test_a_worker_waiting_for_its_head_never_holds_up_boot(template: str) -> None:
+    """ray-headwatch waits for the head without a start timeout and ray-worker is ordered after it; with default
+    dependencies multi-user.target (which wants both) is ordered after them, so a worker whose head is down never
+    finished booting (systemd.target(5)). Without them the target does not wait; shutdown and sysinit kept."""
+    u = _render(ROLE, template)
+    assert u[("Unit", "DefaultDependencies")] == ["no"]
+    assert {"sysinit.target", "basic.target"} <= set(u[("Unit", "After")])
+    assert "sysinit.target" in u[("Unit", "Requires")]
+    assert u[("Unit", "Conflicts")] == ["shutdown.target"] and u[("Unit", "Before")] == ["shutdown.target"]
+    assert u[("Install", "WantedBy")] == ["multi-user.target"]  # still started at boot, just not waited for
