@@ -87,6 +87,7 @@ class Harness:
     router: Proc | None = None
     router_port: int = 0
     keys: dict[str, str] = field(default_factory=dict)  # name -> key (test-only, generated per harness)
+    master_key: str = ""  # LiteLLM's master key (the serving API key on a real head), generated per router
 
     owns_workdir: bool = False
 
@@ -123,9 +124,10 @@ class Harness:
         config = router.litellm_config(spec, routes, ups)
         (self.workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=True))
         self.router_port = free_port()
+        self.master_key = "sk-" + secrets.token_hex(24)
         env = {**os.environ, "PYTHONPATH": str(self.workdir), "LITELLM_LOCAL_MODEL_COST_MAP": "True",
                "GRIDREADY_ROUTER_KEYS_FILE": str(self.workdir / "keys.json"),
-               router.MASTER_KEY_ENV: "sk-" + secrets.token_hex(24)}
+               router.MASTER_KEY_ENV: self.master_key}
         log = self.workdir / "router.log"
         with open(log, "ab") as out:
             proc = subprocess.Popen([str(exe), "--config", str(self.workdir / "config.yaml"), "--host", "127.0.0.1",

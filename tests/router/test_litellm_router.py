@@ -39,6 +39,14 @@ def test_models_lists_the_route_and_needs_a_key(routed: Harness) -> None:
     assert status in (401, 500) and MODEL.encode() not in body
 
 
+def test_the_master_key_is_admitted_beside_the_client_keys(routed: Harness) -> None:
+    """docs/serving.md: the serving API key (LiteLLM's master key) is admitted with client keys set. LiteLLM returns
+    the custom_auth hook's verdict before any master-key check, so the hook itself must admit it (it refused it)."""
+    status, body, _ = routed.request("/v1/models", key=routed.master_key)
+    assert status == 200 and MODEL in {m["id"] for m in json.loads(body)["data"]}
+    assert routed.request("/v1/models", key=routed.master_key + "x")[0] == 401
+
+
 def served_by(headers: dict[str, str]) -> str:
     """The tier of the deployment that answered: LiteLLM's x-litellm-model-id header is its model_info.id
     (<model>@<tier>-<replica>, gridready.serving.router). Engines' own counters also see the router's background
