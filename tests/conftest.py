@@ -48,7 +48,8 @@ def vault_password(vault_password_file):
 # side by side on fleets of their own (the sandbox allocates addresses per fleet, docs/sandbox.md). The pure tests
 # (unit, simulator, lint) go one by one to whichever worker is free.
 # the reboot witness (its own 2-host fleet, ~140 s) runs in the roles unit: the e2e unit is the longer one
-SERIAL_GROUPS = {"tests/sandbox/test_reboot_firewall.py": "fleet-roles", "tests/e2e/": "fleet-e2e",
+SERIAL_GROUPS = {"tests/sandbox/test_reboot_firewall.py": "fleet-roles",
+                 "tests/sandbox/test_reboot_worker_head_down.py": "fleet-roles", "tests/e2e/": "fleet-e2e",
                  "tests/sandbox/": "fleet-e2e",
                  "tests/gpu/": "fleet-roles", "tests/roles/": "fleet-roles", "tests/router/": "fleet-roles"}
 SERIAL_DIRS = tuple(SERIAL_GROUPS)

@@ -1,0 +1,96 @@
+"""A worker whose head is down still finishes booting, and rejoins when the head returns (issue #43, finding 4).
+
+Two certified hosts serve one vLLM tier across both (TP 8 x PP 2, SIMULATED engine): one host runs ray-head and the
+tier's unit, the other ray-headwatch and ray-worker. With the head stopped, the worker host reboots for real. Its
+ray-headwatch waits for the head without a start timeout; had multi-user.target been ordered after it (the default
+dependencies of a unit a target wants, systemd.target(5)), the boot would never finish: `systemctl
+is-system-running` would answer "starting" for good. Here the boot finishes while the watch still waits, and when
+the head starts again the worker joins and the tier answers.
+"""
+
+from __future__ import annotations
+
+import time
+import urllib.request
+from typing import Any
+
+import pytest
+
+from tests.roles.serve_run import fleet_env, serve_fleet
+
+pytestmark = [pytest.mark.sandbox, pytest.mark.slow]
+TIER = "llama8b-pp2"
+API = 8000  # the tier's default port
+BOOT_S = 120  # a sandbox host's boot to multi-user.target takes seconds; the old units never got there
+READY_S = 360  # the head, the worker's rejoin, then vLLM (SIMULATED) until /health answers
+
+
+def _health(address: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://{address}:{API}/health", timeout=3) as resp:
+            return resp.status == 200
+    except OSError:
+        return False
+
+
+def _wait(predicate: Any, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(2)
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    with pytest.MonkeyPatch.context() as mp:
+        yield mp
+
+
+@pytest.fixture(scope="module")
+def served(make_module_fleet, tmp_path_factory, monkeypatch_module) -> dict[str, Any]:
+    fleet = make_module_fleet(2, healthy=True)
+
+    def edit(cluster: dict[str, Any]) -> None:
+        serving = cluster["serving"]
+        serving["tiers"] = [{
+            "name": TIER, "engine": "vllm", "served_name": "llama-3.1-8b",
+            "model": {"hf_id": "meta-llama/Llama-3.1-8B-Instruct",
+                      "revision": "0e9e39f249a16976918f6564b8830bc894c89659"},
+            "tensor_parallel": 8, "pipeline_parallel": 2, "replicas": 1,
+        }]
+        serving["router"]["enabled"] = False  # one engine across two nodes is the witness here
+
+    monkeypatch_module.setenv("GRIDREADY_SERVE_SKIP_BENCH", "1")  # the bench has its own tests
+    with fleet_env(fleet):
+        out = serve_fleet(fleet, tmp_path_factory.mktemp("artifacts"), "20261206T010000Z-headdown", edit)
+    assert out["result"].exit_code == 0, out["result"].messages
+    active = {h: fleet.ssh(h, "systemctl is-active ray-head", check=False).stdout.strip() for h in fleet.names}
+    (head,) = [h for h, state in active.items() if state == "active"]
+    (worker,) = [h for h in fleet.names if h != head]
+    return {**out, "head": head, "worker": worker}
+
+
+def test_a_worker_boots_while_its_head_is_down_and_rejoins_when_it_returns(served) -> None:
+    fleet, head, worker = served["fleet"], served["head"], served["worker"]
+    head_ip = fleet.addresses[head]
+    assert _health(head_ip)
+    fleet.ssh(head, "systemctl stop ray-head")  # the tier's unit is PartOf ray-head: it stops too
+    _wait(lambda: fleet.ssh(worker, "systemctl is-active ray-worker", check=False).stdout.strip() != "active",
+          120, f"ray-worker on {worker} to stop with its head")
+
+    fleet.reboot(worker)
+
+    def booted() -> bool:
+        state = fleet.ssh(worker, "systemctl is-system-running", check=False).stdout.strip()
+        return state in ("running", "degraded")
+
+    _wait(booted, BOOT_S, f"{worker} to finish booting with its head down")
+    watch = fleet.ssh(worker, "systemctl show -p ActiveState --value ray-headwatch").stdout.strip()
+    assert watch == "activating", watch  # still waiting for the head, without holding up the boot
+    assert fleet.ssh(worker, "systemctl is-active ray-worker", check=False).stdout.strip() != "active"
+
+    fleet.ssh(head, "systemctl start ray-head")
+    _wait(lambda: fleet.ssh(worker, "systemctl is-active ray-worker", check=False).stdout.strip() == "active",
+          READY_S, f"ray-worker on {worker} to join the returned head")
+    _wait(lambda: _health(head_ip), READY_S, f"tier {TIER} on {head} to answer again")
