@@ -63,6 +63,14 @@ def _non_fatal(e: dict[str, Any]) -> bool:
     return "non-fatal" in str(e.get("message") or "").lower()
 
 
+def _fatal_sxids(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The fatal SXid lines of one NVSwitch. The driver prints one report over several lines (`22013, Non-fatal,
+    Link 44 ...`, then `22013, Severity 0 ...` and `22013, Data {...}`: NVIDIA/nvtrust#124); a line that states no
+    severity takes the one its code's other lines state, and is fatal only where none does (fail closed)."""
+    stated = {e["sxid"]: _non_fatal(e) for e in events if re.search(r"\b(non-)?fatal\b", str(e.get("message")), re.I)}
+    return [e for e in events if not (_non_fatal(e) or stated.get(e["sxid"]) is True)]
+
+
 def _recovered(g: dict[str, Any] | None) -> str | None:
     """Why the GPU reads recovered after the load, or None (not read, or still faulty)."""
     if g is None:
@@ -146,7 +154,7 @@ def xid(doc: dict[str, Any], exp: Expectations) -> list[GateResult]:
                               gpu=gpu, measured=dict(counts), expected=expected, evidence="raw.kernel_log"))
     for pci, events in _by_pci(sbad).items():
         counts = Counter(e["sxid"] for e in events)
-        fatal = [e for e in events if not _non_fatal(e)]
+        fatal = _fatal_sxids(events)
         fatal_now = [e for e in fatal if e["line"] in run_lines]
         if fatal_now or (fatal and after is None):
             status, when = F, "during the certification run" if fatal_now else "since boot (fatal)"

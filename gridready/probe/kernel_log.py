@@ -10,9 +10,10 @@ A GPU can be lost with no Xid line at all (NVIDIA/NVSentinel#155, leptonai/gpud#
 the bus" notice, in one line (`NVRM: GPU at PCI:0000:44:00: GPU has fallen off the bus.`) or spread over three
 (`NVRM: The NVIDIA GPU 0000:b3:00.0` / `NVRM: (PCI ID: 10de:26b5) installed in this system has` / `NVRM: fallen off
 the bus and is not responding to commands.`), and a GPU the driver could not bring up (`NVRM: GPU 0000:0a:00.0:
-RmInitAdapter failed! (0x24:0x72:1568)`, `rm_init_adapter failed`, X.org's `Failed to initialize the NVIDIA GPU at
-PCI:1:0:0`). Each is a `gpu_lost` record naming the GPU's PCI address, taken from the line or, for the wrapped
-notice, from the NVRM line that opened it.
+RmInitAdapter failed! (0x24:0x72:1568)`, `rm_init_adapter failed`, `RmInitAdapter: Cannot initialize GSP firmware
+RM`, `failed to wait for GFW_BOOT`, `The NVIDIA probe routine failed for 1 device(s)`, X.org's `Failed to initialize
+the NVIDIA GPU at PCI:1:0:0`). Each is a `gpu_lost` record naming the GPU's PCI address, taken from the line or,
+for the wrapped notice, from the NVRM line that opened it.
 
 The PCIe notice is the kernel's __pcie_print_link_status (drivers/pci/pci.c, since 4.17): `<avail> Gb/s available
 PCIe bandwidth, limited by <speed> x<w> link at <bdf> (capable of <cap> Gb/s with <speed> x<w> link)`. Before 5.3
@@ -35,8 +36,9 @@ _SPEED = r"(?:[\d.]+ ?GT/s|Unknown speed)(?: PCIe)? x\d+"
 _LIMITED = re.compile(rf"(?:^|[\s\]])([\w.-]+) ({_BDF}): ([\d.]+) Gb/s available (?:PCIe )?bandwidth, limited by "
                       rf"({_SPEED}) link at ([^\s(]+)(?:\s+\(capable of ([\d.]+)\s*Gb/s with ({_SPEED}) link\))?")
 # the driver's notices of a GPU lost or not initialised, with or without an Xid line beside them
-_LOST = re.compile(r"fallen off the bus|RmInitAdapter failed|rm_init_adapter failed|"
-                   r"Failed to initialize the NVIDIA GPU", re.IGNORECASE)
+_LOST = re.compile(r"fallen off the bus|RmInitAdapter failed|rm_init_adapter failed|RmInitAdapter: Cannot initialize|"
+                   r"Failed to initialize the NVIDIA GPU|NVIDIA probe routine failed|failed to wait for GFW[_ ]boot",
+                   re.IGNORECASE)
 _NVRM_BDF = re.compile(r"NVRM: .*?(?:GPU at PCI:|GPU |PCI:)([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})")
 _XORG_PCI = re.compile(r"GPU at PCI:(\d{1,3}):(\d{1,2}):(\d)\b")
 _BOOT = re.compile(r"\bLinux version \d|\bCommand line: ")
@@ -56,6 +58,7 @@ def _lost(ln: str, opener: str | None) -> dict[str, Any]:
     low = ln.lower()
     what = ("fallen off the bus" if "fallen off the bus" in low else
             "failed to initialise (RmInitAdapter)" if "rminitadapter" in low or "rm_init_adapter" in low else
+            "failed to initialise (GPU firmware boot)" if "gfw" in low else
             "failed to initialise")
     return {"pci": _lost_pci(ln, opener), "what": what, "line": ln[:400]}
 

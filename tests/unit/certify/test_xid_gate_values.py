@@ -374,3 +374,13 @@ def test_recovery_action_decides_whether_an_old_xid_reads_recovered(action: str,
     after = [{**_healthy(b), "recovery_action": action} for b in BUSES]
     r = _one(_doc(BOOT + X79, BOOT + X79, after))
     assert r.status is status
+
+
+def test_an_sxid_report_over_several_lines_takes_the_severity_its_code_states() -> None:
+    """The NVSwitch driver prints one SXid as a Data, a Non-fatal and a Severity line (NVIDIA/nvtrust#124): the lines
+    that state no severity are the same non-fatal event, not a fatal one."""
+    data = ("[   38.175561] nvidia-nvswitch3: SXid (PCI:0000:04:00.0): 22013, Data {0x0000002b, 0x0000002b, "
+            "0x00000000, 0x0000002b, 0x80005302, 0x00000000, 0x00000000, 0x00000000, 0x00000000}\n")
+    nonfatal = "[   38.178720] nvidia-nvswitch3: SXid (PCI:0000:04:00.0): 22013, Non-fatal, Link 44 Minion Link DLREQ\n"
+    assert _one(_doc(BOOT + data + nonfatal)).status is S.WARN
+    assert _one(_doc(BOOT + data)).status is S.FAIL  # no line states a severity: fail closed
