@@ -182,3 +182,49 @@ def markdown(rows: list[Row]) -> str:
 def load_captures(paths: Iterable[tuple[Path, str, int, str]]) -> list[tuple[str, dict[str, Any], str, int, str]]:
     """(path, SKU, GPUs, platform) of real probe documents -> those that exist, read."""
     return [(str(p), json.loads(p.read_text()), sku, gpus, plat) for p, sku, gpus, plat in paths if p.is_file()]
+
+
+# ---- `invoke certify --accuracy` ----------------------------------------------------------------------------------
+
+H200 = "H200-SXM-141GB"
+# the recorded real healthy probe documents (relative to the repository): the lent H200 machines' earlier runs, and
+# every quick run of docs/examples/h200x1/accuracy/ (benchmarks/h200_accuracy_run.sh writes them; one per folder)
+CAPTURES: tuple[tuple[str, str, int, str], ...] = (
+    ("tests/fixtures/h200x2/probe_quick.json", H200, 2, "passthrough"),
+    ("tests/fixtures/h200x1/probe_quick_after.json", H200, 1, "passthrough"),
+    ("docs/examples/h200x1/probe.json", H200, 1, "passthrough"),
+)
+RUNS = "docs/examples/h200x1/accuracy"
+
+
+def report(root: Path) -> tuple[list[Row], list[str]]:
+    """(the table, one line per corpus line misjudged or healthy run failed) for the repository at `root`."""
+    cases = load_corpus(root / "tests" / "fixtures" / "corpus")
+    base_q = (root / "tests" / "fixtures" / "h200x1" / "nvidia-smi-q.txt").read_text()
+    paths = [(root / p, sku, n, plat) for p, sku, n, plat in CAPTURES]
+    paths += [(p, H200, 1, "passthrough") for p in sorted((root / RUNS).glob("*/probe.json"))]
+    captures = load_captures(paths)
+    problems = [f"corpus: {c.gate} gives {s.value} where {c.verdict} is documented ({c.source}): "
+                f"{c.line.splitlines()[0][:100]}" for c in cases if not agrees(c, s := judge(c, base_q))]
+    for path, doc, sku, gpus, platform in captures:
+        problems += [f"{Path(path).relative_to(root)}: {r.gate} {r.status.value}: {r.reason}"
+                     for r in judge_capture(doc, sku, gpus, platform)
+                     if r.status in (GateStatus.FAIL, GateStatus.ERROR)]
+    rows = table(cases, base_q, captures)
+    rows.append(Row(gate="(healthy runs)", healthy_runs=len(captures)))
+    return rows, problems
+
+
+def print_report(root: Path, as_json: bool = False) -> None:
+    """Print the per-gate table (Markdown, or JSON with --json); a misjudged line or a false fail exits 5."""
+    import sys
+
+    from gridready.errors import NotCertified
+
+    rows, problems = report(root)
+    if as_json:
+        sys.stdout.write(json.dumps({"gates": [r.model_dump() for r in rows], "problems": problems}, indent=2) + "\n")
+    else:
+        sys.stdout.write(markdown(rows) + "\n")
+    if problems:
+        raise NotCertified("\n".join(problems))

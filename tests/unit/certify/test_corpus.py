@@ -73,3 +73,28 @@ def test_capture_gates_not_run_there_are_not_judged() -> None:
     results = accuracy.judge_capture(CAPTURES[0][1], "H200-SXM-141GB", 2, "passthrough")
     assert {"sdc", "training_goodput"}.isdisjoint({r.gate for r in results})
     assert all(r.status is not S.SKIPPED for r in results)
+
+
+def test_report_names_each_misjudged_line_and_false_fail(tmp_path: Path) -> None:
+    """`invoke certify --accuracy` on a copy of the repository whose corpus holds one line judged wrongly and whose
+    quick runs hold one that fails: both are named, and print_report exits 5."""
+    import json
+    import shutil
+
+    from gridready.errors import NotCertified
+
+    for rel in ("tests/fixtures/h200x1/nvidia-smi-q.txt", "tests/fixtures/h200x2/probe_quick.json"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / rel, tmp_path / rel)
+    (tmp_path / "tests/fixtures/corpus").mkdir(parents=True)
+    wrong = CORPUS[0].model_copy(update={"verdict": "fail"})
+    (tmp_path / "tests/fixtures/corpus/c.yml").write_text(json.dumps({"cases": [wrong.model_dump(exclude_none=True)]}))
+    run = tmp_path / accuracy.RUNS / "run-01" / "probe.json"
+    run.parent.mkdir(parents=True)
+    doc = json.loads((ROOT / "tests/fixtures/h200x1/probe_quick_after.json").read_text())
+    run.write_text(json.dumps({**doc, "kernel_log": {"source": "dmesg", "lines": 0}}))
+    rows, problems = accuracy.report(tmp_path)
+    assert [p.split(":")[0] for p in problems] == ["corpus", "docs/examples/h200x1/accuracy/run-01/probe.json"]
+    assert {r.gate: r.healthy_runs for r in rows}["(healthy runs)"] == 2
+    with pytest.raises(NotCertified):
+        accuracy.print_report(tmp_path)
