@@ -197,12 +197,23 @@ CAPTURES: tuple[tuple[str, str, int, str], ...] = (
 RUNS = "docs/examples/h200x1/accuracy"
 
 
+def _sku_of(path: Path) -> str:
+    """The catalog SKU of the GPU a one-GPU run probed (its PCI device id), H200 where unreadable."""
+    try:
+        rows = ((json.loads(path.read_text()).get("nvidia_smi") or {}).get("query") or [])
+        dev = str(rows[0].get("pci.device_id") or "").lower()
+        found = catalog.lookup("0x" + dev[2:6]) if dev.startswith("0x") else None
+    except (OSError, ValueError, IndexError, AttributeError):
+        found = None
+    return found.name if found else H200
+
+
 def report(root: Path) -> tuple[list[Row], list[str]]:
     """(the table, one line per corpus line misjudged or healthy run failed) for the repository at `root`."""
     cases = load_corpus(root / "tests" / "fixtures" / "corpus")
     base_q = (root / "tests" / "fixtures" / "h200x1" / "nvidia-smi-q.txt").read_text()
     paths = [(root / p, sku, n, plat) for p, sku, n, plat in CAPTURES]
-    paths += [(p, H200, 1, "passthrough") for p in sorted((root / RUNS).glob("*/probe.json"))]
+    paths += [(p, _sku_of(p), 1, "passthrough") for p in sorted((root / RUNS).glob("*/probe.json"))]
     captures = load_captures(paths)
     problems = [f"corpus: {c.gate} gives {s.value} where {c.verdict} is documented ({c.source}): "
                 f"{c.line.splitlines()[0][:100]}" for c in cases if not agrees(c, s := judge(c, base_q))]
