@@ -98,3 +98,11 @@ def test_report_names_each_misjudged_line_and_false_fail(tmp_path: Path) -> None
     assert {r.gate: r.healthy_runs for r in rows}["(healthy runs)"] == 2
     with pytest.raises(NotCertified):
         accuracy.print_report(tmp_path)
+
+
+def test_the_table_in_docs_is_the_one_the_command_prints() -> None:
+    """docs/certification.md publishes `invoke certify --accuracy` as committed: regenerate it when the corpus or the
+    recorded runs change."""
+    doc = (ROOT / "docs" / "certification.md").read_text()
+    rows, problems = accuracy.report(ROOT)
+    assert problems == [] and accuracy.markdown(rows) in doc
