@@ -8,7 +8,11 @@ the gate that reads it, the verdict that gate must give and the documented reaso
 context it comes in:
 - kernel log (gates xid, pcie_link): the line is the kernel log of a node whose log reaches back to boot;
 - nvidia-smi -q (gates row_remap, ecc, throttle): the line replaces its own key in a healthy real `-q` capture
-  (the 1 x H200 machine's, tests/fixtures/h200x1), inside the section the case names.
+  (the 1 x H200 machine's, tests/fixtures/h200x1), inside the section the case names;
+- nccl-tests (gate nccl_allreduce): a result row replaces the row of its size in the healthy real 2 x H200
+  `all_reduce_perf` capture (tests/fixtures/h200x2); any other line (a failure, the out-of-bounds count) replaces
+  the capture's line of the same kind or is appended.
+A verdict is the worst the gate gives; `error` is what the gate gives a run that did not complete.
 """
 
 from __future__ import annotations
@@ -23,14 +27,14 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from gridready import catalog
-from gridready.certify import memory_errors, pcie, thermal, xid
+from gridready.certify import memory_errors, nccl, pcie, thermal, xid
 from gridready.certify.expectations import Expectations
 from gridready.certify.result import GateResult, GateStatus
-from gridready.probe import kernel_log, nvsmi
+from gridready.probe import kernel_log, nccl_tests, nvsmi
 from gridready.spec import NodeGroup
 from gridready.spec.certification import CertificationSpec
 
-Verdict = Literal["pass", "warn", "fail"]
+Verdict = Literal["pass", "warn", "fail", "error"]
 RANK = {GateStatus.SKIPPED: 0, GateStatus.PASS: 1, GateStatus.WARN: 2, GateStatus.FAIL: 3, GateStatus.ERROR: 4}
 
 
@@ -42,7 +46,7 @@ class Case(BaseModel):
     line: str = Field(min_length=1)
     source: str = Field(min_length=8)  # URL, or repository@commit:path
     tool: str = Field(min_length=3)  # the tool and version that printed it
-    gate: Literal["xid", "pcie_link", "row_remap", "ecc", "throttle"]
+    gate: Literal["xid", "pcie_link", "row_remap", "ecc", "throttle", "nccl_allreduce"]
     verdict: Verdict
     reason: str = Field(min_length=8)  # the documented reason for the verdict
     section: str | None = None  # nvidia-smi -q: the section holding the line's key ("Remapped Rows")
@@ -109,8 +113,35 @@ def _smi(case: Case, base_q: str) -> GateStatus:
     return _worst(_GATES_Q[case.gate](doc, _exp("h200", 1, "passthrough")))
 
 
+_ROW = re.compile(r"^\s*(?:\d+:\s*)?(\d+)\s+\d+\s+\w+\s+\w+")
+_NCCL_BASE = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "h200x2" / "all_reduce_perf.txt"
+
+
+def _with_nccl_line(base: str, line: str) -> str:
+    lines = base.splitlines()
+    row = _ROW.match(line)
+    if row:
+        at = next((i for i, ln in enumerate(lines) if (m := _ROW.match(ln)) and m.group(1) == row.group(1)), None)
+    else:
+        kind = "Out of bounds" if "Out of bounds" in line else None
+        at = next((i for i, ln in enumerate(lines) if kind and kind in ln), None)
+    if at is not None:
+        lines[at] = line
+    else:
+        last = max((i for i, ln in enumerate(lines) if _ROW.match(ln)), default=len(lines) - 1)
+        lines.insert(last + 1, line)
+    return "\n".join(lines) + "\n"
+
+
+def _nccl(case: Case, _: str) -> GateStatus:
+    parsed = nccl_tests.parse_text(_with_nccl_line(_NCCL_BASE.read_text(), case.line))
+    doc = {"nccl_tests": {"present": True, "collectives": {"all_reduce": {"runs": [
+        {"rc": 0, "timed_out": False, "parsed": parsed}]}}}}
+    return _worst(nccl.nccl_allreduce(doc, _exp("h200", 2, "passthrough")))
+
+
 JUDGES: dict[str, Callable[[Case, str], GateStatus]] = {"xid": _xid, "pcie_link": _pcie, "row_remap": _smi,
-                                                        "ecc": _smi, "throttle": _smi}
+                                                        "ecc": _smi, "throttle": _smi, "nccl_allreduce": _nccl}
 
 
 def judge(case: Case, base_q: str) -> GateStatus:

@@ -27,10 +27,10 @@ def test_each_real_line_is_judged_as_documented(case: accuracy.Case) -> None:
 
 
 def test_the_corpus_covers_both_directions_of_every_gate() -> None:
-    assert len(CORPUS) >= 150
+    assert len(CORPUS) >= 180
     assert len({(c.line, c.section) for c in CORPUS}) == len(CORPUS)  # no line counted twice in one place
     seen = Counter((c.gate, c.verdict == "pass") for c in CORPUS)
-    for gate in ("xid", "pcie_link", "row_remap", "ecc", "throttle"):
+    for gate in ("xid", "pcie_link", "row_remap", "ecc", "throttle", "nccl_allreduce"):
         assert seen[(gate, True)] and seen[(gate, False)], gate
 
 
