@@ -64,11 +64,19 @@ def ecc(doc: dict[str, Any], exp: Expectations) -> list[GateResult]:
 
 
 def _recovery_action(g: dict[str, Any], later: dict[str, Any] | None) -> str | None:
-    """The GPU Recovery Action nvidia-smi prints, at idle or after the load, where it asks for one (not None)."""
+    """What nvidia-smi asks for, at idle or after the load: a GPU Recovery Action other than None, a TPC or channel
+    repair pending (NVML nvmlDeviceGetRepairStatus: the repair happens at the next GPU reset), or memory it
+    cannot repair (nvmlDeviceGetUnrepairableMemoryFlag: RMA); None when it asks for nothing or prints none."""
     after = ((later or {}).get(g["bus_id"]) or {}).get("q", {})
     for q in (g["q"], after):
         if q.get("recovery_action") not in (None, "None"):
             return str(q["recovery_action"])
+        repair = q.get("repair") or {}
+        if repair.get("unrepairable"):
+            return "unrepairable memory (RMA)"
+        pending = [n for n, k in (("channel", "channel_pending"), ("TPC", "tpc_pending")) if repair.get(k)]
+        if pending:
+            return f"{' and '.join(pending)} repair pending (reset the GPU)"
     return None
 
 

@@ -81,7 +81,7 @@ def _recovered(g: dict[str, Any] | None) -> str | None:
         return None
     if ecc.get("volatile_dram_ue") is None or ecc.get("volatile_dram_ue") or ecc.get("volatile_sram_ue"):
         return None
-    if q.get("recovery_action") not in (None, "None"):
+    if q.get("recovery_action") not in (None, "None") or any((q.get("repair") or {}).values()):
         return None
     return "no remap pending or failed, no volatile uncorrectable ECC error after the load" + (
         ", recovery action None" if q.get("recovery_action") else "")

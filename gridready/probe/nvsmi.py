@@ -203,6 +203,9 @@ def parse_q(text: str) -> dict[str, Any]:
             "fabric": {"state": _get(sec, "Fabric", "State"), "status": _get(sec, "Fabric", "Status")},
             "virtualization_mode": _get(sec, "GPU Virtualization Mode", "Virtualization Mode"),
             "recovery_action": _text(_get(sec, "GPU Recovery Action")),
+            "repair": {"channel_pending": _yes(ecc.get("Channel Repair Pending")),
+                       "tpc_pending": _yes(ecc.get("TPC Repair Pending")),
+                       "unrepairable": _yes(ecc.get("Unrepairable Memory"))},
         }
         out["gpus"].append(gpu)
     return out
@@ -373,5 +376,8 @@ def parse_q_xml(text: str) -> dict[str, Any]:
             "fabric": {"state": _x(g, "fabric/state"), "status": _x(g, "fabric/status")},
             "virtualization_mode": _x(g, "gpu_virtualization_mode/virtualization_mode"),
             "recovery_action": _text(_x(g, "gpu_recovery_action")),
+            "repair": {"channel_pending": _yes(_x(g, "ecc_errors/channel_repair_pending")),
+                       "tpc_pending": _yes(_x(g, "ecc_errors/tpc_repair_pending")),
+                       "unrepairable": _yes(_x(g, "ecc_errors/unrepairable_memory"))},
         })
     return out

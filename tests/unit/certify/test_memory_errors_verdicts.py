@@ -315,3 +315,22 @@ def test_a_recovery_action_asked_for_fails(action: str, when: str) -> None:
 @pytest.mark.parametrize("action", ["None", None])
 def test_recovery_action_none_or_not_printed_passes(action: str | None) -> None:
     assert _remap(_doc(after=True, recovery_action=action, after_recovery_action=action)).status is S.PASS
+
+
+@pytest.mark.parametrize(("repair", "why"), [
+    ({"channel_pending": True}, "channel repair pending (reset the GPU)"),
+    ({"tpc_pending": True}, "TPC repair pending (reset the GPU)"),
+    ({"channel_pending": True, "tpc_pending": True}, "channel and TPC repair pending (reset the GPU)"),
+    ({"unrepairable": True, "tpc_pending": True}, "unrepairable memory (RMA)"),
+])
+def test_a_repair_pending_or_unrepairable_memory_fails(repair: dict[str, bool], why: str) -> None:
+    """NVML's repair status and unrepairable-memory flag, printed by nvidia-smi -q (R580) under ECC Errors."""
+    full = {"channel_pending": False, "tpc_pending": False, "unrepairable": False, **repair}
+    r = _remap(_doc(repair=full))
+    assert (r.status, r.reason) == (S.FAIL, f"{G1}: nvidia-smi asks for a recovery action: {why} (NVIDIA error "
+                                            "recovery flags: act on it, then re-certify)")
+
+
+def test_no_repair_pending_passes() -> None:
+    r = _remap(_doc(repair={"channel_pending": False, "tpc_pending": False, "unrepairable": False}))
+    assert r.status is S.PASS
