@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from pathlib import Path
 
 from invoke import Collection, Context, task
 
@@ -91,11 +92,19 @@ def provision(c: Context, check: bool = False, limit: str | None = None, tags: s
                             "force": "re-certify nodes whose certification is still valid",
                             "gates": "comma-separated gates to run and judge alone (a diagnostic run: nothing "
                                      "recorded, signed or quarantined), e.g. dcgm,nccl_allreduce",
-                            "skip-gates": "every gate but these (a diagnostic run, as --gates)"})
+                            "skip-gates": "every gate but these (a diagnostic run, as --gates)",
+                            "accuracy": "probe nothing: judge the corpus of real fault and noise lines and the "
+                                        "recorded real healthy runs, print the per-gate accuracy table (exit 5 on a "
+                                        "misjudged line or a false fail)"})
 @cli.guarded
 def certify(c: Context, check: bool = False, limit: str | None = None, force: bool = False,
-            json: bool = False, gates: str | None = None, skip_gates: str | None = None) -> None:
+            json: bool = False, gates: str | None = None, skip_gates: str | None = None,
+            accuracy: bool = False) -> None:
     """Probe every node, judge every gate, certify the fabric, quarantine bad nodes, write the reports."""
+    if accuracy:
+        from gridready.certify import accuracy as table
+
+        return table.print_report(Path(__file__).resolve().parent, json)
     from gridready.stages import certify as stage
 
     _stage(c, stage.run, stage.check_usage, check=check, limit=limit, force=force, json=json, gates=_names(gates),

@@ -136,6 +136,30 @@ class Sku(BaseModel):
         return max(matches, key=lambda f: f.gpus) if matches else None
 
 
+    def derived_nccl_floor(self, gpus: int, collective: str, shape: NodeShape | None) -> NcclFloor | None:
+        """A point-to-point (alltoall, sendrecv) floor from the board's own figures, for a shape no published figure
+        fits: the board's lowest published floor of that collective, measured with every NVLink of a GPU carrying
+        the traffic, scaled by the links this shape gives it. alltoall sends to every peer at once: (n-1) x the links
+        joining a pair (all links on an NVSwitch board); sendrecv sends to one peer: the links joining a pair. A
+        4-GPU HGX board (6 links per pair) keeps 18 of 18 for alltoall (the 8-GPU floor), 6 of 18 for sendrecv.
+        None where the SKU has no NVLink or no published figure of the collective."""
+        if collective not in P2P_COLLECTIVES or gpus < 2 or not self.nvlink_links:
+            return None
+        same = [f for f in self.nccl_floors if f.collective == collective and not f.exact]
+        if not same:
+            return None
+        ref = min(same, key=lambda f: f.floor_gbps)
+        full = self.nvlink_links
+        pair = shape.peer_links if shape is not None and shape.peer_links else full
+        links = min(full, pair * (gpus - 1)) if collective == "alltoall" else min(full, pair)
+        return NcclFloor(gpus=gpus, algo=ref.algo, collective=ref.collective,
+                         floor_gbps=round(ref.floor_gbps * links / full, 1),
+                         reference_gbps=round(ref.reference_gbps * links / full, 1),
+                         source=f"derived from the board: its {ref.gpus}-GPU {collective} floor "
+                                f"{ref.floor_gbps:g} GB/s over all {full} NVLinks x {links}/{full} links this shape "
+                                f"gives a GPU's {collective} traffic" + (f" ({ref.source})" if ref.source else ""))
+
+
 _NVLINK4_LINK_GBPS = 26.5625  # FIX-H200: `nvidia-smi nvlink -s` prints 26.562 GB/s per link (NVLink4, 18 x = 478 raw)
 _GEN5_X16_GBPS = 63.0  # PCIe 5.0: 32 GT/s x 16 lanes x 128/130 = 63 GB/s one direction (ANCH 3.5: "63 GB/s Gen5 x16")
 
@@ -156,8 +180,9 @@ _GEN5_X16_GBPS = 63.0  # PCIe 5.0: 32 GT/s x 16 lanes x 128/130 = 63 GB/s one di
 # (doc/PERFORMANCE.md: the busbw factor is "independent of the algorithm used ... as long as they use point-to-point
 # operations"): their floors serve every `nccl.algo` (Sku.nccl_floor).
 # No credible public alltoall figure for 2 or 4 GPUs (the one public 4 x H100 alltoall_perf output, NCCL-2169, is an
-# open performance question, not a reference): the 4-GPU boards without NVSwitch have no alltoall floor and the gate
-# asks for one (certification.floors.nccl_collectives_gbps.alltoall). A 2- or 4-GPU slice of an 8-GPU NVSwitch board
+# open performance question, not a reference): the 4-GPU boards without NVSwitch derive theirs from the board's own
+# figures (Sku.derived_nccl_floor: the 8-GPU floor scaled by the NVLinks a GPU's traffic rides; the spec may still set
+# certification.floors.nccl_collectives_gbps.alltoall). A 2- or 4-GPU slice of an 8-GPU NVSwitch board
 # (platform slice or passthrough) keeps each GPU's 18 NVLinks into the switch, so it takes the board's floors
 # (Sku.nccl_floor with nvswitch=True): the lowest published floor of that collective at any GPU count.
 #   ML-ENG-8  stas00/ml-engineering network/README.md "NVLink SHARP" table (8 x H200, nccl-tests, 16 GiB),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from gridready.certify.expectations import Expectations
+from gridready.certify.measurements import left_out
 from gridready.certify.result import GateResult, GateStatus
 
 P, F, E = GateStatus.PASS, GateStatus.FAIL, GateStatus.ERROR
@@ -47,7 +48,16 @@ def _per_gpu(doc: dict[str, Any], exp: Expectations, gate: str, floor_name: str,
                 expected.floor or 0):
             out.append(exp.result(gate, F, f"GPU {g['index']}: bf16 GEMM sagged to {burn['min_tflops']:.3g} TFLOP/s "
                                   f"during a {burn['seconds']:g} s burn", **{**kw, "measured": burn}))
-    return out
+    return out + not_enumerated(doc, exp, gate, {g["index"] for g in doc["torch"]["gpus"]}, what, expected=expected,
+                                unit=unit)
+
+
+def not_enumerated(doc: dict[str, Any], exp: Expectations, gate: str, measured: set[int], what: str,
+                   **kw: Any) -> list[GateResult]:
+    """A failure per GPU nvidia-smi or the inventory lists that the torch measurement did not enumerate."""
+    return [exp.result(gate, F, f"{label}: listed by nvidia-smi or the inventory but not enumerated by PyTorch/CUDA: "
+                       f"no {what} measurement", gpu=i, evidence="torch.gpus", **kw)
+            for i, label in left_out(doc, measured, exp.gpus)]
 
 
 def gemm_bf16(doc: dict[str, Any], exp: Expectations) -> list[GateResult]:

@@ -18,6 +18,7 @@ from statistics import fmean
 from typing import Any
 
 from gridready.certify.expectations import Expectations
+from gridready.certify.measurements import left_out
 from gridready.certify.result import Expected, GateResult, GateStatus
 
 P, F, E = GateStatus.PASS, GateStatus.FAIL, GateStatus.ERROR
@@ -46,7 +47,7 @@ def training_goodput(doc: dict[str, Any], exp: Expectations) -> list[GateResult]
                            "certification.floors.goodput_model_tflops", unit="TFLOP/s")]
     rows = {r["index"]: r for r in g.get("gpus") or []}
     out: list[GateResult] = []
-    missing = [i for i in range(exp.gpus) if i not in rows]
+    missing = [i for i, _ in left_out(doc, set(rows), exp.gpus)]  # nvidia-smi's list and the inventory's count
     if missing:
         out.append(exp.result(GATE, E, f"no training run on GPU {', '.join(map(str, missing))} of {exp.gpus}",
                               expected=expected, evidence="raw.goodput"))

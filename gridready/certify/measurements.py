@@ -56,6 +56,16 @@ def gpu_label(g: dict[str, Any]) -> str:
     return f"GPU {g['index']} ({g['bus_id']})" if g.get("bus_id") else f"GPU {g['index']}"
 
 
+def left_out(doc: dict[str, Any], measured: set[int], expected_gpus: int) -> list[tuple[int, str]]:
+    """(index, label) of every GPU nvidia-smi lists or the inventory expects (indices 0..n-1) that a per-GPU
+    measurement left out: a GPU CUDA did not enumerate (failed to initialise, hidden by CUDA_VISIBLE_DEVICES) is
+    judged, never skipped."""
+    listed = {g["index"]: gpu_label(g) for g in gpus(doc)}
+    for i in range(expected_gpus):
+        listed.setdefault(i, f"GPU {i}")
+    return [(i, label) for i, label in sorted(listed.items()) if i not in measured]
+
+
 def after_load(doc: dict[str, Any]) -> dict[str, Any] | None:
     """The probe's health snapshot taken after its load phases, as a document `gpus()` reads (its nvidia-smi and
     kernel log over the idle ones); None for a probe that took none (older probes, offline captures)."""

@@ -63,10 +63,29 @@ def ecc(doc: dict[str, Any], exp: Expectations) -> list[GateResult]:
     return out
 
 
+def _recovery_action(g: dict[str, Any], later: dict[str, Any] | None) -> str | None:
+    """What nvidia-smi asks for, at idle or after the load: a GPU Recovery Action other than None, a TPC or channel
+    repair pending (NVML nvmlDeviceGetRepairStatus: the repair happens at the next GPU reset), or memory it
+    cannot repair (nvmlDeviceGetUnrepairableMemoryFlag: RMA); None when it asks for nothing or prints none."""
+    after = ((later or {}).get(g["bus_id"]) or {}).get("q", {})
+    for q in (g["q"], after):
+        if q.get("recovery_action") not in (None, "None"):
+            return str(q["recovery_action"])
+        repair = q.get("repair") or {}
+        if repair.get("unrepairable"):
+            return "unrepairable memory (RMA)"
+        pending = [n for n, k in (("channel", "channel_pending"), ("TPC", "tpc_pending")) if repair.get(k)]
+        if pending:
+            return f"{' and '.join(pending)} repair pending (reset the GPU)"
+    return None
+
+
 def row_remap(doc: dict[str, Any], exp: Expectations) -> list[GateResult]:
     """Pending or failed row remapping fails (AZ NHC2007), at idle or after the load (issue 34: remaps the run's
     own stress caused); UE remaps above the limit fail; pre-Ampere parts report retired pages instead (a pending
-    page blacklist fails)."""
+    page blacklist fails). The GPU Recovery Action, the third of NVIDIA's error recovery flags beside the remap
+    pending and failure flags (docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt, "Error Recovery and Response Flags"),
+    fails the GPU when it asks for anything but None: GPU Reset, Node Reboot, Drain P2P, Drain and Reset."""
     lim = exp.spec.limits.remap_uncorrectable
     rows = _rows(doc)
     if not rows:
@@ -90,6 +109,9 @@ def row_remap(doc: dict[str, Any], exp: Expectations) -> list[GateResult]:
         elif (r.get("uncorrectable") or 0) > lim:
             out.append(exp.result("row_remap", F, f"{label}: {r['uncorrectable']} rows remapped for uncorrectable "
                                   f"errors > {lim}", **kw))
+        elif action := _recovery_action(g, later):
+            out.append(exp.result("row_remap", F, f"{label}: nvidia-smi asks for a recovery action: {action} "
+                                  "(NVIDIA error recovery flags: act on it, then re-certify)", **kw))
         elif later is not None and ra.get("pending") is None and rp.get("pending") is None:
             out.append(exp.result("row_remap", E, f"{label}: remapped rows not read after the load", **kw))
         elif ra.get("pending") or ra.get("failure"):

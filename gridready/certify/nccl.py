@@ -7,7 +7,9 @@ never to nccl-tests' "Avg bus bandwidth" (it depends on the size range). Best of
 validated count (the in-place sendrecv column is never validated: src/sendrecv.cu); every run must have exited 0,
 not timed out and printed no `Test NCCL failure` line (rows printed before a crash do not count); `#wrong` must be
 0 and "Out of bounds values" 0; the header's `validation: 0` (run with `-c 0`) warns. Floors: the spec's, else the
-catalog's per SKU x GPU count x algorithm x collective. The share of the raw NVLink peak is reported as information.
+catalog's per SKU x GPU count x algorithm x collective; for alltoall and sendrecv on a shape no published figure fits
+(a 4-GPU HGX board: 6 NVLinks per pair) a floor derived from the board's own figures (Sku.derived_nccl_floor), never
+an error that blocks a healthy node. The share of the raw NVLink peak is reported as information.
 Source: nccl-tests when installed (text or -J JSON), else the probe's torch.distributed sweep of that collective.
 One GPU: n/a (a collective needs a peer; nccl-tests prints busbw 0 for one rank).
 """
@@ -64,6 +66,13 @@ def _expected(exp: Expectations, collective: str) -> Expected | None:
         return Expected(floor=spec_floor, source="spec")
     shape = exp.shape
     cat = exp.sku.nccl_floor(exp.gpus, ns.algo, collective, nvswitch=bool(shape and shape.nvswitch))
+    if collective in P2P_COLLECTIVES and (cat is None or (shape is not None and shape.peer_links)):
+        # no published figure for this shape, or one measured with more links per peer than it has: the board's own
+        derived = exp.sku.derived_nccl_floor(exp.gpus, collective, shape)
+        if derived is not None:
+            where = shape.label if shape is not None else f"{exp.gpus} GPUs"
+            return Expected(floor=derived.floor_gbps, source=f"catalog: {exp.sku.name} {where} p2p {collective}, "
+                            f"{derived.source}")
     if cat is None:
         return None
     algo = "p2p" if collective in P2P_COLLECTIVES else cat.algo

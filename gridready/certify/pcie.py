@@ -1,6 +1,7 @@
 """PCIe endpoint links: every GPU at the catalog's generation and width, every ConnectX/BlueField NIC at its own
 capability (management NICs are not judged). A kernel "limited by"
-line counts only when the NIC driver printed it; other devices' enumeration lines are not NIC faults.
+line (every form kernel_log reads: pre-5.3 `8 GT/s x8`, journald and syslog prefixes) counts when the NIC driver
+printed it or it names an address lspci lists as a ConnectX/BlueField NIC; other devices' lines are not NIC faults.
 
 Only endpoints are judged, never switch or root ports: a switch port feeding a Gen4 NIC reads "downgraded" and is
 fine (ANCH 3.5). Generation drops at idle for power saving, so the current generation is judged from the reading
@@ -130,12 +131,13 @@ def _nic_results(doc: dict[str, Any], exp: Expectations) -> list[GateResult]:
     eps += [e for e in (host.get("lspci") or {}).get("endpoints", []) if e["kind"] == "nic"
             and e["bdf"] not in {x["bdf"] for x in eps}]
     limited = {x["pci"]: x for x in (doc.get("kernel_log") or {}).get("pcie_limited", [])}
-    out = []
+    out, judged = [], set()
     for e in eps:
         if e.get("gen_max") is None or e.get("width_max") is None:
             continue  # a virtual NIC (virtio) has no PCIe link attributes
         if not _fabric_nic(e):
             continue  # management LOMs (a BMC's 1 GbE NIC often trains x1 of x2) carry no GPU traffic
+        judged.add(e["bdf"])
         m = {k: e.get(k) for k in ("gen_current", "gen_max", "width_current", "width_max")}
         kw: dict[str, Any] = {"hca": e["bdf"], "measured": m, "unit": None, "evidence": f"system.{e['source']}",
                               "expected": Expected(equals=f"Gen{e['gen_max']} x{e['width_max']}",
@@ -149,8 +151,10 @@ def _nic_results(doc: dict[str, Any], exp: Expectations) -> list[GateResult]:
     for bdf, x in limited.items():
         # the NIC driver's own line (mlx5_core calls pcie_print_link_status); the kernel's enumeration lines ("pci
         # ADDR: ...") also name BMC VGA chips, NVMe drives and GPUs idling at Gen1, which are no NIC (imbue's
-        # health_checks.py matches mlx5_core lines only); an endpoint with link readings is judged on them above
-        if x.get("driver") in NIC_DRIVERS and bdf not in {e["bdf"] for e in eps}:
+        # health_checks.py matches mlx5_core lines only); an endpoint with link readings is judged on them above.
+        # The kernel's own enumeration line ("pci ADDR: ...") counts where lspci names that address a ConnectX NIC.
+        fabric = {e["bdf"].lower() for e in eps if _fabric_nic(e)}
+        if bdf not in judged and (x.get("driver") in NIC_DRIVERS or bdf in fabric):
             out.append(exp.result("pcie_link", F, f"NIC {bdf}: kernel reports bandwidth limited by {x['limited_by']} "
                                   f"at {x['at']}", hca=bdf, measured=x["limited_by"], evidence="raw.kernel_log"))
     return out

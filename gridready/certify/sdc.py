@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gridready.certify.expectations import Expectations
+from gridready.certify.measurements import left_out
 from gridready.certify.result import Expected, GateResult, GateStatus
 
 P, F, E, S = GateStatus.PASS, GateStatus.FAIL, GateStatus.ERROR, GateStatus.SKIPPED
@@ -40,7 +41,7 @@ def sdc(doc: dict[str, Any], exp: Expectations) -> list[GateResult]:
     wanted = list(s.get("workloads") or [])
     rows = {g["index"]: g for g in s.get("gpus") or []}
     out: list[GateResult] = []
-    missing = [i for i in range(exp.gpus) if i not in rows]
+    missing = [i for i, _ in left_out(doc, set(rows), exp.gpus)]  # nvidia-smi's list and the inventory's count
     if missing or not wanted:
         out.append(exp.result(GATE, E, f"no SDC digests for GPU {', '.join(map(str, missing))} of {exp.gpus}"
                               if missing else "the SDC step ran no workload", evidence="raw.sdc"))

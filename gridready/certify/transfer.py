@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gridready.certify.compute import torch_missing
+from gridready.certify.compute import not_enumerated, torch_missing
 from gridready.certify.expectations import Expectations
 from gridready.certify.result import GateResult, GateStatus
 from gridready.probe import nvbandwidth
@@ -52,7 +52,8 @@ def h2d_bandwidth(doc: dict[str, Any], exp: Expectations) -> list[GateResult]:
         else:
             out.append(exp.result("h2d_bandwidth", P, f"GPU {g['index']}: host->device {h2d:.1f}, device->host "
                                   f"{d2h:.1f} GB/s", **kw))
-    return out
+    return out + not_enumerated(doc, exp, "h2d_bandwidth", {g["index"] for g in gpus}, "host<->device",
+                                expected=expected, unit="GB/s")
 
 
 def peer_bandwidth(doc: dict[str, Any], exp: Expectations) -> list[GateResult]:

@@ -17,7 +17,13 @@ Preemptive cleanup, due to previous errors") lists Xid 45 as the cleanup the dri
 it is allow-listed by default because an application fault (Xid 13, 31, 43) also ends in one. A log window may hold
 only the follow-on lines of a fatal event (the journal rotated, `--since` cut the cause off): where such a line
 names the Xid that caused it (`... due to Xid 79`, `(Xid 79)`), the gate judges the named Xid, not the follow-on
-code, and says so."""
+code, and says so.
+
+A GPU lost or failing to initialise is judged like an Xid even where the driver logged none (NVIDIA/NVSentinel#155:
+"fallen off the bus" with no Xid line; `RmInitAdapter failed`): kernel_log's `gpu_lost` records fail the GPU they
+name, by the same rule of before/during the run and recovery. A GPU reads recovered only when nvidia-smi's GPU
+Recovery Action reads None where it is printed (NVIDIA, "Error Recovery and Response Flags": GPU Reset, Node Reboot,
+Drain P2P, Drain and Reset each ask for an action before the GPU is used again)."""
 
 from __future__ import annotations
 
@@ -57,6 +63,14 @@ def _non_fatal(e: dict[str, Any]) -> bool:
     return "non-fatal" in str(e.get("message") or "").lower()
 
 
+def _fatal_sxids(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The fatal SXid lines of one NVSwitch. The driver prints one report over several lines (`22013, Non-fatal,
+    Link 44 ...`, then `22013, Severity 0 ...` and `22013, Data {...}`: NVIDIA/nvtrust#124); a line that states no
+    severity takes the one its code's other lines state, and is fatal only where none does (fail closed)."""
+    stated = {e["sxid"]: _non_fatal(e) for e in events if re.search(r"\b(non-)?fatal\b", str(e.get("message")), re.I)}
+    return [e for e in events if not (_non_fatal(e) or stated.get(e["sxid"]) is True)]
+
+
 def _recovered(g: dict[str, Any] | None) -> str | None:
     """Why the GPU reads recovered after the load, or None (not read, or still faulty)."""
     if g is None:
@@ -67,7 +81,28 @@ def _recovered(g: dict[str, Any] | None) -> str | None:
         return None
     if ecc.get("volatile_dram_ue") is None or ecc.get("volatile_dram_ue") or ecc.get("volatile_sram_ue"):
         return None
-    return "no remap pending or failed, no volatile uncorrectable ECC error after the load"
+    if q.get("recovery_action") not in (None, "None") or any((q.get("repair") or {}).values()):
+        return None
+    return "no remap pending or failed, no volatile uncorrectable ECC error after the load" + (
+        ", recovery action None" if q.get("recovery_action") else "")
+
+
+def _lost_events(log: dict[str, Any]) -> list[dict[str, Any]]:
+    """kernel_log's `gpu_lost` records as events of the Xid rule: no Xid code, the driver's notice instead."""
+    return [{"xid": None, "lost": e["what"], "pci": e.get("pci") or "unknown", "message": e["line"].strip()[:240],
+             "line": e["line"]} for e in log.get("gpu_lost") or []]
+
+
+def _code(e: dict[str, Any]) -> int | str:
+    return e["xid"] if e["xid"] is not None else e["lost"]
+
+
+def _listed(counts: Counter[int | str], times: bool = True) -> str:
+    xids = sorted((x, n) for x, n in counts.items() if isinstance(x, int))
+    lost = sorted((x, n) for x, n in counts.items() if isinstance(x, str))
+    parts = ["Xid " + ", ".join(f"{x} x{n}" if n > 1 and times else str(x) for x, n in xids)] if xids else []
+    parts += [f"GPU {x} (driver notice{f' x{n}' if n > 1 else ''}, no Xid line)" for x, n in lost]
+    return "; ".join(parts)
 
 
 def xid(doc: dict[str, Any], exp: Expectations) -> list[GateResult]:
@@ -86,9 +121,9 @@ def xid(doc: dict[str, Any], exp: Expectations) -> list[GateResult]:
     rows = gpus(doc)
     index_of = {(g["bus_id"] or "")[:10]: g["index"] for g in rows}
     later = {(g["bus_id"] or "")[:10]: g for g in gpus(after)} if after else {}
-    seen = {e["line"] for e in log.get("xid", []) + log.get("sxid", [])}
-    log = {**log, "xid": [_judged(e) for e in log.get("xid", [])]}
-    new_x = [_judged(e) for e in (alog or {}).get("xid", []) if e["line"] not in seen]
+    seen = {e["line"] for e in log.get("xid", []) + log.get("sxid", []) + log.get("gpu_lost", [])}
+    log = {**log, "xid": [_judged(e) for e in log.get("xid", [])] + _lost_events(log)}
+    new_x = [_judged(e) for e in (alog or {}).get("xid", []) + _lost_events(alog or {}) if e["line"] not in seen]
     new_s = [e for e in (alog or {}).get("sxid", []) if e["line"] not in seen]
     bad = [e for e in log.get("xid", []) + new_x if e["xid"] not in allow]
     sbad = [e for e in log.get("sxid", []) + new_s if e["sxid"] not in sallow]
@@ -100,9 +135,9 @@ def xid(doc: dict[str, Any], exp: Expectations) -> list[GateResult]:
     for pci, events in _by_pci(bad).items():
         bus = (_bus(pci) or pci)[:10]
         gpu = index_of.get(bus)
-        counts = Counter(e["xid"] for e in events)
+        counts = Counter(_code(e) for e in events)
         who = f"GPU {gpu} ({pci})" if gpu is not None else f"GPU at PCI {pci}"
-        listed = ", ".join(f"{x} x{n}" if n > 1 else str(x) for x, n in sorted(counts.items()))
+        listed = _listed(counts)
         follow = sorted({(e["follow_on"], e["xid"]) for e in events if "follow_on" in e})
         if follow:
             listed += " (" + "; ".join(f"named as the cause by follow-on Xid {f} lines ({FOLLOW_ON[f]})"
@@ -110,16 +145,16 @@ def xid(doc: dict[str, Any], exp: Expectations) -> list[GateResult]:
         during = [e for e in events if e["line"] in run_lines]
         fixed = _recovered(later.get(bus)) if after is not None and not during else None
         if during:
-            status, when = F, f"during the certification run (Xid {', '.join(str(e['xid']) for e in during)})"
+            status, when = F, f"during the certification run ({_listed(Counter(_code(e) for e in during), False)})"
         elif fixed:
             status, when = W, f"before the run; the GPU reads recovered ({fixed}) and logged none during it"
         else:
             status, when = F, "since boot" if after is None else "before the run and the GPU does not read recovered"
-        out.append(exp.result("xid", status, f"{who}: Xid {listed} {when} — first: {events[0]['message']}",
+        out.append(exp.result("xid", status, f"{who}: {listed} {when} — first: {events[0]['message']}",
                               gpu=gpu, measured=dict(counts), expected=expected, evidence="raw.kernel_log"))
     for pci, events in _by_pci(sbad).items():
         counts = Counter(e["sxid"] for e in events)
-        fatal = [e for e in events if not _non_fatal(e)]
+        fatal = _fatal_sxids(events)
         fatal_now = [e for e in fatal if e["line"] in run_lines]
         if fatal_now or (fatal and after is None):
             status, when = F, "during the certification run" if fatal_now else "since boot (fatal)"

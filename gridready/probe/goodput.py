@@ -12,7 +12,8 @@ Reference on one H200 (issue 30): PyTorch eager, 0.94B parameters, 16,384 tokens
 TFLOP/s (52% of 989), loss 10.56 -> 8.80 in 35 steps, 36 GiB peak. `benchmarks/probe_vs_best.py --goodput`
 measures this module against an independent implementation in the same run.
 
-Imported only when torch imports. `parse` reads the JSON text run_all writes (`raw.goodput`).
+Imported only when torch imports. `parse` reads the JSON text run_all writes (`raw.goodput`). Each GPU's run goes
+through `isolated`, a fresh interpreter, so that what the calling process imported cannot break it.
 """
 
 from __future__ import annotations
@@ -219,6 +220,32 @@ def train_ddp(world: int, steps: int, warmup: int = 3, timeout_s: float = 900.0)
     return out
 
 
+def _intern_is_builtin() -> bool:
+    """Whether `sys.intern` is Python's own (ansible-core replaces it; torch._dynamo then refuses to import:
+    `substitute_in_graph expects a function`)."""
+    import sys
+
+    return type(sys.intern).__name__ == "builtin_function_or_method"
+
+
+def isolated(name: str, *args: int, timeout_s: float = 1800.0) -> Any:
+    """`name(*args)` of this module in a fresh interpreter, its JSON result: the measurement does not depend on what
+    the calling process imported (a pytest process that imported ansible-core, whose `sys.intern` patch breaks
+    torch._dynamo, which fused AdamW and SDPA reach). Raises RuntimeError with the child's last lines on failure."""
+    import subprocess
+    import sys
+
+    code = ("import json, sys; from gridready.probe import goodput as g; "
+            "print('GOODPUT-RESULT ' + json.dumps(getattr(g, sys.argv[1])(*map(int, sys.argv[2:]))))")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    run = subprocess.run([sys.executable, "-c", code, name, *map(str, args)], capture_output=True, text=True,
+                         timeout=timeout_s, env=env, check=False)
+    line = next((ln for ln in reversed(run.stdout.splitlines()) if ln.startswith("GOODPUT-RESULT ")), None)
+    if run.returncode != 0 or line is None:
+        raise RuntimeError(f"{name} in a fresh interpreter exited {run.returncode}: {run.stderr.strip()[-600:]}")
+    return json.loads(line.removeprefix("GOODPUT-RESULT "))
+
+
 def run_all(prof: dict[str, Any], errors: list[dict[str, str]]) -> str:
     """Every local GPU, one after the other, then (2+ GPUs) the data-parallel run; the JSON text the probe keeps
     as `raw.goodput`."""
@@ -228,7 +255,7 @@ def run_all(prof: dict[str, Any], errors: list[dict[str, str]]) -> str:
     steps = int(prof.get("goodput_steps", 35))
     for d in range(torch.cuda.device_count()):
         try:
-            gpus.append(train(d, steps))
+            gpus.append(isolated("train", d, steps))
         except Exception as exc:
             errors.append({"collector": "torch.goodput", "gpu": str(d), "error": f"{type(exc).__name__}: {exc}"})
     ddp = None

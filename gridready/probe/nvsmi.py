@@ -104,6 +104,12 @@ def _yes(v: Any) -> bool | None:
     return True if s == "yes" else False if s == "no" else None
 
 
+def _text(v: Any) -> str | None:
+    """A string field as printed, None where absent or N/A (the GPU Recovery Action: None, GPU Reset, Node Reboot,
+    Drain P2P, Drain and Reset; NVIDIA "Error Recovery and Response Flags", R550+ drivers)."""
+    return v.strip() if isinstance(v, str) and v.strip() not in ("", "N/A", "[N/A]", "[Not Supported]") else None
+
+
 def _num(v: Any) -> Any:
     return _value(v) if isinstance(v, str) else None
 
@@ -196,6 +202,10 @@ def parse_q(text: str) -> dict[str, Any]:
             },
             "fabric": {"state": _get(sec, "Fabric", "State"), "status": _get(sec, "Fabric", "Status")},
             "virtualization_mode": _get(sec, "GPU Virtualization Mode", "Virtualization Mode"),
+            "recovery_action": _text(_get(sec, "GPU Recovery Action")),
+            "repair": {"channel_pending": _yes(ecc.get("Channel Repair Pending")),
+                       "tpc_pending": _yes(ecc.get("TPC Repair Pending")),
+                       "unrepairable": _yes(ecc.get("Unrepairable Memory"))},
         }
         out["gpus"].append(gpu)
     return out
@@ -365,5 +375,9 @@ def parse_q_xml(text: str) -> dict[str, Any]:
             "max_clocks_mhz": {"sm": _xnum(g, "max_clocks/sm_clock"), "memory": _xnum(g, "max_clocks/mem_clock")},
             "fabric": {"state": _x(g, "fabric/state"), "status": _x(g, "fabric/status")},
             "virtualization_mode": _x(g, "gpu_virtualization_mode/virtualization_mode"),
+            "recovery_action": _text(_x(g, "gpu_recovery_action")),
+            "repair": {"channel_pending": _yes(_x(g, "ecc_errors/channel_repair_pending")),
+                       "tpc_pending": _yes(_x(g, "ecc_errors/tpc_repair_pending")),
+                       "unrepairable": _yes(_x(g, "ecc_errors/unrepairable_memory"))},
         })
     return out

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from gridready.certify import compute
+from gridready.certify import compute, transfer
 from gridready.certify.result import GateStatus as S
 from gridready.probe.offline import doc_from_outputs
-from tests.unit.certify.fixtures_io import probe_quick, pub
+from tests.unit.certify.fixtures_io import h200_doc, probe_quick, pub
 from tests.unit.certify.test_gates_public import exp
 
 H200 = exp("h200", 2, "passthrough")
@@ -193,3 +193,26 @@ def test_gpu_burn_without_verdicts_is_an_error(edit: dict[str, Any], reason: str
     doc["gpu_burn"].update(edit)
     (r,) = compute.gpu_burn(doc, exp("h100", 8))
     assert r.status is S.ERROR and r.reason == reason and r.evidence == "raw.gpu_burn"
+
+
+# ---- every GPU nvidia-smi or the inventory lists is judged, not only those torch enumerated (issue 46) -----------
+
+def _one_torch_gpu() -> dict[str, Any]:
+    """The real 2-GPU capture where CUDA enumerated GPU 0 only (GPU 1 failed to initialise or was hidden)."""
+    doc = h200_doc()
+    doc["torch"]["gpus"] = [g for g in doc["torch"]["gpus"] if g["index"] == 0]
+    return doc
+
+
+@pytest.mark.parametrize("gate", ["gemm_bf16", "hbm_bandwidth", "h2d_bandwidth"])
+def test_a_gpu_torch_did_not_enumerate_fails_naming_it(gate: str) -> None:
+    fn = getattr(compute, gate, None) or getattr(transfer, gate)
+    res = fn(_one_torch_gpu(), exp("h200", 2, "passthrough"))
+    (r,) = [r for r in res if r.gpu == 1]
+    assert r.status is S.FAIL and r.reason.startswith("GPU 1 (0000:00:07.0): listed by nvidia-smi or the inventory "
+                                                      "but not enumerated by PyTorch/CUDA")
+
+
+def test_inventory_count_beyond_nvidia_smi_is_judged_too() -> None:
+    res = compute.hbm_bandwidth(_one_torch_gpu(), exp("h200", 4, "passthrough"))
+    assert [(r.gpu, r.status) for r in res if r.status is S.FAIL] == [(1, S.FAIL), (2, S.FAIL), (3, S.FAIL)]

@@ -300,3 +300,37 @@ def test_an_unreadable_first_gpu_does_not_hide_the_next(after: bool) -> None:
     gpu0["ecc"] = {**gpu0["ecc"], "volatile_dram_ue": None} if after else {}
     res = memory_errors.ecc(doc, exp("h200", 2, "passthrough"))
     assert [(r.gpu, r.status) for r in res] == [(0, S.ERROR), (1, S.FAIL)]
+
+
+# ---- the GPU Recovery Action (NVIDIA "Error Recovery and Response Flags"; nvidia-smi -q `GPU Recovery Action`) ---
+
+@pytest.mark.parametrize("action", ["GPU Reset", "Node Reboot", "Drain P2P", "Drain and Reset"])
+@pytest.mark.parametrize("when", ["recovery_action", "after_recovery_action"])
+def test_a_recovery_action_asked_for_fails(action: str, when: str) -> None:
+    r = _remap(_doc(after=True, **{when: action}))
+    assert (r.status, r.reason) == (S.FAIL, f"{G1}: nvidia-smi asks for a recovery action: {action} (NVIDIA error "
+                                            "recovery flags: act on it, then re-certify)")
+
+
+@pytest.mark.parametrize("action", ["None", None])
+def test_recovery_action_none_or_not_printed_passes(action: str | None) -> None:
+    assert _remap(_doc(after=True, recovery_action=action, after_recovery_action=action)).status is S.PASS
+
+
+@pytest.mark.parametrize(("repair", "why"), [
+    ({"channel_pending": True}, "channel repair pending (reset the GPU)"),
+    ({"tpc_pending": True}, "TPC repair pending (reset the GPU)"),
+    ({"channel_pending": True, "tpc_pending": True}, "channel and TPC repair pending (reset the GPU)"),
+    ({"unrepairable": True, "tpc_pending": True}, "unrepairable memory (RMA)"),
+])
+def test_a_repair_pending_or_unrepairable_memory_fails(repair: dict[str, bool], why: str) -> None:
+    """NVML's repair status and unrepairable-memory flag, printed by nvidia-smi -q (R580) under ECC Errors."""
+    full = {"channel_pending": False, "tpc_pending": False, "unrepairable": False, **repair}
+    r = _remap(_doc(repair=full))
+    assert (r.status, r.reason) == (S.FAIL, f"{G1}: nvidia-smi asks for a recovery action: {why} (NVIDIA error "
+                                            "recovery flags: act on it, then re-certify)")
+
+
+def test_no_repair_pending_passes() -> None:
+    r = _remap(_doc(repair={"channel_pending": False, "tpc_pending": False, "unrepairable": False}))
+    assert r.status is S.PASS

@@ -313,11 +313,23 @@ def test_torch_sweep_with_wrong_results_fails() -> None:
     assert r.status is S.FAIL and r.reason.startswith("all_reduce results wrong: #wrong=8 (first at 1073741824 B)")
 
 
-def test_nvswitch_boards_floor_does_not_hold_for_a_board_without_one() -> None:
-    """A 4-GPU slice of the NVSwitch board takes the board's alltoall floor; the 4-GPU direct-connect board has
-    none (its GPUs do not keep the full per-GPU NVLink bandwidth)."""
+def test_direct_connect_board_derives_its_point_to_point_floors_from_its_links() -> None:
+    """A 4-GPU slice of the NVSwitch board takes the board's alltoall floor; the 4-GPU direct-connect board (6 of
+    its 18 NVLinks per pair) derives its own from the board's figures (issue 46: it was an error that blocked a
+    healthy node): alltoall sends to 3 peers at once over 3 x 6 = 18 links, sendrecv to one over 6."""
     assert nccl._expected(exp("h100", 4, "slice"), "alltoall").floor == 288
-    assert nccl._expected(exp("h100", 4, "baremetal"), "alltoall") is None
+    a2a, sr = (nccl._expected(exp("h100", 4, "baremetal"), c) for c in ("alltoall", "sendrecv"))
+    assert a2a is not None and a2a.floor == 288 and "18/18 links" in (a2a.source or "")
+    assert sr is not None and sr.floor == round(329 * 6 / 18, 1) and "6/18 links" in (sr.source or "")
+    assert nccl._expected(exp("h100", 4, "baremetal"), "all_gather").floor == 282  # ring: the nearest count
+
+
+def test_healthy_four_gpu_alltoall_passes_where_it_was_an_error() -> None:
+    e = exp("h100", 4, "baremetal", nccl={"collectives": ["alltoall"]})
+    (r,) = nccl.nccl_collective(_doc(_run(ranks=4), collective="alltoall"), e, "alltoall")
+    assert r.status is S.PASS and r.expected is not None and r.expected.floor == 288
+    (low,) = nccl.nccl_collective(_doc(_run(scale=0.5, ranks=4), collective="alltoall"), e, "alltoall")
+    assert low.status is S.FAIL  # the derived floor still fails a slow board
 
 
 def test_a_spec_floor_of_zero_passes_any_bandwidth() -> None:

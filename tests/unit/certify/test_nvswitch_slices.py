@@ -27,8 +27,9 @@ def test_alltoall_on_a_slice_takes_the_boards_floor(gpus: int, platform: str) ->
     assert "NVSwitch board" in (got.source or "")
 
 
-def test_four_gpu_board_without_nvswitch_still_asks_for_an_alltoall_floor() -> None:
-    assert _expected(_exp(4, "baremetal", "alltoall"), "alltoall") is None
+def test_four_gpu_board_without_nvswitch_derives_its_alltoall_floor() -> None:
+    got = _expected(_exp(4, "baremetal", "alltoall"), "alltoall")
+    assert got is not None and got.floor == 288 and "derived from the board" in (got.source or "")
 
 
 @pytest.mark.parametrize("collective", ["all_gather", "reduce_scatter", "sendrecv"])

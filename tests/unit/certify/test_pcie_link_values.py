@@ -10,6 +10,7 @@ import pytest
 
 from gridready.certify import pcie
 from gridready.certify.result import GateStatus as S
+from gridready.probe import kernel_log
 from gridready.probe.offline import doc_from_outputs
 from tests.unit.certify.fixtures_io import probe_quick, pub
 from tests.unit.certify.test_gates_public import exp
@@ -300,3 +301,40 @@ def test_mlx5_limited_line_fails_a_nic_without_link_readings() -> None:
 
 def test_non_nic_limited_line_is_no_nic_fault() -> None:
     assert _nics(doc_from_outputs({"kernel_log": pub("dmesg", "HEALTHY-non-NIC")})) == []
+
+
+# The kernel's notice in its other forms (drivers/pci/pci.c __pcie_print_link_status): before 5.3 the speed reads
+# "8 GT/s" without "PCIe"; journald and syslog prefixes stand before the driver name. Each is the same capped NIC.
+CAPPED_FORMS = [
+    "[    0.349668] mlx5_core 0001:08:00.0: 63.008 Gb/s available PCIe bandwidth, limited by 8 GT/s x8 link at "
+    "0001:00:00.0 (capable of 126.016 Gb/s with 8 GT/s x16 link)",
+    "Feb 14 05:03:41 gpu-1 kernel: mlx5_core 0001:08:00.0: 63.008 Gb/s available PCIe bandwidth, limited by "
+    "8.0 GT/s PCIe x8 link at 0001:00:00.0 (capable of 126.016 Gb/s with 8.0 GT/s PCIe x16 link)",
+    "Wed Aug 12 17:30:58 2026 kern.info kernel: [    3.027370] mlx5_core 0001:08:00.0: 63.008 Gb/s available PCIe "
+    "bandwidth, limited by 8.0 GT/s PCIe x8 link at 0001:00:00.0 (capable of 126.016 Gb/s with 8.0 GT/s PCIe x16 "
+    "link)",
+]
+
+
+@pytest.mark.parametrize("line", CAPPED_FORMS)
+def test_every_form_of_the_limited_notice_fails_the_nic(line: str) -> None:
+    (r,) = _nics(doc_from_outputs({"kernel_log": line}))
+    assert (r.status, r.hca, r.evidence) == (S.FAIL, "0001:08:00.0", "raw.kernel_log")
+    assert "limited by 8" in r.reason and "x8 at 0001:00:00.0" in r.reason
+
+
+def test_enumeration_line_fails_an_address_lspci_names_a_connectx() -> None:
+    doc = doc_from_outputs({"lspci_vvv": pub("lspci", "EXCERPT-gpu-cx7")})
+    nic = next(e for e in doc["system"]["lspci"]["endpoints"] if e["kind"] == "nic")
+    for e in doc["system"]["lspci"]["endpoints"]:
+        e["gen_max"] = e["width_max"] = None  # no link readings: the kernel line alone speaks for it
+    line = (f"[    1.0] pci {nic['bdf']}: 63.008 Gb/s available PCIe bandwidth, limited by 8 GT/s x8 link at "
+            "0000:00:01.0 (capable of 126.016 Gb/s with 8 GT/s x16 link)")
+    doc["kernel_log"] = kernel_log.parse(line)
+    (r,) = [r for r in _nics(doc) if r.hca == nic["bdf"]]
+    assert r.status is S.FAIL and r.evidence == "raw.kernel_log"
+
+
+def test_the_unlimited_form_is_no_notice() -> None:
+    line = "[   18.467950] mlx5_core 0000:05:00.0: 63.008 Gb/s available PCIe bandwidth (8 GT/s x8 link)"
+    assert _nics(doc_from_outputs({"kernel_log": line})) == []

@@ -347,3 +347,40 @@ def test_judged_keeps_the_follow_on_code() -> None:
 ])
 def test_cause_of(e: dict[str, Any], cause: int | None) -> None:
     assert xid.cause_of(e) == cause
+
+
+LOST_19 = ("[ 1843.308145] NVRM: The NVIDIA GPU 0000:19:00.0\n"
+           "               NVRM: (PCI ID: 10de:2335) installed in this system has\n"
+           "               NVRM: fallen off the bus and is not responding to commands.\n")
+INIT_3B = "[  885.242168] NVRM: GPU 0000:3b:00.0: RmInitAdapter failed! (0x24:0x72:1568)\n"
+
+
+@pytest.mark.parametrize(("text", "gpu", "what"), [(LOST_19, 0, "fallen off the bus"),
+                                                   (INIT_3B, 1, "failed to initialise (RmInitAdapter)")])
+def test_gpu_lost_with_no_xid_line_fails(text: str, gpu: int, what: str) -> None:
+    r = _one(_doc(BOOT + text))
+    assert (r.status, r.gpu) == (S.FAIL, gpu)
+    assert f"GPU {what} (driver notice, no Xid line) since boot" in r.reason
+
+
+def test_gpu_lost_during_the_run_fails_though_it_reads_recovered() -> None:
+    r = _one(_doc(BOOT, BOOT + INIT_3B, [_healthy(b) for b in BUSES]))
+    assert r.status is S.FAIL and "during the certification run (GPU failed to initialise" in r.reason
+
+
+@pytest.mark.parametrize(("action", "status"), [("None", S.WARN), ("GPU Reset", S.FAIL), ("Node Reboot", S.FAIL),
+                                                ("Drain P2P", S.FAIL), ("Drain and Reset", S.FAIL)])
+def test_recovery_action_decides_whether_an_old_xid_reads_recovered(action: str, status: S) -> None:
+    after = [{**_healthy(b), "recovery_action": action} for b in BUSES]
+    r = _one(_doc(BOOT + X79, BOOT + X79, after))
+    assert r.status is status
+
+
+def test_an_sxid_report_over_several_lines_takes_the_severity_its_code_states() -> None:
+    """The NVSwitch driver prints one SXid as a Data, a Non-fatal and a Severity line (NVIDIA/nvtrust#124): the lines
+    that state no severity are the same non-fatal event, not a fatal one."""
+    data = ("[   38.175561] nvidia-nvswitch3: SXid (PCI:0000:04:00.0): 22013, Data {0x0000002b, 0x0000002b, "
+            "0x00000000, 0x0000002b, 0x80005302, 0x00000000, 0x00000000, 0x00000000, 0x00000000}\n")
+    nonfatal = "[   38.178720] nvidia-nvswitch3: SXid (PCI:0000:04:00.0): 22013, Non-fatal, Link 44 Minion Link DLREQ\n"
+    assert _one(_doc(BOOT + data + nonfatal)).status is S.WARN
+    assert _one(_doc(BOOT + data)).status is S.FAIL  # no line states a severity: fail closed

@@ -23,5 +23,6 @@ FAULTY_GPU: dict[str, Any] = {
     "remap": {"correctable": 7, "uncorrectable": 9, "pending": True, "failure": True},
     "clock_event_reasons": {**REASONS_IDLE, "SW Power Cap": True, "HW Thermal Slowdown": True},
     "temperature_c": 71, "memory_temperature_c": 83, "power_limit_w": 650.0,
-    "virtualization_mode": "Pass-Through",
+    "virtualization_mode": "Pass-Through", "recovery_action": "GPU Reset",
+    "repair": {"channel_pending": True, "tpc_pending": False, "unrepairable": True},
 }

@@ -33,8 +33,10 @@ def test_imbue_fleet_lines_every_record() -> None:
         ],
         "sxid": [{"sxid": 12028, "pci": "0000:85:00.0",
                   "message": "Non-fatal, Link 61 egress non-posted PRIV error (First)", "line": sx}],
+        "gpu_lost": [],
         "pcie_limited": [{"driver": "mlx5_core", "pci": "0000:9c:00.0", "limited_by": "32.0 GT/s PCIe x8",
-                          "at": "0000:97:01.0", "line": lim}],
+                          "at": "0000:97:01.0", "gbps": 252.056, "capable_gbps": 504.112,
+                          "capable_of": "32.0 GT/s PCIe x16", "line": lim}],
         "lines": 4,
         "from_boot": False,
     }
@@ -86,13 +88,13 @@ def test_gpud_dmesg_xids_in_order_and_noise_counted() -> None:
     ("dmesg", "syslog__FAIL-ib6-link-flap-6x", 14),
 ])
 def test_noise_only_logs(tool: str, key: str, lines: int) -> None:
-    assert kernel_log.parse(pub(tool, key)) == {"xid": [], "sxid": [], "pcie_limited": [], "lines": lines,
-                                                "from_boot": False}
+    assert kernel_log.parse(pub(tool, key)) == {"xid": [], "sxid": [], "gpu_lost": [], "pcie_limited": [],
+                                                "lines": lines, "from_boot": False}
 
 
 def test_h200x2_nvrm_lines_have_no_event() -> None:
     assert kernel_log.parse(probe_quick()["raw"]["kernel_log"]) == {
-        "xid": [], "sxid": [], "pcie_limited": [], "lines": 4, "from_boot": False}
+        "xid": [], "sxid": [], "gpu_lost": [], "pcie_limited": [], "lines": 4, "from_boot": False}
 
 
 def test_fabric_manager_log_sxid() -> None:
@@ -115,9 +117,10 @@ def test_fabric_manager_fatal_and_case() -> None:
 def test_healthy_non_nic_limited_line() -> None:
     text = pub("dmesg", "HEALTHY-non-NIC-pci-limited-x1")
     assert kernel_log.parse(text) == {
-        "xid": [], "sxid": [],
+        "xid": [], "sxid": [], "gpu_lost": [],
         "pcie_limited": [{"driver": "pci", "pci": "0000:02:00.0", "limited_by": "5.0 GT/s PCIe x1",
-                          "at": "0000:00:0c.0", "line": text.splitlines()[0]}],
+                          "at": "0000:00:0c.0", "gbps": 4.0, "capable_gbps": 8.0, "capable_of": "5.0 GT/s PCIe x2",
+                          "line": text.splitlines()[0]}],
         "lines": 1, "from_boot": False}
 
 
@@ -151,7 +154,8 @@ def test_message_and_line_are_cut() -> None:
 def test_blank_lines_are_not_counted() -> None:
     text = pub("dmesg", "FAIL-xid94-xid64-sxid12028-pcie-limited")
     assert kernel_log.parse("\n   \n" + text.replace("\n", "\n\n\t\n"))["lines"] == 4
-    assert kernel_log.parse("") == {"xid": [], "sxid": [], "pcie_limited": [], "lines": 0, "from_boot": False}
+    assert kernel_log.parse("") == {"xid": [], "sxid": [], "gpu_lost": [], "pcie_limited": [], "lines": 0,
+                                    "from_boot": False}
 
 
 @pytest.mark.parametrize("line", [
@@ -194,3 +198,54 @@ def test_from_boot_within_the_first_4000_lines(before: int, boot: str, from_boot
     p: dict[str, Any] = kernel_log.parse(filler + boot + "\n" + xid)
     assert p["from_boot"] is from_boot
     assert p["lines"] == before + 2 and [x["xid"] for x in p["xid"]] == [94]
+
+
+# ---- a GPU lost or not initialised with no Xid line (NVIDIA/NVSentinel#155, leptonai/gpud#1209) -----------------
+
+LOST = [
+    ("[ 1843.308145] NVRM: The NVIDIA GPU 0000:b3:00.0\n"
+     "               NVRM: (PCI ID: 10de:26b5) installed in this system has\n"
+     "               NVRM: fallen off the bus and is not responding to commands.\n"
+     "[ 1843.439662] NVRM: The NVIDIA probe routine failed for 1 device(s).", "0000:b3:00",
+     "fallen off the bus|failed to initialise"),
+    ("[12.5] NVRM: GPU at PCI:0000:44:00: GPU has fallen off the bus.", "0000:44:00", "fallen off the bus"),
+    ("Dec  2 11:49:53 worker4 kernel: [  885.242168] NVRM: GPU 0000:0a:00.0: RmInitAdapter failed! (0x24:0x72:1568)",
+     "0000:0a:00", "failed to initialise (RmInitAdapter)"),
+    ("[  903.611884] NVRM: GPU 0000:98:00.0: rm_init_adapter failed, device minor number 0", "0000:98:00",
+     "failed to initialise (RmInitAdapter)"),
+    ("[91063.874832] (EE) NVIDIA(GPU-0): Failed to initialize the NVIDIA GPU at PCI:1:0:0.  Please", "0000:01:00",
+     "failed to initialise"),
+]
+
+
+@pytest.mark.parametrize(("text", "pci", "what"), LOST)
+def test_gpu_lost_without_an_xid_line(text: str, pci: str, what: str) -> None:
+    p = kernel_log.parse(text)
+    assert [(e["pci"], e["what"]) for e in p["gpu_lost"]] == [(pci, w) for w in what.split("|")]
+    assert p["xid"] == []
+
+
+def test_xid_79_line_is_an_xid_not_a_lost_record() -> None:
+    p = kernel_log.parse("NVRM: Xid (PCI:0000:44:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.")
+    assert [x["xid"] for x in p["xid"]] == [79] and p["gpu_lost"] == []
+
+
+def test_wrapped_notice_takes_the_address_of_its_own_opener_only() -> None:
+    text = ("[1.0] NVRM: GPU 0000:0a:00.0: RmInitAdapter failed! (0x24:0x72:1568)\n"
+            "[2.0] mlx5_core 0000:ab:00.0 mlx5_5: Port: 1 Link ACTIVE\n"
+            "[3.0] NVRM: fallen off the bus and is not responding to commands.")
+    assert [e["pci"] for e in kernel_log.parse(text)["gpu_lost"]] == ["0000:0a:00", None]
+
+
+@pytest.mark.parametrize(("line", "limited", "capable"), [
+    ("[    0.349668] pci 0001:08:00.0: 63.008 Gb/s available PCIe bandwidth, limited by 8 GT/s x8 link at 0001:00:00.0 "
+     "(capable of 126.016 Gb/s with 8 GT/s x16 link)", "8 GT/s x8", "8 GT/s x16"),
+    ("[    1.011954] nfp 0001:08:00.0: 31.504 Gb/s available PCIe bandwidth, limited by 8 GT/s x4 link at 0001:00:00.0 "
+     "(capable of 63.008 \tGb/s with 8 GT/s x8 link)", "8 GT/s x4", "8 GT/s x8"),
+    ("Feb 14 05:03:41 gpu-1 kernel: pci 0001:08:00.0: 7.876 Gb/s available PCIe bandwidth, limited by 8.0 GT/s PCIe "
+     "x1 link at 0001:00:00.0 (capable of 15.752 Gb/s with 8.0 GT/s PCIe x2 link)", "8.0 GT/s PCIe x1",
+     "8.0 GT/s PCIe x2"),
+])
+def test_limited_notice_every_form(line: str, limited: str, capable: str) -> None:
+    (x,) = kernel_log.parse(line)["pcie_limited"]
+    assert (x["pci"], x["limited_by"], x["at"], x["capable_of"]) == ("0001:08:00.0", limited, "0001:00:00.0", capable)

@@ -40,7 +40,9 @@ def _faulty() -> str:
                           ("GPU Current Temp", "71 C", None), ("Memory Current Temp", "83 C", None),
                           ("Current Power Limit", "650.00 W", None), ("SW Power Cap", "Active", "Clocks Event Reasons"),
                           ("HW Thermal Slowdown", "Active", "Clocks Event Reasons"),
-                          ("Persistence Mode", "Disabled", None), ("Current", "Disabled", "ECC Mode"),
+                          ("Persistence Mode", "Disabled", None), ("GPU Recovery Action", "GPU Reset", None),
+                          ("Channel Repair Pending", "Yes", None), ("Unrepairable Memory", "Yes", None),
+                          ("Current", "Disabled", "ECC Mode"),
                           ("SM", "1755 MHz", "Max Clocks"), ("Memory", "2619 MHz", "Max Clocks"),
                           ("State", "In Progress", "    Fabric"), ("Status", "Failure", "    Fabric")]:
         t = _set(t, key, v, after)

@@ -45,7 +45,8 @@ def _faulty() -> str:
     t = _set(t, "retired_count", "6", within="double_bit_retirement")
     t = _set(t, "pending_retirement", "Yes").replace("<pending_blacklist>N/A</pending_blacklist>", "")  # newer form
     for tag, v in [("remapped_row_corr", "7"), ("remapped_row_unc", "9"), ("remapped_row_pending", "Yes"),
-                   ("remapped_row_failure", "Yes")]:
+                   ("remapped_row_failure", "Yes"), ("gpu_recovery_action", "GPU Reset"),
+                   ("channel_repair_pending", "Yes"), ("unrepairable_memory", "Yes")]:
         t = _set(t, tag, v)
     for tag, v in [("max_link_gen", "5"), ("current_link_gen", "3"), ("max_device_link_gen", "4"),
                    ("max_link_width", "16x"), ("current_link_width", "8x"), ("replay_counter", "17"),
