@@ -67,15 +67,22 @@ RENDERED: dict[str, dict[str, str]] = {
 }
 # Options gridready sets through another channel than these flags: the model (vLLM's positional model_tag, where
 # FlexibleArgumentParser moves `--model`), secrets (vLLM reads VLLM_API_KEY; SGLang's key is in the tier's 0600
-# `--config` file), replicas (each one its own engine) and the weights (the node's pre-downloaded snapshot).
+# `--config` file), replicas (each one its own engine, so no data parallelism inside one), the nodes and GPUs
+# placement gives a replica, and the weights (the node's pre-downloaded snapshot).
 CHANNELS: dict[str, dict[str, str]] = {
     "vllm": {"--model": "model", "--api-key": "(the vault: VLLM_API_KEY)", "--hf-token": "(the vault)",
-             "--data-parallel-size": "replicas", "--download-dir": "(the node's model cache)",
-             "--load-format": "(the node's pre-downloaded snapshot)"},
+             "--download-dir": "(the node's model cache)", "--load-format": "(the node's pre-downloaded snapshot)",
+             **dict.fromkeys(("--data-parallel-size", "--data-parallel-size-local", "--data-parallel-rank",
+                              "--data-parallel-start-rank", "--data-parallel-backend", "--data-parallel-hybrid-lb",
+                              "--data-parallel-external-lb", "--data-parallel-multi-port-external-lb"), "replicas"),
+             **dict.fromkeys(("--nnodes", "--node-rank", "--prefill-context-parallel-size"),
+                             "(the nodes and GPUs gridready places: tensor_parallel, pipeline_parallel)"),
+             "--headless": "(the leader serves the API)"},
     "sglang": {"--api-key": "(the vault, in the tier's 0600 --config file)", "--admin-api-key": "(the vault)",
                "--ssl-keyfile-password": "(the vault)", "--config": "(the tier's 0600 --config file)",
                "--dp-size": "replicas", "--download-dir": "(the node's model cache)",
-               "--load-format": "(the node's pre-downloaded snapshot)"},
+               "--load-format": "(the node's pre-downloaded snapshot)",
+               **dict.fromkeys(("--base-gpu-id", "--gpu-id-step"), "(the GPUs gridready places)")},
 }
 
 # Options that load code or files, follow a moving ref, open a listener or reach out: decided per option by the
@@ -106,7 +113,7 @@ LAST_WORD = {
     "port": "opens or reaches a port that the tier's firewall and gridready's placement do not know",
     "ports": "opens or reaches ports that the tier's firewall and gridready's placement do not know",
     "loader": "imports code or swaps the engine's own by name",
-    **dict.fromkeys(("address", "ip", "url", "urls", "endpoint", "endpoints"), _ADDRESS),
+    **dict.fromkeys(("address", "addr", "ip", "url", "urls", "endpoint", "endpoints"), _ADDRESS),
 }
 ANY_WORD = {
     **dict.fromkeys(("path", "paths", "file", "dir", "keyfile", "certfile", "certs"), "reads or writes files on the "
@@ -290,20 +297,26 @@ def problems(engine: str, version: str, key: str, value: str | int | float | boo
     return check_value(tbl, hit.option, hit.flag or word, value)
 
 
-def owner_problem(engine: str, version: str, key: str) -> str | None:
-    """The line for an extra option that resolves to one gridready owns, else None."""
+def owned_option(engine: str, version: str, key: str) -> tuple[str, str] | None:
+    """(the option string the key resolves to, the tier field or channel that sets it) where gridready owns it."""
     tbl = table(engine, version)
     if tbl is None:
         return None
-    word = flag_of(key)
-    hit = resolve(tbl, word)
+    hit = resolve(tbl, flag_of(key))
     field = owned(tbl).get(hit.option) if hit.option is not None else None
-    if field is None:
+    return (hit.flag or "", field) if field is not None else None
+
+
+def owner_problem(engine: str, version: str, key: str) -> str | None:
+    """The line for an extra option that resolves to one gridready owns, else None."""
+    found = owned_option(engine, version, key)
+    if found is None:
         return None
-    if hit.flag == word:  # the option's own spelling
+    flag, field = found
+    if flag == flag_of(key):  # the option's own spelling
         return f"gridready sets this argument itself {field}" if field.startswith("(") else \
             f"gridready sets this argument itself; use the tier's {field}"
-    return f"resolves to {hit.flag}, {_owner_text(field)}"
+    return f"resolves to {flag}, {_owner_text(field)}"
 
 
 FIELD = re.compile(r"[a-z_]+(\.[a-z_]+)?")

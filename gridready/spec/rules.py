@@ -115,7 +115,7 @@ def engine_args(key: str, args: dict[str, Any], engine: str = "vllm",
     for arg, value in args.items():
         where = f"{key}.extra_engine_args.{arg}"
         if not ENGINE_ARG.fullmatch(arg):
-            yield where, f"must be {label} (^{ENGINE_ARG.pattern}$)"
+            yield where, f"must be {label} (^{ENGINE_ARG.pattern}$)" + _name_hint(engine, version, arg)
         elif owner := engine_options.owner_problem(engine, version, arg):
             yield where, owner
         elif isinstance(value, str) and value.startswith("-"):
@@ -124,6 +124,15 @@ def engine_args(key: str, args: dict[str, Any], engine: str = "vllm",
             yield where, "must not contain a '.' or '..' path component"
         elif problem := engine_options.problems(engine, version, arg, value):
             yield where, problem
+
+
+def _name_hint(engine: str, version: str, arg: str) -> str:
+    """What a key that is no option name (`--trust-remote-code`, `tp_size=2`, `-O3`) would be as one."""
+    if engine == "vllm" and arg.startswith("-O"):
+        return "; vLLM's -O<n> is --optimization-level <n> (optimization_level: <n>)"
+    bare = arg.lstrip("-").split("=", 1)[0]
+    owned = engine_options.owned_option(engine, version, bare) if ENGINE_ARG.fullmatch(bare) else None
+    return f"; as an option it is {owned[0]}, which gridready owns" if owned else ""
 
 
 def tier_engine_args(key: str, tier: Any, serving: Any) -> Iterator[tuple[str, str]]:

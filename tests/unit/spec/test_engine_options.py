@@ -50,6 +50,7 @@ def one(engine: str, key: str, value: Any, **over: Any) -> list[tuple[str, str]]
 
 
 K = "serving.tiers[0].extra_engine_args."
+NAME = f"must be a vLLM engine argument name (^{rules.ENGINE_ARG.pattern}$)"
 CASES = [
     # prefix: an unambiguous beginning is the option it begins
     ("prefix", "vllm", "trust_remote", True,
@@ -86,6 +87,19 @@ CASES = [
     ("dash-spelling", "vllm", "tensor-parallel-size", 2, "gridready sets this argument itself; use the tier's "
      "tensor_parallel"),
     ("dash-prefix", "vllm", "trust-remote", True, "resolves to --trust-remote-code, which gridready owns"),
+    # a key that is no option name still says what it would be
+    ("key-with-dashes", "vllm", "--trust-remote-code", True, NAME + "; as an option it is --trust-remote-code, which "
+     "gridready owns"),
+    ("key-with-value", "vllm", "tensor_parallel_size=2", 1, NAME + "; as an option it is --tensor-parallel-size"),
+    ("short-O", "vllm", "-O3", True, NAME + "; vLLM's -O<n> is --optimization-level <n>"),
+    # placement: data parallelism, nodes and GPUs inside one engine
+    ("dp-inside", "vllm", "data_parallel_size_local", 2, "gridready sets this argument itself; use the tier's "
+     "replicas"),
+    ("nnodes", "vllm", "nnodes", 2, "gridready sets this argument itself (the nodes and GPUs gridready places"),
+    ("headless", "vllm", "headless", True, "gridready sets this argument itself (the leader serves the API)"),
+    ("gpu-ids", "sglang", "base_gpu_id", 2, "gridready sets this argument itself (the GPUs gridready places)"),
+    ("master-addr", "vllm", "master_addr", "10.0.0.1", "resolves to --master-addr, which sends to, loads from or "
+     "binds an address"),
     # loads options from a file, or follows a moving ref
     ("config", "vllm", "config", "/etc/vllm.yaml", "resolves to --config, which loads more options from a file"),
     ("config-sglang", "sglang", "config", "/etc/sglang.yaml", "gridready sets this argument itself (the tier's "
