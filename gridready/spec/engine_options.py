@@ -141,6 +141,7 @@ class Table:
     version: str
     options: tuple[Option, ...]
     by_flag: dict[str, Option]
+    allow_abbrev: bool = True
 
     @property
     def label(self) -> str:
@@ -161,7 +162,11 @@ def table(engine: str, version: str) -> Table | None:
                            bool(o["accepts_none"]), tuple(o["choices"]) if o["choices"] else None)
                     for o in raw["options"])
     by_flag = {flag: opt for opt in (*options, HELP) for flag in opt.flags}
-    return Table(engine, version, options, by_flag)
+    # Tables dumped before tools/engine_cli_dump.py recorded the parser's own settings: argparse's default, which
+    # both engines keep (vllm/utils/argparse_utils.py FlexibleArgumentParser; sglang/srt/server_args.py
+    # prepare_server_args)
+    abbrev = bool(raw.get("parser", {}).get("allow_abbrev", True))
+    return Table(engine, version, options, by_flag, abbrev)
 
 
 @cache
@@ -194,7 +199,8 @@ def resolve(tbl: Table, word: str) -> Resolution:
     head = word.split("=", 1)[0]
     if head in tbl.by_flag:
         return Resolution(word, tbl.by_flag[head], head)
-    hits = tuple(sorted(f for f in tbl.by_flag if f.startswith(head))) if word.startswith("--") else ()
+    prefixes = word.startswith("--") and tbl.allow_abbrev
+    hits = tuple(sorted(f for f in tbl.by_flag if f.startswith(head))) if prefixes else ()
     if len(hits) == 1:
         return Resolution(word, tbl.by_flag[hits[0]], hits[0])
     return Resolution(word, matches=hits)

@@ -224,6 +224,14 @@ def test_resolution_is_argparses_own(engine, version):
             assert mine.option is tbl.options[int(action.dest[1:])], (word, by_dest[action.dest].option_strings)
 
 
+def test_a_parser_without_abbreviations_takes_whole_names_only():
+    tbl = engine_options.table("vllm", VLLM_VERSION)
+    assert tbl is not None and tbl.allow_abbrev
+    strict = engine_options.Table(tbl.engine, tbl.version, tbl.options, tbl.by_flag, allow_abbrev=False)
+    assert engine_options.resolve(strict, "--trust-remote").option is None
+    assert engine_options.resolve(strict, "--trust-remote-code").flag == "--trust-remote-code"
+
+
 # --- end to end: `invoke validate`'s path ---------------------------------------------------------------------------
 
 E2E = [
