@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -100,6 +100,18 @@ NAMED = {
     "--tool-server": "connects the engine to tool servers at addresses gridready does not know",
     "--default-mm-loras": "loads adapters from paths outside the tier's lora_adapters",
     "--help": "prints the help and exits: the engine would not serve",
+}
+# Options taken with some values only: (engine, option string) -> (the values allowed, why the others are refused)
+_TEMPLATE_FILE = ("reads a file on the node into every prompt (/proc/self/environ would put the engine's keys "
+                  "there); the pinned model's own template applies")
+SOME_VALUES: dict[tuple[str, str], tuple[Callable[[str], bool], str]] = {
+    ("vllm", "--chat-template"): (lambda v: False, _TEMPLATE_FILE),  # a path, or an inline Jinja template
+    ("sglang", "--chat-template"): (lambda v: "/" not in v, _TEMPLATE_FILE + "; a built-in template's name "
+                                    "(no '/') is taken"),
+    ("sglang", "--completion-template"): (lambda v: "/" not in v, _TEMPLATE_FILE + "; a built-in template's "
+                                          "name (no '/') is taken"),
+    ("vllm", "--generation-config"): (lambda v: v in ("auto", "vllm"), "takes auto or vllm here: a folder path "
+                                      "loads the sampling defaults from files the inventory names"),
 }
 # Names the words below would catch but that load nothing: the API paths not to log, the model's own layers.
 ALLOWED = {"--disable-access-log-for-endpoints", "--lora-target-modules"}
@@ -297,8 +309,12 @@ def problems(engine: str, version: str, key: str, value: str | int | float | boo
         if negation.option is None or negation.option is not hit.option:
             return (f"false renders --no-{word[2:]}, which {tbl.label} does not have for {hit.flag}; "
                     "leave the key out for the engine's default")
+    for flag in hit.option.flags:
+        allowed, why = SOME_VALUES.get((engine, flag), (None, ""))
+        if allowed is not None and not allowed(str(value)):
+            return f"resolves to {hit.flag}, which {why}"
     reason = refused_by_policy(hit.option)
-    if reason is not None:
+    if reason is not None and not any((engine, f) in SOME_VALUES for f in hit.option.flags):
         return f"resolves to {hit.flag}, which {reason}"
     return check_value(tbl, hit.option, hit.flag or word, value)
 

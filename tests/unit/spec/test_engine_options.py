@@ -110,6 +110,12 @@ CASES = [
     ("tokenizer", "vllm", "tokenizer", "other/tokenizer", "resolves to --tokenizer, which loads a tokenizer"),
     ("media-path", "vllm", "allowed_local_media_path", "/", "resolves to --allowed-local-media-path, which lets "
      "API clients read the node's files"),
+    ("chat-template-file", "vllm", "chat_template", "/proc/self/environ", "resolves to --chat-template, which reads "
+     "a file on the node into every prompt"),
+    ("chat-template-file-sglang", "sglang", "chat_template", "/srv/t.jinja", "resolves to --chat-template, which "
+     "reads a file on the node into every prompt"),
+    ("generation-config-folder", "vllm", "generation_config", "/srv/gen", "resolves to --generation-config, which "
+     "takes auto or vllm here"),
     ("logits-processors", "vllm", "logits_processors", "evil.module:Proc", "resolves to --logits-processors, which "
      "imports code"),
     ("worker-cls", "vllm", "worker_cls", "evil.Worker", "resolves to --worker-cls, which imports code"),
@@ -150,11 +156,12 @@ def test_an_extra_option_is_refused_as_the_parser_resolves_it(case, engine, key,
 @pytest.mark.parametrize(("engine", "args"), [
     ("vllm", {"seed": 7, "enforce_eager": True, "enforce_eager_": None}),
     ("vllm", {"enforce_eag": True, "max_logprobs": "20", "disable_log_stats": True}),  # an unambiguous prefix
-    ("vllm", {"optimization_level": 3, "chat_template": "/srv/templates/llama.jinja", "block_size": 32}),
+    ("vllm", {"optimization_level": 3, "generation_config": "vllm", "block_size": 32}),
     ("vllm", {"enable_auto_tool_choice": True, "tool_call_parser": "hermes", "disable_access_log_for_endpoints":
               "/health"}),
     ("sglang", {"cuda_graph_max_bs": 64, "disable_cuda_graph": False, "log_requests_level": 2}),
     ("sglang", {"max_lora_chunk_size": 32, "lora_target_modules": "all", "enable_torch_compile": True}),
+    ("sglang", {"chat_template": "llama-3-instruct"}),  # a built-in template by name
 ])
 def test_the_operators_own_options_pass(engine, args):
     args = {k: v for k, v in args.items() if v is not None}

@@ -141,7 +141,7 @@ def test_adapter_uris_on_kubernetes(path, found):
     ({"api_key": "x"}, [("api_key", "gridready sets this argument itself (the vault: VLLM_API_KEY)")]),
     ({"tokenizer": "--trust"}, [("tokenizer", "value must not start with '-' (it would read as a flag)")]),
     ({"tokenizer": "/srv/../etc"}, [("tokenizer", "must not contain a '.' or '..' path component")]),
-    ({"chat_template": ".."}, []),  # no '/': a value, not a path
+    ({"tool_call_parser": ".."}, []),  # no '/': a value, not a path
 ])
 def test_extra_engine_args(args, found):
     found = [("serving.tiers[0].extra_engine_args." + ("Seed" if k == "seed_key" else k), m) for k, m in found]
