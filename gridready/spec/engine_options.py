@@ -115,6 +115,8 @@ SOME_VALUES: dict[tuple[str, str], tuple[Callable[[str], bool], str]] = {
 }
 # Names the words below would catch but that load nothing: the API paths not to log, the model's own layers.
 ALLOWED = {"--disable-access-log-for-endpoints", "--lora-target-modules"}
+# A value that names a file on the node, whatever the option's name says (an absolute or home path, a file URL)
+FILE_VALUE = re.compile(r"/|~|file:", re.IGNORECASE)
 _ADDRESS = "sends to, loads from or binds an address the inventory names, which gridready does not place"
 LAST_WORD = {
     "config": "takes a configuration object that can name modules to import, models to download or files to read, "
@@ -316,6 +318,9 @@ def problems(engine: str, version: str, key: str, value: str | int | float | boo
     reason = refused_by_policy(hit.option)
     if reason is not None and not any((engine, f) in SOME_VALUES for f in hit.option.flags):
         return f"resolves to {hit.flag}, which {reason}"
+    if isinstance(value, str) and FILE_VALUE.match(value) and not ALLOWED.intersection(hit.option.flags):
+        return (f"resolves to {hit.flag}, given a path on the node: gridready passes the engine no file the "
+                "inventory names")
     return check_value(tbl, hit.option, hit.flag or word, value)
 
 

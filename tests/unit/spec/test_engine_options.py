@@ -116,6 +116,10 @@ CASES = [
      "reads a file on the node into every prompt"),
     ("generation-config-folder", "vllm", "generation_config", "/srv/gen", "resolves to --generation-config, which "
      "takes auto or vllm here"),
+    ("path-value", "sglang", "tool_server", "x", "resolves to --tool-server, which connects"),
+    ("path-value-any-option", "vllm", "tool_call_parser", "/srv/parser.py", "resolves to --tool-call-parser, given "
+     "a path on the node: gridready passes the engine no file the inventory names"),
+    ("file-url-value", "vllm", "reasoning_parser", "file:///etc/x", "resolves to --reasoning-parser, given a path"),
     ("logits-processors", "vllm", "logits_processors", "evil.module:Proc", "resolves to --logits-processors, which "
      "imports code"),
     ("worker-cls", "vllm", "worker_cls", "evil.Worker", "resolves to --worker-cls, which imports code"),
