@@ -71,3 +71,9 @@ def test_an_abbreviation_reaches_ray_serve_llm_in_full(make_inv):
     kwargs = vllm.engine_kwargs(plan)
     assert kwargs["enforce_eager"] is True and kwargs["seed"] == 7 and "enforce_eag" not in kwargs
     assert "--enforce-eager" in vllm.serve_args(plan)
+
+
+def test_an_abbreviation_reaches_sglang_in_full(make_inv):
+    (plan,) = _plans(make_inv, 1, vllm_tier(name="sgl", engine="sglang", extra_engine_args={"stream_inter": 4}))
+    args = sglang.launch_args(plan)
+    assert args[-2:] == ["--stream-interval", "4"]
