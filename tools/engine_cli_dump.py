@@ -99,7 +99,10 @@ def main() -> int:
     if engine == "vllm":
         os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")  # before vLLM reads its environment
     checks = vllm_config_checks() if engine == "vllm" else {}
-    json.dump({"options": dump(build()), "config_checks": checks}, sys.stdout, indent=1)
+    parser = build()
+    # how the parser reads a word: with allow_abbrev a prefix is the option it begins (spec/engine_options.py)
+    facts = {"allow_abbrev": parser.allow_abbrev, "prefix_chars": parser.prefix_chars}
+    json.dump({"options": dump(parser), "config_checks": checks, "parser": facts}, sys.stdout, indent=1)
     sys.stdout.write("\n")
     return 0
 

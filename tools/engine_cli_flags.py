@@ -196,6 +196,7 @@ def witness(engine: str, version: str, env: str | None = None) -> dict[str, obje
         out["flags"] = sorted(from_parser)
         out["options"] = options
         out["config_checks"] = dumped["config_checks"]
+        out["parser"] = dumped["parser"]
     return out
 
 

@@ -14,7 +14,7 @@ from gridready.serving import weights
 from gridready.serving.sglang_versions import pin
 from gridready.serving.topology import Certification, CertifiedNode, ReplicaPlan, TierPlan, rdma_hcas
 from gridready.serving.vllm import STOP_MARGIN_S
-from gridready.spec import ServingSpec, Tier
+from gridready.spec import ServingSpec, Tier, engine_options
 from gridready.spec.sglang import SglangSettings
 
 
@@ -76,7 +76,9 @@ def launch_args(plan: TierPlan, node_rank: int = 0, init_addr: str | None = None
                  "--lora-paths", *(f"{a.name}={a.path}" for a in tier.lora_adapters)]
     if tier.trust_remote_code:
         args.append("--trust-remote-code")
-    for key, value in tier.extra_engine_args.items():
+    release = pin(s.version).version
+    for name, value in tier.extra_engine_args.items():
+        key = engine_options.canonical_key("sglang", release, name)  # an abbreviation in full (spec.engine_options)
         if isinstance(value, bool):
             if value:
                 args.append(_flag(key))

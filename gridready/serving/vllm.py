@@ -11,8 +11,9 @@ from typing import Any
 from gridready.errors import InvalidInput
 from gridready.serving import weights
 from gridready.serving.topology import Certification, CertifiedNode, TierPlan, common_hcas, rdma_hcas
+from gridready.spec import engine_options
 from gridready.spec.rules import tier_ports
-from gridready.spec.serving import ServingSpec
+from gridready.spec.serving import VLLM_VERSION, ServingSpec
 
 HEALTH_CHECK_PERIOD_S = 10
 HEALTH_CHECK_TIMEOUT_S = 30
@@ -49,7 +50,9 @@ def engine_kwargs(plan: TierPlan) -> dict[str, Any]:
         kw.update(enable_lora=True, max_loras=tier.max_loras, max_lora_rank=tier.max_lora_rank)
     if tier.trust_remote_code:
         kw["trust_remote_code"] = True
-    kw.update(tier.extra_engine_args)  # names gridready computes are refused at load (spec.rules.ENGINE_OWNED)
+    # resolved at load as vLLM's parser resolves them (spec.engine_options): none is gridready's; an abbreviation
+    # is written in full, as Ray Serve LLM passes engine_kwargs to EngineArgs by name, with no parser between
+    kw.update({engine_options.canonical_key("vllm", VLLM_VERSION, k): v for k, v in tier.extra_engine_args.items()})
     return kw
 
 

@@ -13,8 +13,10 @@ from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
+from gridready.spec import engine_options
 from gridready.spec.cluster import ClusterSpec
 from gridready.spec.parallel import resolve
+from gridready.spec.serving import VLLM_VERSION
 
 # Linux dev_valid_name() (net/core/dev.c): 1-15 bytes (IFNAMSIZ 16 with the NUL), not "." or "..", no '/',
 # ':' or whitespace; the character set is narrowed further to what NCCL/Gloo and systemd units take verbatim.
@@ -29,29 +31,11 @@ SERVED_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
 ABS_PATH = re.compile(r"/[A-Za-z0-9_.@+/-]{0,4095}")
 # Ray Serve LLM's LoraConfig on Kubernetes: adapters in object storage (s3/gs; abfss/azure in newer Ray)
 OBJECT_URI = re.compile(r"(s3|gs|abfss|azure)://[A-Za-z0-9][A-Za-z0-9_.@-]{0,254}(/[A-Za-z0-9_.@+=-]{1,1024}){0,64}/?")
-ENGINE_ARG = re.compile(r"[a-z][a-z0-9_]{0,63}")  # vLLM's engine argument names (snake_case)
+ENGINE_ARG = re.compile(r"[a-z][a-z0-9_-]{0,63}")  # an engine option's name, '_' or '-' between its words
 CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 # Jinja's delimiters (variable, statement, comment): no value of cluster.yml is a template, and one reaching
 # Ansible would run on the controller (lookups included)
 TEMPLATE = re.compile(r"\{\{|\{%|\{#")  # openings only: JSON values such as {"a": {"b": 1}} close with }}
-# Engine arguments gridready computes or owns through a field of the tier; an extra_engine_args entry would
-# override them (vLLM and SGLang spellings). trust_remote_code has its own field.
-ENGINE_OWNED = {
-    "tensor_parallel_size": "tensor_parallel", "pipeline_parallel_size": "pipeline_parallel",
-    "data_parallel_size": "replicas", "tp_size": "tensor_parallel", "pp_size": "pipeline_parallel",
-    "dp_size": "replicas", "nnodes": "pipeline_parallel", "node_rank": "pipeline_parallel",
-    "dist_init_addr": "serving.sglang", "port": "port", "host": "(the leader's service address)",
-    "model": "model", "model_path": "model", "served_model_name": "served_name", "revision": "model.revision",
-    "download_dir": "(the node's model cache)", "distributed_executor_backend": "(ray across nodes, mp inside one)",
-    "max_model_len": "max_model_len", "context_length": "max_model_len",
-    "gpu_memory_utilization": "gpu_memory_utilization", "mem_fraction_static": "gpu_memory_utilization",
-    "max_num_seqs": "max_num_seqs", "max_running_requests": "max_num_seqs",
-    "max_num_batched_tokens": "max_num_batched_tokens", "enable_prefix_caching": "enable_prefix_caching",
-    "enable_chunked_prefill": "enable_chunked_prefill", "dtype": "dtype", "quantization": "quantization",
-    "kv_cache_dtype": "kv_cache_dtype", "enable_lora": "lora_adapters", "max_loras": "max_loras",
-    "max_lora_rank": "max_lora_rank", "lora_modules": "lora_adapters", "lora_paths": "lora_adapters",
-    "trust_remote_code": "trust_remote_code", "api_key": "(the vault)", "ray_address": "(the tier's Ray cluster)",
-}
 # firewall_clients broader than these take in the internet, or most of it (serving.firewall_clients_any)
 MIN_CLIENT_PREFIX = {4: 8, 6: 16}
 MAX_VALIDITY_HOURS = 24 * 366
@@ -122,18 +106,48 @@ def firewall(spec: ClusterSpec) -> Iterator[tuple[str, str]]:
                    "serving.firewall_clients_any: true to mean it")
 
 
-def engine_args(key: str, args: dict[str, Any]) -> Iterator[tuple[str, str]]:
-    """extra_engine_args: vLLM names, values that cannot read as a flag, nothing gridready computes."""
+def engine_args(key: str, args: dict[str, Any], engine: str = "vllm",
+                version: str = VLLM_VERSION) -> Iterator[tuple[str, str]]:
+    """extra_engine_args: option names resolved by the pinned engine's own parser (spec.engine_options), values
+    that cannot read as a flag, nothing gridready owns, loads or cannot check."""
+    label = "a vLLM engine argument name" if engine == "vllm" else f"an {engine_options.LABEL.get(engine, engine)} " \
+        "server argument name"
     for arg, value in args.items():
         where = f"{key}.extra_engine_args.{arg}"
         if not ENGINE_ARG.fullmatch(arg):
-            yield where, f"must be a vLLM engine argument name (^{ENGINE_ARG.pattern}$)"
-        elif arg in ENGINE_OWNED:
-            yield where, f"gridready sets this argument itself; use the tier's {ENGINE_OWNED[arg]}"
+            yield where, f"must be {label} (^{ENGINE_ARG.pattern}$)" + _name_hint(engine, version, arg)
+        elif owner := engine_options.owner_problem(engine, version, arg):
+            yield where, owner
         elif isinstance(value, str) and value.startswith("-"):
             yield where, "value must not start with '-' (it would read as a flag)"
         elif isinstance(value, str) and _traverses(value) and "/" in value:
             yield where, "must not contain a '.' or '..' path component"
+        elif problem := engine_options.problems(engine, version, arg, value):
+            yield where, problem
+
+
+def _name_hint(engine: str, version: str, arg: str) -> str:
+    """What a key that is no option name (`--trust-remote-code`, `tp_size=2`, `-O3`) would be as one."""
+    if engine == "vllm" and arg.startswith("-O"):
+        return "; vLLM's -O<n> is --optimization-level <n> (optimization_level: <n>)"
+    bare = arg.lstrip("-").split("=", 1)[0]
+    owned = engine_options.owned_option(engine, version, bare) if ENGINE_ARG.fullmatch(bare) else None
+    return f"; as an option it is {owned[0]}, which gridready owns" if owned else ""
+
+
+def tier_engine_args(key: str, tier: Any, serving: Any) -> Iterator[tuple[str, str]]:
+    """The values gridready renders from the tier's fields and its extra_engine_args, against its engine's pinned
+    release; engines that render no extra option refuse them."""
+    engine, version = tier.engine, serving.vllm_version
+    if engine == "sglang":
+        version = (tier.sglang.version if tier.sglang is not None else None) or engine_options.sglang_pin()
+    if engine in ("vllm", "sglang"):
+        for field, reason in engine_options.rendered_values(engine, version, tier):
+            yield f"{key}.{field}", reason
+        yield from engine_args(key, tier.extra_engine_args, engine, version)
+    elif tier.engine == "triton-trtllm" and tier.extra_engine_args:  # triton-embedding: embedding_problems
+        yield (f"{key}.extra_engine_args", "triton-trtllm renders none of them (the Triton and TensorRT-LLM "
+               "settings are under the tier's triton); remove them")
 
 
 def field_patterns(spec: ClusterSpec) -> Iterator[tuple[str, str]]:
@@ -170,7 +184,7 @@ def field_patterns(spec: ClusterSpec) -> Iterator[tuple[str, str]]:
                                if serving.target == "kubernetes" else ""))
             elif not remote:
                 yield from _no_traversal(adapter.path, where)
-        yield from engine_args(key, tier.extra_engine_args)
+        yield from tier_engine_args(key, tier, serving)
 
 
 def mirror_trust(spec: ClusterSpec) -> Iterator[tuple[str, str]]:

@@ -125,8 +125,11 @@ class Tier(BaseModel):
     max_loras: PositiveInt = Field(4, description="adapters resident at once (with lora_adapters)")
     max_lora_rank: PositiveInt = Field(16, description="largest adapter rank (with lora_adapters)")
     extra_engine_args: dict[str, str | int | float | bool] = Field(
-        default_factory=dict, description="other vLLM engine arguments by their kwarg name (snake_case); never one "
-                                          "gridready computes (parallelism, port, host, model) or trust_remote_code"
+        default_factory=dict, description="other options of the tier's engine (vLLM or SGLang) by name; read as "
+                                          "the pinned engine's parser reads them (a prefix is the option it begins), "
+                                          "never one gridready sets (parallelism, port, host, model, "
+                                          "trust_remote_code), one that loads code or files, a revision, unknown or "
+                                          "ambiguous; values checked against the option's type and choices"
     )
     trust_remote_code: bool = Field(
         False, description="run the model repository's own Python code on every node (vLLM --trust-remote-code); "

@@ -504,8 +504,11 @@ OVERRIDES = [(f"engine-arg-{name}", at("serving.tiers.0.extra_engine_args", {nam
                                  ("host", "0.0.0.0"), ("model", "other/model"), ("served_model_name", "x"),
                                  ("trust_remote_code", True), ("revision", "main"), ("download_dir", "/tmp"),
                                  ("max_model_len", 131072), ("distributed_executor_backend", "mp"),
-                                 ("data_parallel_size", 2), ("tp_size", 8), ("gpu_memory_utilization", 0.99),
-                                 ("enable_lora", True), ("api_key", "{{ vault_x }}")]]
+                                 ("data_parallel_size", 2), ("gpu_memory_utilization", 0.99),
+                                 ("enable_lora", True), ("api_key", "{{ vault_x }}")]] + [
+    # SGLang's name: vLLM 0.33.0's parser has no --tp-size (nor an option it begins), so its start would fail
+    ("engine-arg-tp_size", at("serving.tiers.0.extra_engine_args", {"tp_size": 8}),
+     C + "serving.tiers[0].extra_engine_args.tp_size: --tp-size is not an option of vLLM 0.33.0")]
 
 ENVIRONMENT = [
     ("lock-wait-nan", env(GRIDREADY_LOCK_WAIT_S="nan"), "GRIDREADY_LOCK_WAIT_S: (environment): must be a number"),

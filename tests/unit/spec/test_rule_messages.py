@@ -134,14 +134,14 @@ def test_adapter_uris_on_kubernetes(path, found):
 
 
 @pytest.mark.parametrize(("args", "found"), [
-    ({"seed": 1, "swap_space": "4"}, []),
+    ({"seed": 1, "block_size": "16"}, []),
     ({"Seed": 1}, [("seed_key", f"must be a vLLM engine argument name (^{rules.ENGINE_ARG.pattern}$)")]),
     ({"tensor_parallel_size": 4}, [("tensor_parallel_size", "gridready sets this argument itself; use the tier's "
                                     "tensor_parallel")]),
-    ({"api_key": "x"}, [("api_key", "gridready sets this argument itself; use the tier's (the vault)")]),
+    ({"api_key": "x"}, [("api_key", "gridready sets this argument itself (the vault: VLLM_API_KEY)")]),
     ({"tokenizer": "--trust"}, [("tokenizer", "value must not start with '-' (it would read as a flag)")]),
     ({"tokenizer": "/srv/../etc"}, [("tokenizer", "must not contain a '.' or '..' path component")]),
-    ({"tokenizer": ".."}, []),  # no '/': a value, not a path
+    ({"tool_call_parser": ".."}, []),  # no '/': a value, not a path
 ])
 def test_extra_engine_args(args, found):
     found = [("serving.tiers[0].extra_engine_args." + ("Seed" if k == "seed_key" else k), m) for k, m in found]
