@@ -18,8 +18,9 @@ from gridready.errors import InvalidInput, NotCertified
 from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory
 from gridready.serving import topology
-from gridready.stages import serve_config, serve_verify
 from gridready.stages.common import Timer
+from gridready.stages.serve import config as serve_config
+from gridready.stages.serve import verify as serve_verify
 
 STAGE = "bench"
 

@@ -126,7 +126,8 @@ def test_every_triton_listener_is_behind_the_firewall(served) -> None:
 
 def test_a_second_run_changes_nothing_and_check_mode_agrees(served) -> None:
     from gridready.serving import topology
-    from gridready.stages import serve_config, serve_deploy
+    from gridready.stages.serve import config as serve_config
+    from gridready.stages.serve import deploy as serve_deploy
 
     inv, root = served["inv"], served["root"]
     for run_id, check in (("20261201T030000Z-again", False), ("20261201T030100Z-check", True)):

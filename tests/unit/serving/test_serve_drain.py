@@ -10,7 +10,9 @@ from typing import Any
 
 from gridready import ansible, ledger
 from gridready.artifacts import RunContext
-from gridready.stages import serve, serve_deploy, serve_drain, watch
+from gridready.stages import serve, watch
+from gridready.stages.serve import deploy as serve_deploy
+from gridready.stages.serve import drain as serve_drain
 from tests.summaries import certification
 from tests.unit.serving.conftest import vllm_tier
 from tests.unit.serving.test_serve_router import with_router
@@ -99,7 +101,8 @@ def test_bench_says_in_words_which_deployment_differs(make_inv, monkeypatch, tmp
 
     from gridready.errors import InvalidInput
     from gridready.serving import topology
-    from gridready.stages import bench, serve_config
+    from gridready.stages import bench
+    from gridready.stages.serve import config as serve_config
 
     _, root, _ = _served(make_inv, monkeypatch, tmp_path)
     one = with_router(make_inv(3, [{**TIER, "replicas": 1}]))

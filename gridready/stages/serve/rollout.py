@@ -1,4 +1,4 @@
-"""`invoke serve --canary <tier> --weight N` (docs/layer3.md): the canary rollout of gridready.stages.canary.
+"""`invoke serve --canary <tier> --weight N` (docs/layer3.md): the canary rollout of gridready.stages.serve.canary.
 
 The flags are checked before anything runs (exit 2, one line). On target hosts, serve deploys every tier with the
 canary's route as it is without the canary, readiness/smoke/benchmark pass on each tier directly, and then the
@@ -21,8 +21,10 @@ from gridready.inventory import Inventory
 from gridready.serving import router, topology
 from gridready.serving.topology import Certification, TierPlan
 from gridready.spec.router import Route
-from gridready.stages import canary, serve_config, serve_router
 from gridready.stages.common import outcome_from_playbook
+from gridready.stages.serve import canary as canary
+from gridready.stages.serve import config as serve_config
+from gridready.stages.serve import router as serve_router
 
 DEFAULT_WEIGHT = 10
 

@@ -3,11 +3,11 @@
 1. Certification from the customer's ledger (each node's latest verdict, gridready.ledger), fail closed per
    node: never certified, expired, quarantined or drained nodes are left out; none usable -> exit 5. Tiers are
    sized on what remains (too few -> exit 5; a TP x PP that can never fit the inventory -> exit 2).
-2. Deploy (stages/serve_deploy.py) what stages/serve_config.py builds: target hosts runs playbooks/serve.yml;
+2. Deploy (stages/serve/deploy.py) what stages/serve/config.py builds: target hosts runs playbooks/serve.yml;
    target kubernetes (and --render) renders the Pulumi stacks, validated, and applies them when the pulumi CLI
    exists.
 3. target hosts, not in check mode: readiness -> smoke -> benchmark -> SLO gate -> decision record
-   (stages/serve_verify.py), the same steps `invoke bench` repeats later.
+   (stages/serve/verify.py), the same steps `invoke bench` repeats later.
 """
 
 from __future__ import annotations
@@ -22,9 +22,12 @@ from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory
 from gridready.serving import topology
 from gridready.serving.topology import Certification
-from gridready.stages import serve_canary, serve_config, serve_deploy, serve_verify
 from gridready.stages.common import Timer
-from gridready.stages.serve_config import STAGE
+from gridready.stages.serve import config as serve_config
+from gridready.stages.serve import deploy as serve_deploy
+from gridready.stages.serve import rollout as serve_canary
+from gridready.stages.serve import verify as serve_verify
+from gridready.stages.serve.config import STAGE
 
 
 def _result(inv: Inventory, ctx: RunContext, timer: Timer, status: str, code: ExitCode,

@@ -21,8 +21,9 @@ from gridready.inventory import Inventory
 from gridready.monitoring.write import write_monitoring
 from gridready.serving.topology import Certification, TierPlan
 from gridready.spec import API_KEY_ENGINES
-from gridready.stages import serve_deploy, serve_router
 from gridready.stages.fabric import SshRunner
+from gridready.stages.serve import deploy as serve_deploy
+from gridready.stages.serve import router as serve_router
 
 SKIP_ENV = "GRIDREADY_SERVE_SKIP_BENCH"
 

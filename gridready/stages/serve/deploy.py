@@ -23,9 +23,10 @@ from gridready.inventory import Inventory
 from gridready.serving import mpi_ssh, topology
 from gridready.serving.topology import Certification, TierPlan
 from gridready.spec import API_KEY_ENGINES
-from gridready.stages import serve_config, serve_router
 from gridready.stages.common import outcome_from_playbook
-from gridready.stages.serve_config import STAGE
+from gridready.stages.serve import config as serve_config
+from gridready.stages.serve import router as serve_router
+from gridready.stages.serve.config import STAGE
 from gridready.yamlio import YamlError, read_capped
 
 

@@ -20,20 +20,12 @@ from gridready.errors import GridreadyError
 from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory, project_root, site_pins
 from gridready.monitoring.prometheus import kubernetes_monitors
-from gridready.serving import (
-    consistency,
-    manifests,
-    sglang,
-    topology,
-    triton,
-    triton_embedding,
-    vllm,
-    weights,
-)
+from gridready.serving import consistency, manifests, sglang, topology, triton, vllm, weights
 from gridready.serving.topology import Certification, TierPlan
+from gridready.serving.triton import embedding as triton_embedding
 from gridready.stacks.serving import triton as triton_stack
-from gridready.stages import serve_router
 from gridready.stages.common import base_extravars
+from gridready.stages.serve import router as serve_router
 
 STAGE = "serve"
 def current_certification(inv: Inventory, ctx: RunContext) -> Certification:

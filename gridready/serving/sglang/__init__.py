@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from gridready.serving import weights
-from gridready.serving.sglang_versions import pin
+from gridready.serving.sglang.versions import pin
 from gridready.serving.topology import Certification, CertifiedNode, ReplicaPlan, TierPlan, rdma_hcas
 from gridready.serving.vllm import STOP_MARGIN_S
 from gridready.spec import ServingSpec, Tier
