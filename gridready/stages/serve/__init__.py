@@ -1,104 +1,36 @@
 """serve: the serving tiers on certified nodes only, then readiness, smoke, benchmark and the SLO gate.
 
-1. Certification from the customer's ledger (each node's latest verdict, gridready.ledger), fail closed per
-   node: never certified, expired, quarantined or drained nodes are left out; none usable -> exit 5. Tiers are
-   sized on what remains (too few -> exit 5; a TP x PP that can never fit the inventory -> exit 2).
-2. Deploy (stages/serve/deploy.py) what stages/serve/config.py builds: target hosts runs playbooks/serve.yml;
-   target kubernetes (and --render) renders the Pulumi stacks, validated, and applies them when the pulumi CLI
-   exists.
-3. target hosts, not in check mode: readiness -> smoke -> benchmark -> SLO gate -> decision record
-   (stages/serve/verify.py), the same steps `invoke bench` repeats later.
+The stage is its steps, called in order, each with the result of the one before (context.py has the results):
+
+1. plan: the certification from the customer's ledger, fail closed per node; the tiers sized on what remains;
+2. rendering: target hosts: serve.yml's variables and the Triton repositories; target kubernetes (and --render): the
+   Pulumi stacks' config and their manifests, validated;
+3. deploy: target hosts runs playbooks/serve.yml; target kubernetes applies the stacks when the pulumi CLI exists;
+4. verify: target hosts, not in check mode: readiness -> smoke -> benchmark -> SLO gate -> decision record and the
+   router's overhead, the same checks `invoke bench` repeats later (and, at deployment, the queue-delay sweep);
+5. redeploy: the swept fixed-cost tiers back on their own queue delay;
+6. rollout: with --canary, the canary split, observed, promoted or rolled back through the router;
+7. record: the summary and, for a deployment, the ledger's serving state.
+
+A step that fails records it in the run's context; the steps after it see that and do nothing but the record.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-from gridready import ledger
 from gridready.artifacts import RunContext
-from gridready.contracts import SUMMARY_FILE, Endpoint, HostOutcome, ServeSummary
-from gridready.errors import GridreadyError, InvalidInput, NotCertified
-from gridready.exitcodes import ExitCode
+from gridready.contracts import ServeSummary
 from gridready.inventory import Inventory
-from gridready.serving import topology
-from gridready.serving.topology import Certification
-from gridready.stages.common import Timer
-from gridready.stages.serve import config as serve_config
-from gridready.stages.serve import deploy as serve_deploy
-from gridready.stages.serve import rollout as serve_canary
-from gridready.stages.serve import verify as serve_verify
-from gridready.stages.serve.config import STAGE
+from gridready.stages.serve import deploy, plan, record, redeploy, rendering, rollout, verify
+from gridready.stages.serve.preview import render
 
-
-def _result(inv: Inventory, ctx: RunContext, timer: Timer, status: str, code: ExitCode,
-            hosts: dict[str, HostOutcome], messages: list[str], data: dict[str, Any],
-            cert: Certification | None = None, endpoints: list[Endpoint] | None = None,
-            roles: dict[str, str] | None = None) -> ServeSummary:
-    """Write the summary; a deployment (roles given, exit 0, not check mode, not --render) becomes the ledger's
-    serving state, which bench reads; a refused, failed, check or render run never does."""
-    summary = ServeSummary(
-        customer=inv.customer, run_id=ctx.run_id, status=status, exit_code=int(code),  # type: ignore[arg-type]
-        check=ctx.check, started_at=timer.started_at, seconds=timer.seconds, hosts=hosts, messages=messages,
-        data=data, certification=cert.source if cert else None, endpoints=endpoints or [],
-    ).close(ctx)
-    path = ctx.stage_dir(STAGE) / SUMMARY_FILE
-    if roles is not None and not ctx.render and not ctx.check and summary.exit_code == 0:
-        ledger.update(ctx.root, inv.customer, lambda book: ledger.record_serve(
-            book, summary, path, roles, deployed=True))
-    return summary
+__all__ = ["render", "run"]
 
 
 def run(inv: Inventory, ctx: RunContext) -> ServeSummary:
-    timer = Timer()
-    ctx.stage_dir(STAGE)
-    hosts: dict[str, HostOutcome] = {}
-    try:
-        cert = serve_config.current_certification(inv, ctx)
-        for host in cert.quarantined:
-            hosts[host] = HostOutcome(status="skipped", detail={"reason": "quarantined or not certified"})
-        plans = topology.plan_tiers(inv, cert)
-    except (NotCertified, InvalidInput) as err:
-        status = "not-certified" if err.code == ExitCode.NOT_CERTIFIED else "error"
-        return _result(inv, ctx, timer, status, err.code, hosts, str(err).splitlines(), {})
-    data: dict[str, Any] = {"certification": cert.source, "certified": sorted(cert.certified),
-                            "quarantined": cert.quarantined, "plan": serve_config.plan_summary(plans, cert)}
-    messages = list(cert.messages)
-    if not plans:
-        return _result(inv, ctx, timer, "success", ExitCode.OK, hosts, [*messages, "no serving tiers"], data, cert)
-    on_hosts = inv.spec.serving.target == "hosts" and not ctx.render
-    try:
-        if on_hosts:
-            status, code = serve_deploy.hosts(inv, ctx, cert, plans, hosts, data, messages)
-            if code == ExitCode.OK and not ctx.check:
-                status, code = serve_verify.verify_tiers(inv, ctx, cert, plans, data, messages, stage=STAGE)
-            if code == ExitCode.OK and not ctx.check and ctx.canary:
-                status, code = serve_canary.on_hosts(inv, ctx, cert, plans, data, messages)
-        else:
-            status, code = serve_deploy.kubernetes(inv, ctx, cert, plans, data, messages)
-    except GridreadyError as err:
-        status = {ExitCode.NOT_CERTIFIED: "not-certified", ExitCode.INVALID: "error"}.get(err.code, "failed")
-        code = err.code
-        messages += str(err).splitlines()
-    served = serve_config.endpoints(plans, cert) if on_hosts else []
-    return _result(inv, ctx, timer, status, code, hosts, messages, data, cert, served, serve_config.roles(plans))
-
-
-def render(inv: Inventory, ctx: RunContext) -> dict[str, Any]:
-    """What `invoke plan` shows: the sizing on the current certification, then the validated manifests
-    (target kubernetes, written to <stage_dir>/render) or each node's Ray role, env and each tier's command."""
-    try:
-        cert = serve_config.current_certification(inv, ctx)
-        plans = topology.plan_tiers(inv, cert)
-    except (NotCertified, InvalidInput) as err:
-        return {"refused": str(err), "exit_code": int(err.code)}
-    out: dict[str, Any] = {"target": inv.spec.serving.target, "plan": serve_config.plan_summary(plans, cert),
-                           "quarantined": cert.quarantined, "certification": cert.source}
-    if inv.spec.serving.target == "kubernetes":
-        out["manifests"] = serve_config.render_manifests(inv, cert, plans, ctx.stage_dir(STAGE) / "render")
-    else:
-        serve_vars = serve_config.hosts_extravars(inv, cert, plans)["gridready_serve"]
-        out["hosts"] = {h: {k: v[k] for k in ("role", "cluster", "node_ip", "head_address", "env")}
-                        for h, v in serve_vars["hosts"].items()}
-        out["tiers"] = [{k: t[k] for k in ("name", "head", "expected_gpus", "expected_nodes", "args")}
-                        for t in serve_vars["tiers"]]
-    return out
+    planned = plan.run(inv, ctx)
+    rendered = rendering.run(planned)
+    deployed = deploy.run(rendered)
+    verified = verify.run(deployed)
+    redeployed = redeploy.run(verified)
+    rolled = rollout.run(redeployed)
+    return record.run(rolled)
