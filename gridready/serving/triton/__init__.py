@@ -271,3 +271,12 @@ def summary_entry(
         "versions": repo.manifest.get("versions", {}),
         "engines": engines,
     }
+
+
+# The face of every engine package (docs/architecture.md, "Serving engines as packages"): the tiers' `engine:` values
+# it serves, the sections of a tier it reads besides the keys every tier has, and its renderer per target (the
+# model repository and role variables on hosts; the plan the stack's component deploys on Kubernetes). The fixed-cost
+# tier (triton-embedding, hosts only) renders through gridready.serving.triton.embedding.
+ENGINES = ("triton-trtllm", "triton-embedding")
+TIER_SECTIONS = ("triton", "embedding")
+RENDERS = {"hosts": hosts_extravars, "kubernetes": plan_for}
