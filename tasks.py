@@ -127,11 +127,11 @@ def serve(c: Context, check: bool = False, limit: str | None = None, render: boo
           json: bool = False, canary: str | None = None, weight: str | None = None, down: bool = False) -> None:
     """Deploy the serving tiers on certified nodes, then readiness, smoke, benchmark and SLO gate."""
     from gridready.stages import serve as stage
-    from gridready.stages import serve_canary
+    from gridready.stages.serve import rollout as serve_canary
 
     if down:
         from gridready.errors import InvalidInput
-        from gridready.stages import serve_down
+        from gridready.stages.serve import down as serve_down
 
         if render or canary or weight:
             raise InvalidInput("--down: (command line): takes no --render, --canary or --weight")

@@ -37,7 +37,7 @@ SSH_ARG_VARS = ("ansible_ssh_common_args", "ansible_ssh_extra_args", "ansible_ss
 SSH_USER = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,31}")  # useradd's NAME_REGEX, never an option
 
 
-SITE_PINS_FILE = "triton_versions.yml"  # the site's Triton image pins (gridready/serving/triton_versions.py)
+SITE_PINS_FILE = "triton_versions.yml"  # the site's Triton image pins (gridready/serving/triton/versions.py)
 
 
 def connection_problems(hvars: dict[str, Any]) -> list[tuple[str, str]]:

@@ -27,7 +27,7 @@ from pydantic import BaseModel
 from gridready.errors import GridreadyError
 from gridready.exitcodes import ExitCode
 from gridready.inventory import SITE_PINS_FILE
-from gridready.serving import triton_versions
+from gridready.serving.triton import versions as triton_versions
 from sandbox import aptserve, config, container, image, images, network, paths, preflight, proc
 from sandbox.alloc import claim, dead_owned, locked, release, short_id
 

@@ -19,7 +19,7 @@ import tarfile
 from functools import cache
 from pathlib import Path
 
-from gridready.serving import triton_versions
+from gridready.serving.triton import versions as triton_versions
 from sandbox import packages
 
 HERE = Path(__file__).resolve().parent
@@ -27,7 +27,7 @@ LIB = "/opt/tritonserver/lib/gridready-sim"
 EPOCH = packages.EPOCH
 OPTIONS = HERE / "data" / "tritonserver-options.txt"  # = tests/fixtures/public/tritonserver/options.txt
 ENV_PATH = "PATH=/opt/tritonserver/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-# TensorRT-LLM examples/models/core/<family>/convert_checkpoint.py (gridready/serving/triton_plan.MODEL_FAMILIES)
+# TensorRT-LLM examples/models/core/<family>/convert_checkpoint.py (gridready/serving/triton/plan.MODEL_FAMILIES)
 FAMILIES = ("llama", "qwen", "gemma", "phi")
 TEMPLATE_MODELS = {"inflight_batcher_llm": ("preprocessing", "postprocessing", "tensorrt_llm_bls", "tensorrt_llm",
                                             "ensemble"), "llmapi": ("tensorrt_llm",)}

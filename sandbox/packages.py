@@ -21,8 +21,7 @@ import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from gridready import catalog
-from sandbox.sim import simcore
+from sandbox.sim import hardware
 
 SIM_DIR = Path(__file__).resolve().parent / "sim"
 LIB = "/usr/lib/gridready-sim"  # the stdlib-only simulator, importable as `gridready_sim`
@@ -111,7 +110,7 @@ def _unit(desc: str, exec_start: str, *, kind: str = "simple", after: str = "net
 
 def _sim_library() -> dict[str, bytes]:
     files = {f"{LIB}/gridready_sim/{p.name}": p.read_bytes() for p in sorted(SIM_DIR.iterdir()) if p.is_file()}
-    skus = simcore.catalog_facts(catalog.SKUS)
+    skus = hardware.skus()
     files[f"{LIB}/gridready_sim/skus.json"] = (json.dumps(skus, indent=1, sort_keys=True) + "\n").encode()
     return files
 
@@ -607,7 +606,7 @@ def write_index(out_dir: Path, built: list[tuple[Path, str]], release_of: tuple[
 
 
 def sources_hash(repo_os: str = "debian12") -> str:
-    """Hash of everything a build depends on (package specs, simulator files, catalog facts)."""
+    """Hash of everything a build depends on (package specs, simulator files and their hardware facts)."""
     h = hashlib.sha256(f"builder-{BUILDER_VERSION}/{ARCH}/{repo_os}".encode())
     for p in packages(repo_os):
         spec = (p.name, p.version, p.depends, p.units, p.links, p.modes, p.start_units, p.arch, p.postinst_extra,

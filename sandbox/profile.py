@@ -10,11 +10,11 @@ from __future__ import annotations
 import json
 from enum import StrEnum
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from gridready import catalog
+from sandbox.sim import hardware
 
 PROFILE_PATH = "/etc/gridready-sim/profile.json"  # on each host; tools honour env GRIDREADY_SIM_PROFILE
 SYSFS_ROOT = "/var/lib/gridready-sim/sysfs"  # by `gridready-sim-sysfs`; probe: GRIDREADY_SYSFS_ROOT
@@ -115,10 +115,10 @@ class HardwareProfile(BaseModel):
 
     host: str = Field("sim-host", description="hostname printed in outputs and in the simulation marker")
     address: str | None = Field(None, description="the host's 10.77.0.x address (fabric agent binds it)")
-    sku: str = Field("H200-SXM-141GB", description="catalog key: name, alias or PCI device id")
+    sku: str = Field("H200-SXM-141GB", description="a SKU of sandbox/sim/hardware.py: name, alias or PCI device id")
     gpus: int = Field(8, ge=1, le=8)
     platform: Literal["baremetal", "passthrough"] = Field(
-        "baremetal", description="bare metal or GPUs passed through to a VM: with gpus, a catalog node shape")
+        "baremetal", description="bare metal or GPUs passed through to a VM: with gpus, one of the SKU's node shapes")
     hcas: list[Hca] = Field(default_factory=list)
     faults: list[Fault] = Field(default_factory=list)
     loaded_driver: str | None = Field(
@@ -137,10 +137,10 @@ class HardwareProfile(BaseModel):
     @field_validator("sku")
     @classmethod
     def _known_sku(cls, v: str) -> str:
-        sku = catalog.lookup(v)
-        if sku is None:
-            raise ValueError(f"unknown SKU {v!r}; known: {', '.join(catalog.known_keys())}")
-        return sku.name  # normalised to the catalog name
+        found = hardware.lookup(v)
+        if found is None:
+            raise ValueError(f"unknown SKU {v!r}; known: {', '.join(hardware.known_keys())}")
+        return found[0]  # normalised to the SKU's name
 
     @field_validator("address")
     @classmethod
@@ -151,9 +151,9 @@ class HardwareProfile(BaseModel):
 
     @model_validator(mode="after")
     def _fault_targets(self) -> HardwareProfile:
-        if self.catalog_sku.shapes and self.catalog_sku.shape(self.gpus, self.platform) is None:
-            raise ValueError(f"{self.gpus} x {self.sku} {self.platform} is not a catalog shape "
-                             f"({self.catalog_sku.shape_names()})")
+        if self.facts["shapes"] and hardware.shape(self.sku, self.gpus, self.platform) is None:
+            raise ValueError(f"{self.gpus} x {self.sku} {self.platform} is not a node shape of the SKU "
+                             f"({hardware.shape_names(self.sku)})")
         names = [h.name for h in self.hcas]
         if len(set(names)) != len(names):
             raise ValueError("HCA names must be unique")
@@ -167,10 +167,9 @@ class HardwareProfile(BaseModel):
         return self
 
     @property
-    def catalog_sku(self) -> catalog.Sku:
-        sku = catalog.lookup(self.sku)
-        assert sku is not None  # validated
-        return sku
+    def facts(self) -> dict[str, Any]:
+        """The SKU's healthy values (sandbox/sim/hardware.py)."""
+        return hardware.skus()[self.sku]
 
     def faults_of(self, kind: FaultKind) -> list[Fault]:
         return [f for f in self.faults if f.kind == kind]

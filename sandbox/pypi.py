@@ -32,7 +32,7 @@ from pathlib import Path
 
 import yaml
 
-from gridready.serving import sglang_versions
+from gridready.serving.sglang import versions as sglang_versions
 from gridready.spec.serving import RAY_VERSION, VLLM_VERSION
 from sandbox import paths
 

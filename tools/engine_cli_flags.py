@@ -202,7 +202,7 @@ def witness(engine: str, version: str, env: str | None = None) -> dict[str, obje
 
 def pins() -> dict[str, str]:
     sys.path.insert(0, str(REPO))
-    from gridready.serving.sglang_versions import pin
+    from gridready.serving.sglang.versions import pin
     from gridready.spec.serving import VLLM_VERSION
 
     return {"vllm": VLLM_VERSION, "sglang": pin().version}

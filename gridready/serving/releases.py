@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from gridready.serving.sglang_versions import pin as sglang_pin
+from gridready.serving.sglang.versions import pin as sglang_pin
 from gridready.spec.serving import KUBERAY_VERSION, RAY_VERSION, VLLM_VERSION, KubernetesServing
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "releases.yml"

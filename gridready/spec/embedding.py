@@ -5,7 +5,7 @@ TensorRT plan on the TensorRT backend. Its cost per request does not depend on w
 dynamic batcher (`max_queue_delay_microseconds`, `preferred_batch_size`) and its instance groups decide its
 throughput and tail latency (Triton docs, Model Configuration, "Dynamic Batcher" and "Instance Groups",
 https://docs.nvidia.com/deeplearning/triton-inference-server/user-guide/docs/user_guide/model_configuration.html).
-gridready/serving/triton_embedding.py turns this into config.pbtxt, validated by tritonclient's model_config_pb2.
+gridready/serving/triton/embedding.py turns this into config.pbtxt, validated by tritonclient's model_config_pb2.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The SGLang part of a serving tier: `tiers[].sglang` in cluster.yml (engine sglang).
 
 Only what is SGLang-specific lives here; the tier's own fields map onto SGLang's server arguments in
-gridready/serving/sglang.py (sources in docs/serving-sglang.md).
+gridready/serving/sglang/__init__.py (sources in docs/serving-sglang.md).
 """
 
 from __future__ import annotations

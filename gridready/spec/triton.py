@@ -6,7 +6,7 @@ Only what is Triton-specific lives here; the tier's own fields are reused: model
 max_model_len, max_num_seqs (max batch size), max_num_batched_tokens (max tokens per iteration), dtype,
 quantization/kv_cache_dtype fp8, enable_prefix_caching (KV reuse), enable_chunked_prefill (chunked context),
 lora_adapters and max_lora_rank. What follows (world size, build flags, the engine cache key) is derived
-in gridready/serving/triton_plan.py and triton_build.py, never typed by hand.
+in gridready/serving/triton/plan.py and triton_build.py, never typed by hand.
 """
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ class FixedCostOverride(BaseModel):
 
 
 class SitePins(BaseModel):
-    """`<inventory>/triton_versions.yml`: the site's replacements of the pins (gridready/serving/triton_versions.py
+    """`<inventory>/triton_versions.yml`: the site's replacements of the pins (gridready/serving/triton/versions.py
     says how they apply)."""
 
     model_config = ConfigDict(extra="forbid")

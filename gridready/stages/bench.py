@@ -18,8 +18,9 @@ from gridready.errors import InvalidInput, NotCertified
 from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory
 from gridready.serving import topology
-from gridready.stages import serve_config, serve_verify
 from gridready.stages.common import Timer
+from gridready.stages.serve import plan as serve_plan
+from gridready.stages.serve import verify as serve_verify
 
 STAGE = "bench"
 
@@ -53,14 +54,14 @@ def run(inv: Inventory, ctx: RunContext) -> BenchSummary:
         messages.append("invoke bench drives tiers on target hosts; Kubernetes Services are cluster-internal")
     else:
         try:
-            cert = serve_config.current_certification(inv, ctx)
+            cert = serve_plan.current_certification(inv, ctx)
             plans = topology.plan_tiers(inv, cert)
             served = deployed(inv, ctx, plans)
         except (NotCertified, InvalidInput) as err:
             status, code = ("not-certified" if err.code == ExitCode.NOT_CERTIFIED else "error"), err.code
             messages += str(err).splitlines()
         else:
-            data["plan"] = serve_config.plan_summary(plans, cert)
+            data["plan"] = serve_plan.plan_summary(plans, cert)
             status, code = serve_verify.verify_tiers(inv, ctx, cert, plans, data, messages, stage=STAGE)
     return BenchSummary(
         customer=inv.customer, run_id=ctx.run_id, status=status, exit_code=int(code),  # type: ignore[arg-type]

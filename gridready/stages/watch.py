@@ -141,7 +141,7 @@ def once(inv: Inventory, ctx: RunContext, signals: list[Signal], policy: Policy 
     A node drained for a fault is re-certified on the gates that match it only (one certify run per set of gates,
     which records nothing itself; its outcome is merged here: gridready.ledger.record_targeted); a node with no
     fault left, or due for its scheduled re-certification, gets a full certify run, which records itself. When the
-    drained set changed, `route` (gridready.stages.serve_drain.sync_serving) takes the drained nodes' replicas out
+    drained set changed, `route` (gridready.stages.serve.drain.sync_serving) takes the drained nodes' replicas out
     of the live router, or puts returned ones back."""
     _, book = ledger.read(ctx.root, inv.customer)
     was = {n for n, e in book.nodes.items() if e.drained}
@@ -205,7 +205,7 @@ def run(inv: Inventory, ctx: RunContext, signals: str | None, policy: Policy,
         recertify: Callable[[Inventory, RunContext], Any]) -> dict[str, Any]:
     """`invoke watch --once`: signals from the file, else from the nodes over SSH; then one pass."""
     from gridready.stages.fabric import SshRunner
-    from gridready.stages.serve_drain import sync_serving
+    from gridready.stages.serve.drain import sync_serving
 
     found = read_signals(signals) if signals else collect(inv, ledger.read(ctx.root, inv.customer)[1],
                                                           SshRunner.from_inventory(inv))

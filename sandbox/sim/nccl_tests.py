@@ -1,6 +1,6 @@
 """Simulated nccl-tests binaries (all_reduce_perf, all_gather_perf, ...): the nccl-tests 2.x text format.
 
-Bus bandwidth comes from the profile: the catalog's NVLink figure inside one node (ring, or NVLS unless
+Bus bandwidth comes from the profile: the SKU's NVLink figure (hardware.py) inside one node (ring, or NVLS unless
 NCCL_NVLS_ENABLE=0 / NCCL_ALGO=Ring), the HCAs across nodes. Under the simulated `mpirun` the env var
 GRIDREADY_SIM_WORLD holds every participant's profile and the slowest participant bounds the result.
 Marker: a `# gridready-sim:` comment after `# Collective test starting`. `-J file` writes nccl-tests 2.19.6's JSON
@@ -125,9 +125,9 @@ def sizes(o: Options) -> list[int]:
 
 
 def nvlink_bound(host: Host, ngpus: int, env: dict[str, str], collective: str = "all_reduce") -> float:
-    """Peak busbw (GB/s) of one node's GPUs from the catalog's reference for this collective (its all_reduce one
-    where the catalog has none: busbw normalises the collectives, nccl-tests doc/PERFORMANCE.md), lowered by NVLink,
-    PCIe and NCCL faults."""
+    """Peak busbw (GB/s) of one node's GPUs from the SKU's reference (hardware.py) for this collective (its
+    all_reduce one where it has none: busbw normalises the collectives, nccl-tests doc/PERFORMANCE.md), lowered by
+    NVLink, PCIe and NCCL faults."""
     nvls_off = env.get("NCCL_NVLS_ENABLE") == "0" or env.get("NCCL_ALGO", "").lower() == "ring"
     mine = [f for f in host.sku["nccl"] if f.get("collective", "all_reduce") == collective]
     ref_list = mine or [f for f in host.sku["nccl"] if f.get("collective", "all_reduce") == "all_reduce"]

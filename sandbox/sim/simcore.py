@@ -2,13 +2,14 @@
 
 Stdlib only (Debian bookworm's python3 runs this on the sandbox hosts, where it is installed as the package
 `gridready_sim` under /usr/lib/gridready-sim). The profile is the JSON written from
-`sandbox.profile.HardwareProfile`; SKU facts come from skus.json (baked from gridready.catalog when the
-packages are built) or, in the repository, from gridready.catalog itself.
+`sandbox.profile.HardwareProfile`; SKU facts come from the simulator's own table (hardware.py, NVIDIA's published
+figures with their sources; baked into skus.json when the packages are built), never from the product's catalog.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 import sys
@@ -115,36 +116,16 @@ def versions() -> dict[str, str]:
 
 
 def skus() -> dict[str, dict[str, Any]]:
-    """SKU facts by catalog name: skus.json on the hosts, gridready.catalog in the repository."""
+    """SKU facts by name: the simulator's own table (hardware.py), as baked into skus.json on the hosts."""
     baked = HERE / "skus.json"
     if baked.exists():
         return json.loads(baked.read_text())
-    from gridready import catalog  # only in the repository (tests)
-
-    return catalog_facts(catalog.SKUS)
-
-
-def catalog_facts(sku_list: Any) -> dict[str, dict[str, Any]]:
-    """The subset of gridready.catalog the tools need (also written to skus.json by the package builder)."""
-    out: dict[str, dict[str, Any]] = {}
-    for s in sku_list:
-        out[s.name] = {
-            "device_id": s.device_id,
-            "aliases": list(s.aliases),
-            "nvlink_links": s.nvlink_links,
-            "nvlink_link_gbps": s.nvlink_link_gbps,
-            "nvswitch": s.nvswitch,
-            "pcie_gen": s.pcie_gen,
-            "pcie_width": s.pcie_width,
-            "power_limit_w": s.power_limit_w,
-            "max_sm_clock_mhz": s.max_sm_clock_mhz,
-            "max_mem_clock_mhz": s.max_mem_clock_mhz,
-            "nccl": [{"gpus": f.gpus, "algo": f.algo, "collective": f.collective, "reference_gbps": f.reference_gbps}
-                     for f in s.nccl_floors],
-            "shapes": [{"gpus": n.gpus, "platform": n.platform, "nvswitch": n.nvswitch, "nvlink_links": n.nvlink_links}
-                       for n in s.shapes],
-        }
-    return out
+    # loaded by path: this module is also loaded on its own, outside its package (sandbox/torch_sim.py)
+    spec = importlib.util.spec_from_file_location("_gridready_sim_hardware", HERE / "hardware.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.skus()
 
 
 def h(text: str, n: int = 8) -> int:
@@ -389,7 +370,7 @@ def load(path: Path | None = None) -> Host:
 def with_shape(sku: dict[str, Any], gpus: int, platform: str) -> dict[str, Any]:
     """What the node's shape exposes: a one-GPU VM slice reads fabric state N/A and prints no NVLinks
     (shared/fixtures/h200x1: real `nvidia-smi -q -x` <fabric><state>N/A, `nvidia-smi nvlink -s` empty, exit 0);
-    a 4-GPU HGX board has NVLink but no NVSwitch (catalog shapes, with their sources)."""
+    a 4-GPU HGX board has NVLink but no NVSwitch (hardware.py shapes, with their sources)."""
     shape = next((s for s in sku.get("shapes", []) if s["gpus"] == gpus and s["platform"] == platform), None)
     if shape is None:
         return {**sku, "platform": platform}

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from gridready import catalog, inventory
+from gridready import inventory
 from gridready.provision_vars import role_vars
 from sandbox import paths
 from sandbox.sim import simcore
@@ -106,7 +106,7 @@ def _simulated_sysfs(fleet: Any) -> None:
         if fleet.ssh(host, "test -e /var/lib/gridready-sim/sysfs/GRIDREADY_SIMULATED", check=False).returncode == 0:
             continue
         files = {name: (SIM_DIR / name).read_text() for name in ("simcore.py", "sysfs.py", "versions.json")}
-        files["skus.json"] = json.dumps(simcore.catalog_facts(catalog.SKUS))
+        files["skus.json"] = json.dumps(simcore.skus())
         script = "\n".join(
             ["set -e", "d=$(mktemp -d)", "mkdir -p $d/gridready_sim", "touch $d/gridready_sim/__init__.py"]
             + [f"cat > $d/gridready_sim/{name} <<'GRIDREADY_EOF'\n{text.rstrip()}\nGRIDREADY_EOF"

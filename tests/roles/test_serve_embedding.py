@@ -126,12 +126,13 @@ def test_every_triton_listener_is_behind_the_firewall(served) -> None:
 
 def test_a_second_run_changes_nothing_and_check_mode_agrees(served) -> None:
     from gridready.serving import topology
-    from gridready.stages import serve_config, serve_deploy
+    from gridready.stages.serve import embedding as serve_embedding
+    from gridready.stages.serve import plan as serve_plan
 
     inv, root = served["inv"], served["root"]
     for run_id, check in (("20261201T030000Z-again", False), ("20261201T030100Z-check", True)):
         ctx = RunContext(customer=inv.customer, run_id=run_id, root=root, check=check)
-        cert = serve_config.current_certification(inv, ctx)
+        cert = serve_plan.current_certification(inv, ctx)
         plans = topology.plan_tiers(inv, cert)
-        result = serve_deploy.redeploy_embedding(inv, ctx, cert, plans, plans[0], None, "serve")
+        result = serve_embedding.redeploy_embedding(inv, ctx, cert, plans, plans[0], None, "serve")
         assert result.changed_hosts == [], (check, result.changed_hosts)

@@ -129,7 +129,7 @@ def test_unit_files_and_ports(triton_host) -> None:
     assert host.file(f"/var/lib/gridready/triton/{TIER}/launch.sh").mode == 0o755
     ip = fleet.addresses["node1"]
     for port in (8000, 9000):  # KServe HTTP beside the OpenAI frontend, which serves /metrics on its own port
-        # Triton has no auth of its own: it binds the service address only (serving/triton_launch.py)
+        # Triton has no auth of its own: it binds the service address only (serving/triton/launch.py)
         assert host.socket(f"tcp://{ip}:{port}").is_listening, port
         assert not host.socket(f"tcp://0.0.0.0:{port}").is_listening, port
     assert not host.socket("tcp://0.0.0.0:8002").is_listening  # the frontend has no --metrics-port

@@ -203,7 +203,7 @@ def test_serve_down_stops_every_serving_unit_and_records_nothing_served(served) 
     serving roles installed is stopped and disabled on every node, the firewall unit stays, and the ledger holds an
     empty deployment."""
     from gridready import ledger
-    from gridready.stages import serve_down
+    from gridready.stages.serve import down as serve_down
 
     fleet, root = served["fleet"], served["root"]
     inv = inventory.load(fleet.inventory)

@@ -15,7 +15,7 @@ from gridready.exitcodes import ExitCode
 from gridready.serving import router
 from gridready.spec import Slo
 from gridready.spec.router import Route
-from gridready.stages import canary
+from gridready.stages.serve import canary as canary
 from tests.router.harness import Harness
 
 from .conftest import CANARY_BASE, CANARY_MODEL, MODEL

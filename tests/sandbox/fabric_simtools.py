@@ -15,7 +15,6 @@ import tarfile
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from gridready import catalog
 from sandbox.profile import HardwareProfile
 from sandbox.pytest_plugin import Fleet
 from sandbox.sim import simcore
@@ -39,7 +38,7 @@ def _bundle() -> str:
         for p in sorted(SIM_DIR.iterdir()):
             if p.is_file() and p.suffix in (".py", ".json", ".txt"):
                 tar.add(p, arcname=f"gridready_sim/{p.name}")
-        skus = json.dumps(simcore.catalog_facts(catalog.SKUS)).encode()
+        skus = json.dumps(simcore.skus()).encode()
         info = tarfile.TarInfo("gridready_sim/skus.json")
         info.size = len(skus)
         tar.addfile(info, io.BytesIO(skus))

@@ -12,7 +12,7 @@ def test_sample_is_the_default_hgx_h200_host():
     p = HardwareProfile.sample("gpu-1", address="10.77.0.11")
     assert (p.sku, p.gpus, len(p.hcas)) == ("H200-SXM-141GB", 8, 8)
     assert {h.rate_gbps for h in p.hcas} == {400} and p.hcas[0].name == "mlx5_0"
-    assert p.healthy and p.catalog_sku.device_id == "0x2335"
+    assert p.healthy and p.facts["device_id"] == "0x2335"
 
 
 def test_json_round_trip(tmp_path):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gridready.serving import sglang_versions
+from gridready.serving.sglang import versions as sglang_versions
 from gridready.spec.serving import VLLM_VERSION
 from sandbox import pypi
 

@@ -164,22 +164,36 @@ def test_the_gate_names_the_spec_accepts_are_the_gates_judge_runs():
     assert ("probe", *judge.GATE_NAMES) == gates.NODE_GATE_NAMES
 
 
-# docs/architecture.md, "Inside stages/": a stage is a module with a top-level `run`; the rest of stages/ are the
-# pieces stages compose. Pieces import no stage, and a stage imports another only where it composes it.
+# docs/architecture.md, "Inside stages/": a stage is a module of stages/ with a top-level `run` (a package's in its
+# __init__, its modules are its steps); the rest of stages/ are the pieces stages compose. Pieces import no stage,
+# and a stage imports another only where it composes it.
 STAGES_COMPOSED = {("plan", "provision"), ("plan", "serve"), ("discover", "certify")}
 
 
+def stage_modules() -> dict[str, Path]:
+    """The modules of gridready/stages/ by dotted name below it: `bench`, `serve` (the package), `serve.verify`."""
+    out = {}
+    for path in (PKG / "stages").rglob("*.py"):
+        name = module_of(path)[0].removeprefix("gridready.stages")
+        if name:
+            out[name.removeprefix(".")] = path
+    return out
+
+
 def stage_imports(path: Path) -> set[str]:
-    """Names of the modules of gridready/stages/ that a file imports."""
+    """Dotted names (below gridready.stages) of the modules of gridready/stages/ that a file imports."""
+    known = stage_modules()
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.ImportFrom) and node.module == "gridready.stages":
-            found |= {a.name for a in node.names}
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("gridready.stages."):
-            found.add(node.module.split(".")[2])  # type: ignore[union-attr]
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("gridready.stages"):
+            base = (node.module or "").removeprefix("gridready.stages").removeprefix(".")
+            for a in node.names:
+                sub = f"{base}.{a.name}" if base else a.name
+                found.add(sub if sub in known else base)
         elif isinstance(node, ast.Import):
-            found |= {a.name.split(".")[2] for a in node.names if a.name.startswith("gridready.stages.")}
-    return found
+            found |= {a.name.removeprefix("gridready.stages.") for a in node.names
+                      if a.name.startswith("gridready.stages.")}
+    return found - {""}
 
 
 def is_stage(path: Path) -> bool:
@@ -187,10 +201,10 @@ def is_stage(path: Path) -> bool:
 
 
 def test_stage_pieces_import_no_stage_and_stages_only_those_they_compose():
-    files = {p.stem: p for p in (PKG / "stages").glob("*.py") if p.stem != "__init__"}
-    stages = {name for name, path in files.items() if is_stage(path)}
-    assert {"provision", "certify", "serve", "bench"} <= stages and "serve_verify" not in stages
-    wrong = [f"stages/{name}.py imports the stage {dst}" for name, path in sorted(files.items())
+    files = {name: path for name, path in stage_modules().items() if name != "__init__"}
+    stages = {name for name, path in files.items() if "." not in name and is_stage(path)}  # a step's run is a piece
+    assert {"provision", "certify", "serve", "bench"} <= stages and "serve.verify" not in stages
+    wrong = [f"stages/{name} imports the stage {dst}" for name, path in sorted(files.items())
              for dst in sorted(stage_imports(path) & stages)
              if dst != name and (name not in stages or (name, dst) not in STAGES_COMPOSED)]
     assert wrong == []

@@ -16,7 +16,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from gridready import evidence
 from gridready.errors import InvalidInput
-from gridready.stages import attest, serve_deploy
+from gridready.stages import attest
+from gridready.stages.serve import deploy as serve_deploy
 from gridready.yamlio import MAX_ARTIFACT_BYTES
 
 

@@ -23,8 +23,8 @@ import pulumi_kubernetes as k8s
 from pydantic import BaseModel, ConfigDict, Field
 
 from gridready.serving import mpi_ssh, triton
-from gridready.serving.triton_launch import REPO_IN, worker_script
-from gridready.serving.triton_plan import ENGINES_DIR, WEIGHTS_DIR, TritonPlan
+from gridready.serving.triton.launch import REPO_IN, worker_script
+from gridready.serving.triton.plan import ENGINES_DIR, WEIGHTS_DIR, TritonPlan
 from gridready.stacks.serving import timeouts
 
 TIER_LABEL = "gridready.io/tier"

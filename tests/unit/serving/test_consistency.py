@@ -11,7 +11,7 @@ import pytest
 from gridready import pulumi as gpulumi
 from gridready.monitoring import kubernetes_monitors
 from gridready.serving import consistency, topology
-from gridready.stages import serve_config
+from gridready.stages.serve import config as serve_config
 from tests.summaries import certified_ledger
 from tests.unit.serving.conftest import vllm_tier
 

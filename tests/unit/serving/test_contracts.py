@@ -16,8 +16,9 @@ from gridready.certify.judge import judge_fleet
 from gridready.contracts import BenchSummary, CertifySummary, ServeSummary
 from gridready.errors import InvalidInput
 from gridready.exitcodes import ExitCode
-from gridready.stages import bench, serve, serve_deploy
+from gridready.stages import bench, serve
 from gridready.stages import certify as certify_stage
+from gridready.stages.serve import deploy as serve_deploy
 from tests.summaries import HCAS, certification
 from tests.unit.serving.conftest import vllm_tier
 

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from gridready.serving import sglang, topology, vllm
-from gridready.serving.sglang_versions import pin
+from gridready.serving.sglang.versions import pin
 from gridready.spec import sglang as sglang_spec
 from gridready.spec.serving import VLLM_VERSION, Tier
 from sandbox.engine.entry import option_parser

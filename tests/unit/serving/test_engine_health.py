@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from gridready.serving import topology
-from gridready.stages import serve_config
+from gridready.stages.serve import config as serve_config
 from tests.summaries import certified_ledger
 from tests.unit.serving.conftest import vllm_tier
 

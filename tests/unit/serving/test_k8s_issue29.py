@@ -13,7 +13,7 @@ from gridready import pulumi as gpulumi
 from gridready.errors import InvalidInput
 from gridready.monitoring import kubernetes_monitors
 from gridready.serving import consistency, manifests, topology
-from gridready.stages import serve_config
+from gridready.stages.serve import config as serve_config
 from tests.summaries import certified_ledger
 from tests.unit.serving.conftest import vllm_tier
 from tests.unit.serving.test_consistency import PROMETHEUS, triton_tier

@@ -15,7 +15,8 @@ from gridready import pulumi as gpulumi
 from gridready import vault
 from gridready.serving import topology
 from gridready.stacks.serving import router as front
-from gridready.stages import serve_config, serve_router
+from gridready.stages.serve import config as serve_config
+from gridready.stages.serve import router as serve_router
 from tests.summaries import certified_ledger
 from tests.unit.serving.conftest import vllm_tier
 

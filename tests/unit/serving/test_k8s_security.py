@@ -12,7 +12,7 @@ import pytest
 
 from gridready import pulumi as gpulumi
 from gridready.serving import consistency, manifests, topology
-from gridready.stages import serve_config
+from gridready.stages.serve import config as serve_config
 from tests.summaries import certified_ledger
 from tests.unit.serving.conftest import vllm_tier
 from tests.unit.serving.test_consistency import PROMETHEUS, triton_tier

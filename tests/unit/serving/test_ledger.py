@@ -13,8 +13,9 @@ from gridready.contracts import CertifySummary
 from gridready.errors import InvalidInput, NotCertified
 from gridready.exitcodes import ExitCode
 from gridready.serving import topology
-from gridready.stages import bench, serve, serve_deploy
+from gridready.stages import bench, serve
 from gridready.stages import certify as certify_stage
+from gridready.stages.serve import deploy as serve_deploy
 from tests.summaries import certification, certified_ledger
 
 A, B, C = "20261130T010000Z-aaaa", "20261130T020000Z-bbbb", "20261130T030000Z-cccc"

@@ -13,7 +13,7 @@ import pytest
 from gridready import pulumi as gpulumi
 from gridready.serving import topology
 from gridready.stacks.platform.program import merged_taints
-from gridready.stages import serve_config
+from gridready.stages.serve import config as serve_config
 from tests.summaries import certified_ledger
 from tests.unit.serving.conftest import vllm_tier
 
@@ -80,7 +80,7 @@ def test_a_drained_node_gets_gridreadys_taint_as_noexecute(make_inv, live_pool_t
 def test_the_watcher_applies_the_drain_through_the_platform_stack(make_inv, monkeypatch, tmp_path) -> None:
     from gridready import ledger
     from gridready.artifacts import RunContext
-    from gridready.stages import serve_drain
+    from gridready.stages.serve import drain as serve_drain
 
     inv = make_inv(3, [vllm_tier()], target="kubernetes")
     (inv.path / "kubeconfig.yml").write_text("apiVersion: v1\nkind: Config\n")

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from gridready.artifacts import RunContext
-from gridready.stages import serve, serve_deploy
+from gridready.stages import serve
+from gridready.stages.serve import deploy as serve_deploy
 
 
 def test_pulumi_state_is_kept_out_of_the_artifacts(make_inv, write_certify, monkeypatch, tmp_path):

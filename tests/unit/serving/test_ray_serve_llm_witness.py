@@ -47,7 +47,7 @@ def test_every_rendered_deployment_option_is_one_ray_knows():
 
 
 def test_gridreadys_refusals_are_rays():
-    """What gridready refuses before rendering (gridready/serving/vllm.py lora_config: a node-local adapter
+    """What gridready refuses before rendering (gridready/serving/vllm/__init__.py lora_config: a node-local adapter
     folder), Ray's LLMConfig refuses too; and Ray refuses the mistakes a hand edit could make."""
     variants = json.loads(WITNESS.read_text())["variants"]
     assert variants["local lora path"]["valid"] is False

@@ -16,7 +16,10 @@ from gridready.artifacts import RunContext
 from gridready.errors import InvalidInput
 from gridready.serving import consistency, manifests, router, topology
 from gridready.spec.router import Route, RouteTarget
-from gridready.stages import canary, serve_canary, serve_config, serve_router
+from gridready.stages.serve import canary as canary
+from gridready.stages.serve import config as serve_config
+from gridready.stages.serve import rollout as serve_canary
+from gridready.stages.serve import router as serve_router
 from tests.unit.serving.conftest import vllm_tier
 from tests.unit.serving.test_serve_router import with_router
 

@@ -13,7 +13,7 @@ from gridready import pulumi as gpulumi
 from gridready.artifacts import RunContext
 from gridready.contracts import ServeSummary
 from gridready.exitcodes import ExitCode
-from gridready.stages import serve_down
+from gridready.stages.serve import down as serve_down
 from tests.unit.serving.conftest import vllm_tier
 
 

@@ -10,7 +10,9 @@ from typing import Any
 
 from gridready import ansible, ledger
 from gridready.artifacts import RunContext
-from gridready.stages import serve, serve_deploy, serve_drain, watch
+from gridready.stages import serve, watch
+from gridready.stages.serve import deploy as serve_deploy
+from gridready.stages.serve import drain as serve_drain
 from tests.summaries import certification
 from tests.unit.serving.conftest import vllm_tier
 from tests.unit.serving.test_serve_router import with_router
@@ -99,12 +101,13 @@ def test_bench_says_in_words_which_deployment_differs(make_inv, monkeypatch, tmp
 
     from gridready.errors import InvalidInput
     from gridready.serving import topology
-    from gridready.stages import bench, serve_config
+    from gridready.stages import bench
+    from gridready.stages.serve import plan as serve_plan
 
     _, root, _ = _served(make_inv, monkeypatch, tmp_path)
     one = with_router(make_inv(3, [{**TIER, "replicas": 1}]))
     ctx = RunContext(customer="acme", run_id="20261202T055000Z-bnch", root=root)
-    plans = topology.plan_tiers(one, serve_config.current_certification(one, ctx))
+    plans = topology.plan_tiers(one, serve_plan.current_certification(one, ctx))
     with pytest.raises(InvalidInput) as err:
         bench.deployed(one, ctx, plans)
     assert "served chat on gpu01, gpu02, but the current certification plans chat on gpu01" in str(err.value)

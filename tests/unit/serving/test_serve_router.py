@@ -13,7 +13,9 @@ from gridready import inventory, ledger
 from gridready.artifacts import RunContext
 from gridready.errors import InvalidInput
 from gridready.serving import topology
-from gridready.stages import serve, serve_deploy, serve_router
+from gridready.stages import serve
+from gridready.stages.serve import deploy as serve_deploy
+from gridready.stages.serve import router as serve_router
 from tests.summaries import certified_ledger
 from tests.unit.serving.conftest import vllm_tier
 from tests.unit.serving.test_serve_stage import _fake_playbook

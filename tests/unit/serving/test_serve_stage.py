@@ -12,7 +12,8 @@ from gridready import ansible, vault
 from gridready.artifacts import RunContext
 from gridready.exitcodes import ExitCode
 from gridready.serving import manifests
-from gridready.stages import serve, serve_deploy
+from gridready.stages import serve
+from gridready.stages.serve import deploy as serve_deploy
 from tests.unit.serving.conftest import vllm_tier
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from gridready.artifacts import RunContext
 from gridready.serving import topology
-from gridready.stages import serve_verify
+from gridready.stages.serve import verify as serve_verify
 from tests.summaries import certified_ledger
 from tests.unit.test_inventory_errors import EMBED
 

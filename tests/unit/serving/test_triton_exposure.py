@@ -21,7 +21,7 @@ def test_every_triton_listener_is_an_api_port_of_the_leader(make_inv) -> None:
 
 
 def test_a_fixed_cost_tier_is_one_node_and_every_listener_an_api_port(make_inv, tmp_path) -> None:
-    from gridready.stages import serve_config
+    from gridready.stages.serve import config as serve_config
     from tests.unit.test_inventory_errors import EMBED
 
     settings = {**EMBED["embedding"], "metrics_port": 9102}

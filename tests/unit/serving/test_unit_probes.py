@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 from gridready.stages import fabric
 from gridready.stages.fabric import CommandResult
-from gridready.stages.serve_verify import unit_name, unit_probes
+from gridready.stages.serve.verify import unit_name, unit_probes
 
 
 class FakeRunner:

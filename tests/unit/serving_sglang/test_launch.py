@@ -9,8 +9,9 @@ import pytest
 
 from gridready.errors import InvalidInput
 from gridready.serving import sglang, topology
-from gridready.serving.sglang_versions import pin
-from gridready.stages import serve_config, serve_verify
+from gridready.serving.sglang.versions import pin
+from gridready.stages.serve import config as serve_config
+from gridready.stages.serve import verify as serve_verify
 from tests.summaries import certified_ledger
 from tests.unit.serving.conftest import vllm_tier
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from gridready import catalog
 from gridready.serving.triton import make_plan
-from gridready.serving.triton_plan import TritonPlan
+from gridready.serving.triton.plan import TritonPlan
 from gridready.spec.parallel import Parallelism
 from gridready.spec.serving import Tier
 from gridready.spec.triton import SitePins, TritonSettings

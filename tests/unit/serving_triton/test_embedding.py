@@ -11,10 +11,10 @@ import yaml
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2
 
-from gridready.serving import triton_embedding as te
-from gridready.serving.triton_launch import server_command as trtllm_command
-from gridready.serving.triton_pbtxt import RepositoryError
-from gridready.serving.triton_versions import fixed_cost_pin
+from gridready.serving.triton import embedding as te
+from gridready.serving.triton.launch import server_command as trtllm_command
+from gridready.serving.triton.pbtxt import RepositoryError
+from gridready.serving.triton.versions import fixed_cost_pin
 from gridready.spec.serving import Tier
 from tests.unit.serving_triton.conftest import plan as trtllm_plan
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from gridready.serving import engine_cache, triton
-from gridready.serving.triton_build import build_script, engine_key
+from gridready.serving.triton.build import build_script, engine_key
 
 from .conftest import plan, run_in_image
 
@@ -144,5 +144,5 @@ def test_local_weights_and_lora_dirs_key_the_engine_by_content(tmp_path: Path) -
 
 
 def test_a_hub_model_is_keyed_by_its_revision_alone() -> None:
-    from gridready.serving.triton_build import content_inputs
+    from gridready.serving.triton.build import content_inputs
     assert content_inputs(plan("8b", 1, 1, mode="engine")) == []

@@ -9,9 +9,10 @@ from pydantic import ValidationError
 
 from gridready.errors import InvalidInput
 from gridready.exitcodes import ExitCode
-from gridready.serving import triton, triton_repo
-from gridready.serving.triton_pbtxt import Enum, RepositoryError, parse, render
-from gridready.serving.triton_wiring import check_ensemble
+from gridready.serving import triton
+from gridready.serving.triton import repo as triton_repo
+from gridready.serving.triton.pbtxt import Enum, RepositoryError, parse, render
+from gridready.serving.triton.wiring import check_ensemble
 
 from .conftest import SITE_DIGEST, plan
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from gridready.serving import mpi_ssh, triton_launch
+from gridready.serving import mpi_ssh
+from gridready.serving.triton import launch as triton_launch
 
 
 def test_the_secret_files_pin_the_host_key_and_authorize_the_client(tmp_path: Path) -> None:

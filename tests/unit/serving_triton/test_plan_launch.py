@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 from gridready.serving import triton
-from gridready.serving.triton_build import build_flags, build_script, conversion_args
-from gridready.serving.triton_launch import server_command
+from gridready.serving.triton.build import build_flags, build_script, conversion_args
+from gridready.serving.triton.launch import server_command
 
 from .conftest import plan
 

@@ -10,7 +10,7 @@ from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2
 
 from gridready.serving import triton
-from gridready.serving.triton_pbtxt import PLACEHOLDER
+from gridready.serving.triton.pbtxt import PLACEHOLDER
 
 from .conftest import MATRIX, plan
 

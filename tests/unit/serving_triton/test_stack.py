@@ -11,7 +11,7 @@ import pytest
 
 from gridready import pulumi as gpulumi
 from gridready.serving import manifests, mpi_ssh
-from gridready.serving.triton_pbtxt import parse
+from gridready.serving.triton.pbtxt import parse
 from gridready.stacks.serving.triton import tier_config
 
 from .conftest import plan

@@ -21,7 +21,7 @@ class SglangPin(BaseModel):
 
 @cache
 def _pin() -> SglangPin:
-    raw = yaml.safe_load((Path(__file__).resolve().parent.parent / "data" / "sglang_versions.yml").read_text())
+    raw = yaml.safe_load((Path(__file__).resolve().parents[2] / "data" / "sglang_versions.yml").read_text())
     return SglangPin(**raw["sglang"])
 
 

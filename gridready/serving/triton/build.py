@@ -13,7 +13,7 @@ import shlex
 from dataclasses import dataclass
 
 from gridready.serving.engine_cache import MARKER, EngineKey
-from gridready.serving.triton_plan import ENGINES_DIR, TritonPlan
+from gridready.serving.triton.plan import ENGINES_DIR, TritonPlan
 
 CHECKPOINT_SUBDIR = "checkpoint"  # conversion output inside the build's scratch dir, not cached
 ENGINE_SUBDIR = "engine"  # what the cache keeps: <entry>/engine/{config.json, rank*.engine}

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from gridready.serving import weights
-from gridready.serving.sglang_versions import pin
+from gridready.serving.sglang.versions import pin
 from gridready.serving.topology import Certification, CertifiedNode, ReplicaPlan, TierPlan, rdma_hcas
 from gridready.serving.vllm import STOP_MARGIN_S
 from gridready.spec import ServingSpec, Tier, engine_options
@@ -177,3 +177,10 @@ def k8s_tier(plan: TierPlan, env: dict[str, str], serving: ServingSpec) -> dict[
         "memory": k.worker_memory,
         "gpu_product_label": k.gpu_product_label,
     }
+
+
+# The face of every engine package (docs/architecture.md, "Serving engines as packages"): the tiers' `engine:` values
+# it serves, the sections of a tier it reads besides the keys every tier has, and its renderer per target.
+ENGINES = ("sglang",)
+TIER_SECTIONS = ("sglang",)
+RENDERS = {"hosts": units, "kubernetes": k8s_tier}

@@ -1,4 +1,5 @@
-"""`invoke serve --canary <tier> --weight N` (docs/layer3.md): the canary rollout of gridready.stages.canary.
+"""Step 6, rollout: `invoke serve --canary <tier> --weight N` (docs/layer3.md), the canary rollout of
+gridready.stages.serve.canary.
 
 The flags are checked before anything runs (exit 2, one line). On target hosts, serve deploys every tier with the
 canary's route as it is without the canary, readiness/smoke/benchmark pass on each tier directly, and then the
@@ -21,8 +22,11 @@ from gridready.inventory import Inventory
 from gridready.serving import router, topology
 from gridready.serving.topology import Certification, TierPlan
 from gridready.spec.router import Route
-from gridready.stages import canary, serve_config, serve_router
 from gridready.stages.common import outcome_from_playbook
+from gridready.stages.serve import canary as canary
+from gridready.stages.serve import config as serve_config
+from gridready.stages.serve import router as serve_router
+from gridready.stages.serve.context import STAGE, Redeployed, RolledOut
 
 DEFAULT_WEIGHT = 10
 
@@ -74,7 +78,7 @@ def on_hosts(inv: Inventory, ctx: RunContext, cert: Certification, plans: list[T
     routes = serve_router.routes(inv, ctx.root, plans)
     extravars = serve_config.hosts_extravars(inv, cert, plans)
     base = router.canary_route(routes, ctx.canary)
-    stage_dir = ctx.stage_dir("serve")
+    stage_dir = ctx.stage_dir(STAGE)
     applied: list[str] = []
     router_url = serve_router.extravars(inv, ctx.root, cert, plans, chosen=routes)["gridready_serve_router"]["url"]
     metrics = Endpoint.for_tier(plan.tier, cert.certified[plan.replicas[0].head].ip).metrics_url
@@ -109,3 +113,13 @@ def on_hosts(inv: Inventory, ctx: RunContext, cert: Certification, plans: list[T
 
 def record_dir(stage_dir: Path, tier: str) -> Path:
     return stage_dir / "decision" / f"canary-{tier}"
+
+
+def run(redeployed: Redeployed) -> RolledOut:
+    """On target hosts with --canary, after tiers that passed verify (not check mode)."""
+    ctx = redeployed.ctx
+    if redeployed.proceeds and redeployed.on_hosts and not ctx.run.check and ctx.run.canary:
+        with ctx.failing_on(GridreadyError):
+            ctx.outcome(*on_hosts(ctx.inv, ctx.run, redeployed.certification, redeployed.plans, ctx.data,
+                                  ctx.messages))
+    return RolledOut.after(redeployed)

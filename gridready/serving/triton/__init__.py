@@ -23,10 +23,11 @@ from typing import Any
 
 import yaml
 
-from gridready.serving import engine_cache, triton_repo, weights
+from gridready.serving import engine_cache, weights
 from gridready.serving.engine_cache import EngineRecord
-from gridready.serving.triton_build import build_script, engine_key
-from gridready.serving.triton_launch import (
+from gridready.serving.triton import repo as triton_repo
+from gridready.serving.triton.build import build_script, engine_key
+from gridready.serving.triton.launch import (
     EXTRA_LLM_API,
     bind_address,
     entry_model,
@@ -34,9 +35,9 @@ from gridready.serving.triton_launch import (
     model_dir,
     served_model,
 )
-from gridready.serving.triton_pbtxt import PLACEHOLDER, RepositoryError, render
-from gridready.serving.triton_plan import ENGINES_DIR, TritonPlan, make_plan
-from gridready.serving.triton_wiring import check_ensemble
+from gridready.serving.triton.pbtxt import PLACEHOLDER, RepositoryError, render
+from gridready.serving.triton.plan import ENGINES_DIR, TritonPlan, make_plan
+from gridready.serving.triton.wiring import check_ensemble
 from gridready.spec.serving import Tier
 from gridready.spec.triton import SitePins, TritonSettings
 
@@ -270,3 +271,12 @@ def summary_entry(
         "versions": repo.manifest.get("versions", {}),
         "engines": engines,
     }
+
+
+# The face of every engine package (docs/architecture.md, "Serving engines as packages"): the tiers' `engine:` values
+# it serves, the sections of a tier it reads besides the keys every tier has, and its renderer per target (the
+# model repository and role variables on hosts; the plan the stack's component deploys on Kubernetes). The fixed-cost
+# tier (triton-embedding, hosts only) renders through gridready.serving.triton.embedding.
+ENGINES = ("triton-trtllm", "triton-embedding")
+TIER_SECTIONS = ("triton", "embedding")
+RENDERS = {"hosts": hosts_extravars, "kubernetes": plan_for}

@@ -12,7 +12,7 @@ import shlex
 from collections.abc import Sequence
 
 from gridready.serving import mpi_ssh
-from gridready.serving.triton_plan import TritonPlan
+from gridready.serving.triton.plan import TritonPlan
 
 WORKER_WAIT_STEP_S = 5
 

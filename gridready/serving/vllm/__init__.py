@@ -331,3 +331,10 @@ def serving_stack_config(
     return {"customer": customer, "namespace": k.namespace, "hf_token_secret": k.hf_token_secret,
             "clients": list(serving.firewall_clients), "client_namespaces": list(k.client_namespaces),
             "vllm_tiers": vllm_tiers, "triton_tiers": triton_tiers}
+
+
+# The face of every engine package (docs/architecture.md, "Serving engines as packages"): the tiers' `engine:` values
+# it serves, the sections of a tier it reads besides the keys every tier has, and its renderer per target.
+ENGINES = ("vllm",)
+TIER_SECTIONS: tuple[str, ...] = ()
+RENDERS = {"hosts": hosts_extravars, "kubernetes": serving_stack_config}

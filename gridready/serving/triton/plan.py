@@ -11,7 +11,7 @@ from typing import Literal
 
 from gridready.catalog import Sku
 from gridready.errors import InvalidInput
-from gridready.serving.triton_versions import ReleaseLine, release_line
+from gridready.serving.triton.versions import ReleaseLine, release_line
 from gridready.spec.parallel import Parallelism
 from gridready.spec.serving import Tier
 from gridready.spec.triton import SitePins, TritonSettings

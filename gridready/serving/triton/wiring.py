@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gridready.serving.triton_pbtxt import RepositoryError
+from gridready.serving.triton.pbtxt import RepositoryError
 
 
 def check_ensemble(ensemble: Any, models: Mapping[str, Any]) -> None:

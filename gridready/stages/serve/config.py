@@ -3,7 +3,8 @@
 target hosts: the extra variables of playbooks/serve.yml (Ray topology and sizing, vLLM and SGLang
 units) and, per Triton replica, the role variables of gridready_triton_trtllm with its rendered model repository.
 target kubernetes: the config of the Pulumi stacks `platform` and `serving`, and the manifests rendered from them
-under mocks and validated offline. `serve`, `bench` and `invoke plan` read the certification and the plan here.
+under mocks and validated offline. The render step calls these for the run; the embedding redeploy
+(gridready/stages/serve/embedding.py), the canary's router runs and the drain's router play read them again.
 """
 
 from __future__ import annotations
@@ -13,69 +14,16 @@ from typing import Any
 
 from gridready import ledger
 from gridready import pulumi as gpulumi
-from gridready.artifacts import RunContext
-from gridready.bench.endpoint import Endpoint as BenchEndpoint
-from gridready.contracts import Endpoint
 from gridready.errors import GridreadyError
 from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory, project_root, site_pins
 from gridready.monitoring.prometheus import kubernetes_monitors
-from gridready.serving import (
-    consistency,
-    manifests,
-    sglang,
-    topology,
-    triton,
-    triton_embedding,
-    vllm,
-    weights,
-)
+from gridready.serving import consistency, manifests, sglang, topology, triton, vllm, weights
 from gridready.serving.topology import Certification, TierPlan
+from gridready.serving.triton import embedding as triton_embedding
 from gridready.stacks.serving import triton as triton_stack
-from gridready.stages import serve_router
 from gridready.stages.common import base_extravars
-
-STAGE = "serve"
-def current_certification(inv: Inventory, ctx: RunContext) -> Certification:
-    """The customer's ledger (exit 2 when foreign or drifted), read fail closed per node. `serve --render` needs no
-    cluster and no certification: with none yet, it renders as if every GPU node were certified (and says so);
-    a deployment always needs one."""
-    found = ledger.read(ctx.root, inv.customer)
-    if ctx.render and (found is None or not any(h in found[1].nodes for h in inv.gpu_hosts())):
-        return topology.hypothetical_certification(inv)
-    return topology.read_certification(inv, found)
-
-
-def roles(plans: list[TierPlan]) -> dict[str, str]:
-    """Each planned node's serving role, for the ledger and `invoke status`."""
-    out: dict[str, str] = {}
-    for plan in plans:
-        for r in plan.replicas:
-            out[r.head] = f"{plan.tier.name} head"
-            out.update({w: f"{plan.tier.name} worker" for w in r.workers if w not in out})
-    return out
-
-
-def endpoints(plans: list[TierPlan], cert: Certification) -> list[Endpoint]:
-    """Where each tier answers on target hosts (its first replica's head), for clients and `invoke bench`."""
-    out = []
-    for plan in plans:
-        heads = [r.head for r in plan.replicas]
-        ep = BenchEndpoint.for_tier(plan.tier, cert.certified[heads[0]].ip)
-        out.append(Endpoint(tier=plan.tier.name, engine=plan.tier.engine, api=str(ep.api), model=ep.model,
-                            url=ep.url, metrics_url=ep.metrics_url, heads=heads))
-    return out
-
-
-def plan_summary(plans: list[TierPlan], cert: Certification) -> list[dict[str, Any]]:
-    return [{
-        "tier": p.tier.name, "engine": p.tier.engine, "node_group": p.group.name,
-        "tensor_parallel": p.tensor_parallel, "pipeline_parallel": p.pipeline_parallel,
-        "nodes_per_replica": p.nodes_per_replica,
-        "replicas": [{"index": r.index, "head": r.head, "head_ip": cert.certified[r.head].ip,
-                      "workers": list(r.workers)} for r in p.replicas],
-    } for p in plans]
-
+from gridready.stages.serve import router as serve_router
 
 # --- target hosts -------------------------------------------------------------------------------------------
 

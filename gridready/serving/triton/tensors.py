@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gridready.serving.triton_pbtxt import Enum
+from gridready.serving.triton.pbtxt import Enum
 
 ENSEMBLE_IN = """
 text_input STRING 1

@@ -11,10 +11,10 @@ from typing import Any
 
 import yaml
 
-from gridready.serving.triton_build import ENGINE_SUBDIR, engine_key
-from gridready.serving.triton_pbtxt import Enum
-from gridready.serving.triton_plan import ENGINES_DIR, TritonPlan
-from gridready.serving.triton_tensors import (
+from gridready.serving.triton.build import ENGINE_SUBDIR, engine_key
+from gridready.serving.triton.pbtxt import Enum
+from gridready.serving.triton.plan import ENGINES_DIR, TritonPlan
+from gridready.serving.triton.tensors import (
     BLS_IN,
     ENSEMBLE_IN,
     LLMAPI_IN,

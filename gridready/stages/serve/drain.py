@@ -25,7 +25,9 @@ from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory
 from gridready.serving import topology, vllm
 from gridready.serving.topology import Certification, CertifiedNode, TierPlan
-from gridready.stages import serve_config, serve_deploy, serve_router
+from gridready.stages.serve import config as serve_config
+from gridready.stages.serve import deploy as serve_deploy
+from gridready.stages.serve import router as serve_router
 
 
 def deployed(inv: Inventory, book: ledger.Ledger) -> tuple[Certification, list[TierPlan]] | str:

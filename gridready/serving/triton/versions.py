@@ -52,7 +52,7 @@ class ReleaseLine(BaseModel):
 
 @cache
 def _pins() -> dict[str, Any]:
-    return yaml.safe_load((Path(__file__).resolve().parent.parent / "data" / "triton_versions.yml").read_text())
+    return yaml.safe_load((Path(__file__).resolve().parents[2] / "data" / "triton_versions.yml").read_text())
 
 
 def pins() -> dict[str, Any]:

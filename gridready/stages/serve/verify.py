@@ -1,9 +1,11 @@
-"""Readiness -> smoke -> benchmark -> SLO gate per tier, then the decision per model: what `serve` runs after a
-deployment on target hosts and `bench` runs again on its own.
+"""Step 4, verify: readiness -> smoke -> benchmark -> SLO gate per tier, then the decision per model and the
+router's added latency: what `serve` runs after a deployment on target hosts and `bench` runs again on its own.
 
 Each tier is measured on its first replica's head (gridready.bench.verify_tier); a tier that never gets ready is
 reported with its unit's state and last log lines, read over SSH. Writes the tier reports, the monitoring config,
-one decision record per model served by more than one tier, and the router's added latency into `data`.
+one decision record per model served by more than one tier, and the router's added latency into `data`. At
+deployment (stage serve) a fixed-cost tier's queue delay is swept, one redeploy per setting
+(gridready/stages/serve/embedding.py); putting its own setting back is the next step's (redeploy).
 """
 
 from __future__ import annotations
@@ -15,14 +17,16 @@ from typing import Any
 from gridready import bench, console, vault
 from gridready.artifacts import RunContext
 from gridready.bench import fixed_cost, queue_delay
-from gridready.errors import StageFailed
+from gridready.errors import GridreadyError, StageFailed
 from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory
 from gridready.monitoring.write import write_monitoring
 from gridready.serving.topology import Certification, TierPlan
 from gridready.spec import API_KEY_ENGINES
-from gridready.stages import serve_deploy, serve_router
 from gridready.stages.fabric import SshRunner
+from gridready.stages.serve import embedding
+from gridready.stages.serve import router as serve_router
+from gridready.stages.serve.context import STAGE, Deployed, Verified
 
 SKIP_ENV = "GRIDREADY_SERVE_SKIP_BENCH"
 
@@ -51,10 +55,11 @@ def unit_probes(inv: Inventory, host: str, unit: str) -> tuple[Callable[[], str]
 
 def _queue_delay_sweep(inv: Inventory, ctx: RunContext, cert: Certification, plans: list[TierPlan],
                       plan: TierPlan, endpoint: bench.Endpoint, stage: str, data: dict[str, Any]) -> list[str]:
-    """Sweep max_queue_delay_microseconds on the tier's first replica, write the decision record, and put the
-    tier's own setting back. Returns failures (the tier could not be redeployed or measured)."""
+    """Sweep max_queue_delay_microseconds on the tier's first replica and write the decision record; the tier is
+    left on the last setting tried (the redeploy step puts its own back). Returns failures (the tier could not be
+    redeployed or measured)."""
     def redeploy(delay: int | None) -> None:
-        serve_deploy.redeploy_embedding(inv, ctx, cert, plans, plan, delay, stage)
+        embedding.redeploy_embedding(inv, ctx, cert, plans, plan, delay, stage)
 
     timeout = float(inv.spec.serving.wait_timeout_s)
     try:
@@ -66,10 +71,6 @@ def _queue_delay_sweep(inv: Inventory, ctx: RunContext, cert: Certification, pla
     else:
         failure = [] if decision.best_us is not None else [f"tier {plan.tier.name}: queue-delay sweep: "
                                                            f"{decision.reason}"]
-    try:
-        redeploy(None)  # the tier serves its configured setting again
-    except StageFailed as err:
-        failure.append(str(err))
     if decision is not None:
         folder = ctx.stage_dir(stage) / "decision" / plan.tier.model.source.replace("/", "--")
         queue_delay.write(folder, decision)
@@ -80,8 +81,9 @@ def _queue_delay_sweep(inv: Inventory, ctx: RunContext, cert: Certification, pla
 
 
 def verify_tiers(inv: Inventory, ctx: RunContext, cert: Certification, plans: list[TierPlan], data: dict[str, Any],
-                 messages: list[str], stage: str) -> tuple[str, ExitCode]:
-    """Readiness, smoke, benchmark and SLO gate per tier (first replica's head), decision per model."""
+                 messages: list[str], stage: str, swept: list[TierPlan] | None = None) -> tuple[str, ExitCode]:
+    """Readiness, smoke, benchmark and SLO gate per tier (first replica's head), decision per model; the tiers whose
+    queue delay was swept are added to `swept`."""
     if os.environ.get(SKIP_ENV):
         messages.append(f"benchmark skipped ({SKIP_ENV})")
         return "success", ExitCode.OK
@@ -107,6 +109,8 @@ def verify_tiers(inv: Inventory, ctx: RunContext, cert: Certification, plans: li
         if fixed is not None and fixed.sweep is not None and reports[-1].readiness.ready:
             if stage == "serve":  # it restarts the tier once per setting: at deployment, never on a live tier
                 sweep_failures += _queue_delay_sweep(inv, ctx, cert, plans, plan, endpoint, stage, data)
+                if swept is not None:
+                    swept.append(plan)
             else:
                 messages.append(f"tier {plan.tier.name}: queue-delay sweep not run by {stage} (it restarts the "
                                 "tier once per setting; serve runs it)")
@@ -131,3 +135,13 @@ def verify_tiers(inv: Inventory, ctx: RunContext, cert: Certification, plans: li
     failed += sweep_failures
     messages += failed
     return ("failed", ExitCode.STAGE_FAILED) if failed else ("success", ExitCode.OK)
+
+
+def run(deployed: Deployed) -> Verified:
+    """On target hosts, after a deployment that changed the hosts (not check mode, not --render)."""
+    ctx, swept = deployed.ctx, list[TierPlan]()
+    if deployed.proceeds and deployed.on_hosts and not ctx.run.check:
+        with ctx.failing_on(GridreadyError):
+            ctx.outcome(*verify_tiers(ctx.inv, ctx.run, deployed.certification, deployed.plans, ctx.data,
+                                      ctx.messages, stage=STAGE, swept=swept))
+    return Verified.after(deployed, swept=swept)

@@ -34,7 +34,7 @@ LIVE_TIMEOUT_AFTER_SERVE_S = 60.0
 
 MASTER_KEY_VAR = "vault_gridready_router_master_key"
 # LiteLLM's custom_auth hook, one file for both targets (the hosts' role installs it; on Kubernetes a ConfigMap)
-AUTH_MODULE = Path(__file__).resolve().parents[2] / "roles" / "gridready_router" / "files" / "gridready_router_auth.py"
+AUTH_MODULE = Path(__file__).resolve().parents[3] / "roles" / "gridready_router" / "files" / "gridready_router_auth.py"
 
 
 def routes(inv: Inventory, root: Path, plans: list[TierPlan], canary: str | None = None) -> list[Route]:

@@ -1,10 +1,10 @@
-"""Deploy the planned tiers: playbooks/serve.yml on target hosts, the Pulumi stacks on target kubernetes.
+"""Step 3, deploy: what the render step made, applied: playbooks/serve.yml on target hosts, the Pulumi stacks on
+target kubernetes.
 
 target hosts: Ray clusters, vllm-<tier> and sglang-<tier> units and the first Triton replica in one run of
 serve.yml; every further Triton replica is its own `--tags triton` run limited to its hosts.
 target kubernetes: stacks/platform and stacks/serving through the Automation API when the pulumi CLI exists,
-else (and always with --render) only the manifests rendered from the same programs under mocks, validated
-offline, written to <stage_dir>/render/.
+else (and always with --render) only the manifests the render step wrote (nothing applied).
 """
 
 from __future__ import annotations
@@ -15,31 +15,22 @@ from typing import Any
 
 from gridready import ansible, console, vault
 from gridready import pulumi as gpulumi
-from gridready.artifacts import RunContext
-from gridready.contracts import HostOutcome
-from gridready.errors import InvalidInput, StageFailed
+from gridready.errors import GridreadyError, InvalidInput
 from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory
 from gridready.serving import mpi_ssh, topology
-from gridready.serving.topology import Certification, TierPlan
-from gridready.spec import API_KEY_ENGINES
-from gridready.stages import serve_config, serve_router
 from gridready.stages.common import outcome_from_playbook
-from gridready.stages.serve_config import STAGE
+from gridready.stages.serve import router as serve_router
+from gridready.stages.serve.context import STAGE, Deployed, Rendered
 from gridready.yamlio import YamlError, read_capped
 
 
-def hosts(inv: Inventory, ctx: RunContext, cert: Certification, plans: list[TierPlan],
-          outcomes: dict[str, HostOutcome], data: dict[str, Any], messages: list[str]) -> tuple[str, ExitCode]:
+def hosts(rendered: Rendered) -> tuple[str, ExitCode]:
     """Run serve.yml (once, plus once per further Triton replica); stops at the first run that fails."""
+    inv, ctx = rendered.ctx.inv, rendered.ctx.run
+    outcomes, data, messages = rendered.ctx.hosts, rendered.ctx.data, rendered.ctx.messages
     stage_dir = ctx.stage_dir(STAGE)
-    if any(p.tier.engine in API_KEY_ENGINES for p in plans):
-        vault.ensure_api_key(inv.customer, inv.path)  # Ansible reads it from the vault itself, never from here
-    extravars = (serve_config.hosts_extravars(inv, cert, plans)
-                 | serve_router.extravars(inv, ctx.root, cert, plans, ctx.canary))
-    serve_router.open_router_port(extravars)
-    units = serve_config.triton_units(inv, cert, plans, stage_dir)
-    data["triton"] = [entry for _, _, entry in units]
+    extravars, units = rendered.extravars, rendered.triton_units
     # the first Triton replica rides along with Ray and vLLM; each further one is its own `--tags triton` run
     runs: list[tuple[dict[str, Any], str | None, str | None, Path]] = []
     first_vars = units[0][1] if units else {}
@@ -82,27 +73,6 @@ def hosts(inv: Inventory, ctx: RunContext, cert: Certification, plans: list[Tier
     return status, code
 
 
-def redeploy_embedding(inv: Inventory, ctx: RunContext, cert: Certification, plans: list[TierPlan],
-                       plan: TierPlan, delay_us: int | None, stage: str) -> ansible.PlaybookResult:
-    """The first replica of a fixed-cost tier again, with max_queue_delay_microseconds `delay_us` (None: the
-    tier's own): `--tags triton` limited to its node (check mode with ctx.check); the role's handler restarts
-    Triton on a changed config. Raises StageFailed when the run fails."""
-    stage_dir = ctx.stage_dir(stage)
-    unit_hosts, role_vars, _ = serve_config.embedding_units(inv, cert, plan, stage_dir, delay_us)[0]
-    label = "configured" if delay_us is None else f"qd{delay_us}"
-    run_dir = stage_dir / f"triton-{plan.tier.name}-{label}"
-    run_dir.mkdir(parents=True, exist_ok=True)
-    extravars = (serve_config.hosts_extravars(inv, cert, plans) | role_vars
-                 | {"gridready_serve_triton_hosts": unit_hosts})
-    result = ansible.run_playbook(inv, "serve.yml", run_dir, check=ctx.check, limit=",".join(unit_hosts),
-                                  tags="triton", extravars=extravars)
-    _status, code, _outcomes = outcome_from_playbook(result)
-    if code != ExitCode.OK:
-        raise StageFailed(f"tier {plan.tier.name}: redeploying with max_queue_delay_microseconds "
-                          f"{label.removeprefix('qd')} failed ({result.status}, rc {result.rc}); see {run_dir}")
-    return result
-
-
 def _pulumi_line(stack: str) -> Callable[[str], None]:
     """Pulumi's own progress lines (resources created, waited for), passed on as they come: a rollout that waits
     for an engine build or a 70B load says what it waits for (the Automation API keeps its output otherwise)."""
@@ -139,15 +109,12 @@ def _secrets(inv: Inventory) -> dict[str, str]:
                                               for var in (vault.MPI_CLIENT_KEY_VAR, vault.MPI_HOST_KEY_VAR)))}
 
 
-def kubernetes(inv: Inventory, ctx: RunContext, cert: Certification, plans: list[TierPlan],
-               data: dict[str, Any], messages: list[str]) -> tuple[str, ExitCode]:
-    """Render and validate the manifests; then `pulumi up` (preview in check mode) both stacks when applying."""
+def kubernetes(rendered: Rendered) -> tuple[str, ExitCode]:
+    """`pulumi up` (preview in check mode) both stacks with the rendered config, unless only rendering."""
+    inv, ctx = rendered.ctx.inv, rendered.ctx.run
+    data, messages, configs = rendered.ctx.data, rendered.ctx.messages, rendered.stack_configs
     stage_dir = ctx.stage_dir(STAGE)
-    configs = serve_config.stack_configs(inv, cert, plans, ctx.root, ctx.canary, ctx.canary_weight)
-    data["render"] = serve_config.render_manifests(inv, cert, plans, stage_dir / "render", configs)
     if ctx.render or inv.spec.serving.target != "kubernetes":
-        messages.append(f"rendered {sum(c['manifests'] for c in data['render']['counts'].values())} manifests "
-                        f"to {stage_dir / 'render'} (validated)")
         return "success", ExitCode.OK
     if not gpulumi.cli_available():
         messages.append("the pulumi CLI is not installed: manifests rendered (not applied) to "
@@ -163,3 +130,11 @@ def kubernetes(inv: Inventory, ctx: RunContext, cert: Certification, plans: list
     data["pulumi"] = outputs
     messages.append("kubernetes: bench runs from inside the cluster (endpoints are ClusterIP Services)")
     return "success", ExitCode.OK
+
+
+def run(rendered: Rendered) -> Deployed:
+    ctx = rendered.ctx
+    if rendered.proceeds:
+        with ctx.failing_on(GridreadyError):
+            ctx.outcome(*(hosts(rendered) if rendered.on_hosts else kubernetes(rendered)))
+    return Deployed.after(rendered)

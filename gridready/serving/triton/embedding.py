@@ -5,7 +5,7 @@
     vars = triton_embedding.hosts_extravars(plan, repo, hosts=[...])   # role gridready_triton_trtllm, mode embedding
 
 config.pbtxt is built from the tier's `embedding:` settings and parsed back by tritonclient's model_config_pb2
-(gridready/serving/triton_pbtxt.py), then checked against the one load rule of Triton the spec cannot check
+(gridready/serving/triton/pbtxt.py), then checked against the one load rule of Triton the spec cannot check
 alone (triton-inference-server/core src/model_config_utils.cc ValidateInstanceGroup): KIND_GPU instances only on
 GPUs the node has. Preferred sizes above max_batch_size are refused with the spec (gridready/spec/embedding.py).
 The model file itself (ONNX or TensorRT plan) is placed into <model>/1/ on each node by the role, from the node's
@@ -25,9 +25,9 @@ from typing import Any
 from gridready.errors import InvalidInput
 from gridready.serving import weights
 from gridready.serving.triton import MANIFEST, MODEL_NAME, Repository, write_rendered
-from gridready.serving.triton_launch import REPO_DIR, REPO_IN, bind_address
-from gridready.serving.triton_pbtxt import Enum, RepositoryError, render
-from gridready.serving.triton_versions import FixedCostPin, fixed_cost_pin
+from gridready.serving.triton.launch import REPO_DIR, REPO_IN, bind_address
+from gridready.serving.triton.pbtxt import Enum, RepositoryError, render
+from gridready.serving.triton.versions import FixedCostPin, fixed_cost_pin
 from gridready.spec.embedding import EmbeddingSettings, Tensor
 from gridready.spec.serving import Tier
 from gridready.spec.triton import SitePins
