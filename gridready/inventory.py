@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from gridready import secretscan
+from gridready import inventory_checks, secretscan
 from gridready.errors import InvalidInput
 from gridready.spec import SLUG, ClusterSpec, rules
 from gridready.spec.gates import is_known_gate
@@ -29,11 +29,6 @@ DNS_NAME = re.compile(r"(?=.{1,253}\.?\Z)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z
                       r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?")
 # An Ansible group name (ansible-core's TRANSFORM_INVALID_GROUP_CHARS: letters, digits, `_`; `-` still accepted)
 GROUP_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,127}")
-# ssh options that run a command on the controller (ssh_config(5)); ProxyJump reaches a bastion without one
-LOCAL_COMMAND = re.compile(r"(ProxyCommand|LocalCommand|KnownHostsCommand|PermitLocalCommand|ProxyUseFdpass)",
-                           re.IGNORECASE)
-SSH_ARG_VARS = ("ansible_ssh_common_args", "ansible_ssh_extra_args", "ansible_ssh_args", "ansible_scp_extra_args",
-                "ansible_sftp_extra_args")
 SSH_USER = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,31}")  # useradd's NAME_REGEX, never an option
 
 
@@ -49,13 +44,7 @@ def connection_problems(hvars: dict[str, Any]) -> list[tuple[str, str]]:
     port = hvars.get("ansible_port")
     if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535):
         out.append(("ansible_port", "must be a port number 1-65535"))
-    for var in SSH_ARG_VARS:
-        args = hvars.get(var)
-        if isinstance(args, str) and LOCAL_COMMAND.search(args):
-            out.append((var, "must not set ProxyCommand, LocalCommand or KnownHostsCommand (a command ssh runs on "
-                             "the controller); use ProxyJump for a bastion"))
-        elif args is not None and not isinstance(args, str):
-            out.append((var, "must be a string of ssh options"))
+    out.extend(inventory_checks.controller_command_problems(hvars))
     user = hvars.get("ansible_user")
     if user is not None and not (isinstance(user, str) and SSH_USER.fullmatch(user)):
         out.append(("ansible_user", f"must be a user name (^{SSH_USER.pattern}$)"))
@@ -164,6 +153,9 @@ def _walk_groups(
     for key in body:
         if key not in ("hosts", "children", "vars"):
             errors.append(f"{file}: {path}.{key}: unknown key (expected hosts, children or vars)")
+    if isinstance(body.get("vars"), dict):
+        errors.extend(f"{file}: {path}.vars.{var}: {problem}"
+                      for var, problem in connection_problems(body["vars"]) if var != "ansible_host")
     members: list[str] = []
     hosts = body.get("hosts") or {}
     if not isinstance(hosts, dict):
@@ -217,16 +209,8 @@ def _load_hosts(path: Path, errors: list[str], refs: dict[str, str]
     errors.extend(_secret_lines(file, data, refs=refs))
     for name, body in data.items():
         _walk_groups(file, str(name), body, groups, hostvars, errors, str(name))
-        if isinstance(body, dict) and isinstance(body.get("vars"), dict):
-            errors.extend(f"{file}: {name}.vars.{var}: {problem}"
-                          for var, problem in connection_problems(body["vars"]) if var != "ansible_host")
-    addresses: dict[tuple[Any, Any], str] = {}
-    for host, hvars in hostvars.items():
-        addr = hvars.get("ansible_host")
-        if isinstance(addr, str):
-            other = addresses.setdefault((addr, hvars.get("ansible_port")), host)
-            if other != host:
-                errors.append(f"{file}: {host}.ansible_host: the same address and port as host {other!r}")
+    errors.extend(f"{file}: {where}: {problem}" for where, problem in inventory_checks.hosts_file_problems(data,
+                                                                                                         hostvars))
     return groups, hostvars
 
 
@@ -269,6 +253,10 @@ def _check_var_files(inv_dir: Path, errors: list[str], refs: dict[str, str]) -> 
         try:
             if is_vault_file(path):
                 continue
+            if inventory_checks.vault_named(path.relative_to(inv_dir)):
+                errors.append(f"{file}: (file): named like a vault but not encrypted; encrypt it with "
+                              "ansible-vault (vault id = the customer) or rename it")
+                continue
             data = load_yaml(path)
         except YamlError as err:
             errors.append(f"{file}: {err.where}: {err}")
@@ -280,6 +268,7 @@ def _check_var_files(inv_dir: Path, errors: list[str], refs: dict[str, str]) -> 
             continue
         errors.extend(_secret_lines(file, data, refs=refs))
         errors.extend(f"{file}: {var}: {problem}" for var, problem in connection_problems(data))
+        errors.extend(f"{file}: {where}: {problem}" for where, problem in inventory_checks.template_problems(data))
 
 
 def _cross_check(file: str, spec: ClusterSpec, groups: dict[str, list[str]], hosts_file: str) -> list[str]:

@@ -23,6 +23,7 @@ LAYERS: dict[str, int] = {
     "exitcodes": 0,
     "errors": 1, "catalog": 1, "yamlio": 1, "console": 1, "secretscan": 1,
     "spec": 2,
+    "inventory_checks": 2,
     "artifacts": 3, "inventory": 3, "matrix": 3,
     "contracts": 4, "provision_vars": 4, "sample": 4, "vault": 4, "probe": 4,
     "ledger": 5, "evidence": 5,
