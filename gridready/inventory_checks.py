@@ -44,17 +44,17 @@ REFUSED_FLAGS = {
 }
 # ssh_config(5) keywords (lower case) that run a command or load code on the controller, or read more config
 REFUSED_KEYWORDS = {
-    "proxycommand": "ProxyCommand runs a command on the controller; " + BASTION_HINT,
-    "proxyjump": "ProxyJump is the raw form of a jump host; " + BASTION_HINT,
-    "proxyusefdpass": "ProxyUseFdpass goes with a ProxyCommand; " + BASTION_HINT,
-    "localcommand": "LocalCommand runs a command on the controller",
-    "permitlocalcommand": "PermitLocalCommand enables LocalCommand, a command on the controller",
-    "knownhostscommand": "KnownHostsCommand runs a command on the controller",
+    "proxycommand": "ProxyCommand (a command ssh runs on the controller); " + BASTION_HINT,
+    "proxyjump": "ProxyJump by hand (the raw form of a jump host); " + BASTION_HINT,
+    "proxyusefdpass": "ProxyUseFdpass (it goes with a ProxyCommand); " + BASTION_HINT,
+    "localcommand": "LocalCommand (a command ssh runs on the controller)",
+    "permitlocalcommand": "PermitLocalCommand (it enables LocalCommand, a command on the controller)",
+    "knownhostscommand": "KnownHostsCommand (a command ssh runs on the controller)",
     "match": "Match (Match exec runs a command on the controller)",
-    "include": "Include reads more ssh_config files",
-    "pkcs11provider": "PKCS11Provider loads a library into ssh",
-    "securitykeyprovider": "SecurityKeyProvider loads a library into ssh",
-    "xauthlocation": "XAuthLocation names a program ssh runs",
+    "include": "Include (it reads more ssh_config files, which may run commands)",
+    "pkcs11provider": "PKCS11Provider (a library ssh loads)",
+    "securitykeyprovider": "SecurityKeyProvider (a library ssh loads)",
+    "xauthlocation": "XAuthLocation (a program ssh runs)",
 }
 # variable -> the programs whose command line Ansible puts it on
 SSH_ARG_VARS = {
@@ -76,7 +76,10 @@ LOOKUP_FUNCTIONS = {"lookup", "query", "q"}
 # the `env` lookup reads the controller's environment: only names that carry no secret and that Ansible's scrubbed
 # environment passes anyway (gridready.ansible.PASSED_ENV)
 ENV_LOOKUP_NAMES = {"GRIDREADY_PROBE_PYTHON", "HOME", "USER", "LOGNAME", "LANG", "TZ", "TMPDIR"}
-_JINJA = jinja2.Environment()  # parse only: nothing is ever rendered here
+# parse only, nothing is ever rendered here; with the extensions Ansible's templar enables
+_JINJA = jinja2.Environment(extensions=["jinja2.ext.do", "jinja2.ext.loopcontrols"])
+# a lookup call in a template Jinja cannot parse (an `!unsafe` value is never templated, but is not told apart)
+LOOKUP_CALL = re.compile(r"\b(lookup|query|q)\s*\(")
 
 
 def _option_letters(tool: str, args: list[str]) -> Iterator[tuple[str, str | None]]:
@@ -170,7 +173,8 @@ def template_problem(value: str) -> str | None:
     try:
         tree = _JINJA.parse(value)
     except jinja2.TemplateSyntaxError:
-        return "is not a valid Jinja template"
+        return "calls a lookup, which runs on the controller; inventory values are data" \
+            if LOOKUP_CALL.search(value) else None
     called = set()
     for call in tree.find_all(nodes.Call):
         if isinstance(call.node, nodes.Name) and call.node.name in LOOKUP_FUNCTIONS:
