@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from gridready import inventory_checks, secretscan
 from gridready.errors import InvalidInput
-from gridready.spec import SLUG, ClusterSpec, rules
+from gridready.spec import SLUG, ClusterSpec, rules, target_rules
 from gridready.spec.gates import is_known_gate
 from gridready.spec.parallel import fit_problems
 from gridready.spec.triton import SitePins
@@ -300,6 +300,9 @@ def _cross_check(file: str, spec: ClusterSpec, groups: dict[str, list[str]], hos
         errors.append(f"{file}: serving.tiers: duplicate tier name {dupe!r}")
     if spec.serving.target == "kubernetes" and not spec.serving.kubeconfig:
         errors.append(f"{file}: serving.kubeconfig: required when serving.target is kubernetes")
+    if spec.serving.target == "kubernetes":
+        errors.extend(f"{hosts_file}: {owner[host]}.hosts.{host}: {problem}"
+                      for host in owner if (problem := target_rules.node_name_problem(host)))
     cert = spec.certification
     for key in ("waive", "not_applicable"):
         for i, gate in enumerate(getattr(cert, key)):
