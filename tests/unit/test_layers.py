@@ -25,7 +25,7 @@ LAYERS: dict[str, int] = {
     "spec": 2,
     "inventory_checks": 2,
     "artifacts": 3, "inventory": 3, "matrix": 3,
-    "contracts": 4, "provision_vars": 4, "sample": 4, "vault": 4, "probe": 4, "envvars": 4,
+    "contracts": 4, "provision_vars": 4, "sample": 4, "vault": 4, "probe": 4, "envvars": 4, "bastion": 4,
     "ledger": 5, "evidence": 5,
     "certify": 5, "bench": 5, "monitoring": 5, "discovery": 5, "ansible": 5, "usage": 5,
     "report": 6, "serving": 6, "health": 6,
