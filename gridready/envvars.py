@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from gridready.errors import InvalidInput
+from gridready.inventory import display_path
 
 PREFIX = "GRIDREADY_"
 # README "Environment": variables documented as `1` (set) or unset
@@ -43,11 +44,11 @@ def problems(environ: Mapping[str, str], inventory_dir: Path, artifacts_root: Pa
             out.append(f"{name}: (environment): is under the artifacts folder {artifacts_root}, which CI uploads; "
                        "keep it outside")
     if _under(inventory_dir, artifacts):
-        out.append(f"{inventory_dir}: (inventory): is under the artifacts folder {artifacts_root}, which CI "
-                   "uploads; keep inventories in inventories/")
+        out.append(f"{display_path(inventory_dir)}: (inventory): is under the artifacts folder {artifacts_root}, "
+                   "which CI uploads; keep inventories in inventories/")
     elif _under(artifacts_root, inventory_dir.resolve()):
         out.append(f"GRIDREADY_ARTIFACTS: (environment): the artifacts folder is inside the inventory "
-                   f"{inventory_dir}; runs would write into the customer's committed files")
+                   f"{display_path(inventory_dir)}; runs would write into the customer's committed files")
     return out
 
 
