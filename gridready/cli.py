@@ -48,7 +48,7 @@ def inventory(name: str) -> Inventory:
                            "(GRIDREADY_INVENTORY or gridready.inventory in invoke.yaml)")
     usage.check_environment(run_id)
     inv = load(name)
-    envvars.check(inv.path, artifacts_root())
+    envvars.check(inv, artifacts_root())
     matrix.require_supported(inv.spec, display_path(inv.path / "cluster.yml"))
     lines = vault.check(inv.customer, inv.path, vault.needed(inv), display_path)
     if lines:

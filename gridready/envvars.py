@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from gridready.errors import InvalidInput
-from gridready.inventory import display_path
+from gridready.inventory import Inventory, display_path
 
 PREFIX = "GRIDREADY_"
 # README "Environment": variables documented as `1` (set) or unset
@@ -22,8 +22,10 @@ FILES = ("GRIDREADY_VAULT_PASSWORD_FILE", "GRIDREADY_EVIDENCE_KEY", "GRIDREADY_E
 KEPT_OUT_OF_ARTIFACTS = ("GRIDREADY_VAULT_PASSWORD_FILE", "GRIDREADY_EVIDENCE_KEY", "GRIDREADY_STATE")
 
 
-def problems(environ: Mapping[str, str], inventory_dir: Path, artifacts_root: Path) -> list[str]:
-    """One line per unsound GRIDREADY_* variable, and for an inventory kept under the artifacts root."""
+def problems(environ: Mapping[str, str], inv: Inventory, artifacts_root: Path) -> list[str]:
+    """One line per unsound GRIDREADY_* variable, and for an inventory, its kubeconfig or an ssh key kept under the
+    artifacts root."""
+    inventory_dir = inv.path
     out: list[str] = []
     bad_line = set()
     for name in sorted(environ):
@@ -43,6 +45,15 @@ def problems(environ: Mapping[str, str], inventory_dir: Path, artifacts_root: Pa
         if raw and name not in bad_line and _under(Path(raw), artifacts):
             out.append(f"{name}: (environment): is under the artifacts folder {artifacts_root}, which CI uploads; "
                        "keep it outside")
+    kubeconfig = inv.spec.serving.kubeconfig
+    if kubeconfig and _under(inventory_dir / kubeconfig, artifacts):
+        out.append(f"{display_path(inv.path / 'cluster.yml')}: serving.kubeconfig: is under the artifacts folder, "
+                   "which CI uploads (a kubeconfig holds the cluster's credentials)")
+    for host, hvars in sorted(inv.hosts.items()):
+        key = hvars.get("ansible_ssh_private_key_file") or hvars.get("ansible_private_key_file")
+        if isinstance(key, str) and "{{" not in key and _under(Path(key).expanduser(), artifacts):
+            out.append(f"{display_path(inv.hosts_file)}: {host}.ansible_ssh_private_key_file: is under the "
+                       "artifacts folder, which CI uploads")
     if _under(inventory_dir, artifacts):
         out.append(f"{display_path(inventory_dir)}: (inventory): is under the artifacts folder {artifacts_root}, "
                    "which CI uploads; keep inventories in inventories/")
@@ -52,9 +63,9 @@ def problems(environ: Mapping[str, str], inventory_dir: Path, artifacts_root: Pa
     return out
 
 
-def check(inventory_dir: Path, artifacts_root: Path, environ: Mapping[str, str] | None = None) -> None:
+def check(inv: Inventory, artifacts_root: Path, environ: Mapping[str, str] | None = None) -> None:
     """InvalidInput listing every problem of `problems`."""
-    lines = problems(os.environ if environ is None else environ, inventory_dir, artifacts_root)
+    lines = problems(os.environ if environ is None else environ, inv, artifacts_root)
     if lines:
         raise InvalidInput(lines)
 

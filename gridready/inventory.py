@@ -36,18 +36,22 @@ SITE_PINS_FILE = "triton_versions.yml"  # the site's Triton image pins (gridread
 
 
 def connection_problems(hvars: dict[str, Any]) -> list[tuple[str, str]]:
-    """(variable, problem) for connection variables that are not what Ansible hands to ssh as they are."""
+    """(variable, problem) for connection variables that are not what Ansible hands to ssh as they are (each
+    under its own name and the older ansible_ssh_* one Ansible still reads)."""
     out: list[tuple[str, str]] = []
-    addr = hvars.get("ansible_host")
-    if addr is not None and not (isinstance(addr, str) and _is_address(addr)):
-        out.append(("ansible_host", "must be an IP address or a DNS host name (not an option, not a template)"))
-    port = hvars.get("ansible_port")
-    if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535):
-        out.append(("ansible_port", "must be a port number 1-65535"))
+    for var in ("ansible_host", "ansible_ssh_host"):
+        addr = hvars.get(var)
+        if addr is not None and not (isinstance(addr, str) and _is_address(addr)):
+            out.append((var, "must be an IP address or a DNS host name (not an option, not a template)"))
+    for var in ("ansible_port", "ansible_ssh_port"):
+        port = hvars.get(var)
+        if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535):
+            out.append((var, "must be a port number 1-65535"))
     out.extend(inventory_checks.controller_command_problems(hvars))
-    user = hvars.get("ansible_user")
-    if user is not None and not (isinstance(user, str) and SSH_USER.fullmatch(user)):
-        out.append(("ansible_user", f"must be a user name (^{SSH_USER.pattern}$)"))
+    for var in ("ansible_user", "ansible_ssh_user"):
+        user = hvars.get(var)
+        if user is not None and not (isinstance(user, str) and SSH_USER.fullmatch(user)):
+            out.append((var, f"must be a user name (^{SSH_USER.pattern}$)"))
     return out
 
 

@@ -184,12 +184,15 @@ def template_problem(value: str) -> str | None:
     for name in tree.find_all(nodes.Name):
         if name.name in LOOKUP_FUNCTIONS and id(name) not in called:
             return f"{name.name} used other than as a call; inventory values are data"
-    for attr in tree.find_all(nodes.Getattr):
-        if attr.attr.startswith("_"):
-            return "reaches a private attribute of a template object; inventory values are data"
-    for item in tree.find_all(nodes.Getitem):
-        if isinstance(item.arg, nodes.Const) and str(item.arg.value).startswith("_"):
-            return "reaches a private attribute of a template object; inventory values are data"
+    private = "reaches a private attribute of a template object; inventory values are data"
+    if any(attr.attr.startswith("_") for attr in tree.find_all(nodes.Getattr)):
+        return private
+    # `x['__class__']`, `x|attr('__class__')`, `map(attribute='__globals__')`: any dunder string at all
+    if any(isinstance(c.value, str) and "__" in c.value for c in tree.find_all(nodes.Const)):
+        return private
+    attrs = [f for f in tree.find_all(nodes.Filter) if f.name == "attr"]
+    if any(not all(isinstance(a, nodes.Const) for a in f.args) for f in attrs):
+        return "an attr filter with a computed name; inventory values are data"
     return None
 
 
@@ -267,8 +270,8 @@ def duplicate_addresses(hostvars: dict[str, dict[str, Any]]) -> Iterator[tuple[s
     for host, hvars in hostvars.items():
         if str(hvars.get("ansible_connection", "")).split(".")[-1] == "local":
             continue
-        addr = hvars.get("ansible_host", host)
-        port = hvars.get("ansible_port", 22)
+        addr = hvars.get("ansible_host", hvars.get("ansible_ssh_host", host))
+        port = hvars.get("ansible_port", hvars.get("ansible_ssh_port", 22))
         if not isinstance(addr, str) or not isinstance(port, int) or isinstance(port, bool):
             continue
         other = seen.setdefault((address_key(addr), port), host)

@@ -17,6 +17,8 @@ SECRET_KEY = re.compile(
     r"|credentials?)(?:$|[^a-z])",
     re.IGNORECASE,
 )
+# keys that are a password themselves (ansible_become_password, ansible_ssh_pass): even a boolean there is one
+PASSWORD_KEY = re.compile(r"(pass|password|passwd|passphrase)$", re.IGNORECASE)
 # keys that name where a secret is, not the secret: a key file, the name of a Kubernetes Secret
 NOT_SECRET_KEY = re.compile(r"(_file|_path|_dir|_checking|^hf_token_secret)$", re.IGNORECASE)
 # Credential shapes, each from its issuer's documented format; never inside a longer word (`task-...` is no `sk-`)
@@ -64,10 +66,12 @@ def _referenced(value: str) -> bool:
     return value == VAULT_MARKER or "{{" in value
 
 
-def _plain_scalar(value: Any) -> bool:
+def _plain_scalar(key: str, value: Any) -> bool:
     """A value that is the secret itself: any scalar (a string, a number, `!!binary` bytes, a date...) that is not
     empty, not a boolean and not a vault reference; mappings and lists are searched instead."""
-    if value is None or isinstance(value, bool | dict | list):
+    if isinstance(value, bool):  # `password: yes` is the password "True"; `use_token: true` is a switch
+        return bool(PASSWORD_KEY.search(key))
+    if value is None or isinstance(value, dict | list):
         return False
     if isinstance(value, str):
         return bool(value) and not _referenced(value)
@@ -87,9 +91,10 @@ def find(data: Any, path: str = "") -> Iterator[tuple[str, str]]:
                 continue
             where = _loc(path, key)
             if isinstance(key, str) and SECRET_KEY.search(key) and not NOT_SECRET_KEY.search(key) \
-                    and _plain_scalar(value):
+                    and _plain_scalar(key, value):
                 yield where, ("looks like a secret in plain text; put it in an ansible-vault file"
-                              if isinstance(value, str | int) else "a secret given as binary or another tagged "
+                              if isinstance(value, str | int) and not isinstance(value, bool)
+                              else "a secret given as binary or another tagged "
                               "value is still in the clear; put it in an ansible-vault file")
                 continue
             yield from find(value, where)

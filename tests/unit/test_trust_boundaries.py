@@ -128,6 +128,10 @@ COMMANDS = [
     ("lookup-in-host-var", hosts_doc({"note": "{{ lookup('pipe', 'id') | default('') }}"}),
      G1 + ".note: lookup plugin 'pipe'"),
     ("private-attribute", gvars("x: \"{{ ''.__class__.__mro__ }}\"\n"), GV + "x: reaches a private attribute"),
+    ("private-attribute-by-filter", gvars("x: \"{{ '' | attr(name) }}\"\n"), GV + "x: an attr filter"),
+    ("private-attribute-by-item", gvars("x: \"{{ cycler['__init__'] }}\"\n"), GV + "x: reaches a private"),
+    ("old-host-alias-option", hosts_doc({"ansible_ssh_host": "-oProxyCommand=id"}),
+     G1 + ".ansible_ssh_host: must be an IP address or a DNS host name"),
 ]
 
 TOKEN = {
@@ -151,6 +155,8 @@ SECRETS = [
     ("become-password-binary", gvars("ansible_become_password: !!binary cGFzc3dvcmQ=\n"),
      GV + "ansible_become_password: a secret given as binary"),
     ("become-pass-float", hosts_doc({"ansible_become_pass": 1234.5}), G1 + ".ansible_become_pass: a secret given"),
+    ("become-password-true", gvars("ansible_become_password: true\n"), GV + "ansible_become_password: a secret given"),
+    ("ssh-pass-date", gvars("ansible_ssh_pass: 2024-01-31\n"), GV + "ansible_ssh_pass: a secret given"),
     *[(f"token-{name}", gvars(yaml.safe_dump({"note": value})), GV + "note: has the shape of a credential")
       for name, value in TOKEN.items()],
 ]
@@ -219,7 +225,19 @@ def _artifacts_over_inventory(inv, env_):
     env_["GRIDREADY_ARTIFACTS"] = str(inv.parent)
 
 
+def _kubeconfig_under_artifacts(inv, env_):
+    k8s(lambda d: d["serving"].update(kubeconfig="../../artifacts/kubeconfig"))(inv, env_)
+
+
+def _ssh_key_under_artifacts(inv, env_):
+    hosts_doc({"ansible_ssh_private_key_file": str(inv.parent.parent / "artifacts" / "id_ed25519")})(inv, env_)
+
+
 STATE = [
+    ("kubeconfig-under-artifacts", _kubeconfig_under_artifacts,
+     C + "serving.kubeconfig: is under the artifacts folder"),
+    ("ssh-key-under-artifacts", _ssh_key_under_artifacts,
+     H + "gpu01.ansible_ssh_private_key_file: is under the artifacts folder"),
     ("vault-password-under-artifacts", _vault_password_under_artifacts,
      "GRIDREADY_VAULT_PASSWORD_FILE: (environment): is under the artifacts folder"),
     ("inventory-under-artifacts", _artifacts_over_inventory, "inventories/acme: (inventory): is under the artifacts"),
