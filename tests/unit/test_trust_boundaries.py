@@ -327,3 +327,12 @@ def test_secret_values_are_never_echoed():
     assert len(lines) == 2 and not any(CANARY in ln or "hunter2" in ln for ln in lines)
     assert CANARY not in secretscan.redact(f"x {TOKEN['gitlab']} y")
     assert not secretscan.SECRET_VALUE.search("task-abcdefghijklmnopqrstuvwxyz0123")  # not inside a longer word
+
+
+def test_the_fabric_ssh_runner_goes_through_the_bastion_too():
+    from gridready.stages.fabric import SshRunner
+
+    jump = ["-F", "/run/x/bastion_ssh_config", "-o", "ProxyJump=gridready-bastion"]
+    argv = SshRunner({"gpu01": {"ansible_host": "10.0.0.1"}}, jump=jump).ssh_argv("gpu01")
+    assert argv[argv.index("-F"):argv.index("-F") + 4] == jump and argv[-2:] == ["--", "10.0.0.1"]
+    assert "-F" not in SshRunner({"gpu01": {}}).ssh_argv("gpu01")
