@@ -233,7 +233,9 @@ def group_cycles(data: Any) -> list[tuple[str, str]]:
             walk(str(name), body, str(name))
     out = []
     for (parent, child), path in where.items():
-        if _reaches(children, child, parent):
+        if child == "all":
+            out.append((path, "'all' holds every group; it cannot be the child of another"))
+        elif _reaches(children, child, parent):
             out.append((path, f"group {parent!r} contains itself (through {child!r}); a group cannot be its own "
                               "child"))
     return out
