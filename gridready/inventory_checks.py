@@ -139,6 +139,8 @@ def controller_command_problems(hvars: dict[str, Any]) -> list[tuple[str, str]]:
         elif EXECUTABLE_VAR.fullmatch(var):
             out.append((var, "must not be set: gridready runs the ssh, scp, sftp and shell Ansible finds by "
                              "itself (a program named here would run on the controller)"))
+        elif var == "ansible_ssh_pkcs11_provider":
+            out.append((var, "must not be set: ssh loads the PKCS#11 library it names on the controller"))
         elif PROXY_VAR.fullmatch(var):
             out.append((var, "must not be set: a proxy command runs on the controller; " + BASTION_HINT))
         elif var == "ansible_connection" and value not in CONNECTIONS:

@@ -107,6 +107,8 @@ COMMANDS = [
      HV + "ansible_ssh_executable: must not be set"),
     ("scp-executable", hosts_doc(group_vars={"ansible_scp_executable": "/tmp/evil"}),
      H + "all.children.gpu_nodes.vars.ansible_scp_executable: must not be set"),
+    ("pkcs11-provider-var", gvars("ansible_ssh_pkcs11_provider: /tmp/evil.so\n"),
+     GV + "ansible_ssh_pkcs11_provider: must not be set"),
     ("paramiko-proxy", gvars("ansible_paramiko_proxy_command: nc %h %p\n"),
      GV + "ansible_paramiko_proxy_command: must not be set"),
     ("connection-paramiko", hosts_doc({"ansible_connection": "paramiko"}),
