@@ -213,9 +213,15 @@ def _load_hosts(path: Path, errors: list[str], refs: dict[str, str]
     errors.extend(_secret_lines(file, data, refs=refs))
     for name, body in data.items():
         _walk_groups(file, str(name), body, groups, hostvars, errors, str(name))
-    errors.extend(f"{file}: {where}: {problem}" for where, problem in inventory_checks.hosts_file_problems(data,
-                                                                                                         hostvars))
+    _add_new(errors, file, inventory_checks.hosts_file_problems(data, hostvars))
     return groups, hostvars
+
+
+def _add_new(errors: list[str], file: str, problems: Any) -> None:
+    """`file: key: problem` lines for keys no line names yet: one line per key."""
+    for where, problem in problems:
+        if not any(e.startswith(f"{file}: {where}: ") for e in errors):
+            errors.append(f"{file}: {where}: {problem}")
 
 
 def _secret_lines(file: str, data: Any, path: str = "", refs: dict[str, str] | None = None) -> list[str]:
@@ -272,7 +278,7 @@ def _check_var_files(inv_dir: Path, errors: list[str], refs: dict[str, str]) -> 
             continue
         errors.extend(_secret_lines(file, data, refs=refs))
         errors.extend(f"{file}: {var}: {problem}" for var, problem in connection_problems(data))
-        errors.extend(f"{file}: {where}: {problem}" for where, problem in inventory_checks.template_problems(data))
+        _add_new(errors, file, inventory_checks.template_problems(data))
 
 
 def _cross_check(file: str, spec: ClusterSpec, groups: dict[str, list[str]], hosts_file: str) -> list[str]:

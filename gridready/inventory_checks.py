@@ -22,6 +22,8 @@ from typing import Any
 import jinja2
 from jinja2 import nodes
 
+from gridready import secretscan
+
 BASTION_HINT = "for a bastion set bastion: in cluster.yml (host, port, user, host_key; rendered as ProxyJump)"
 
 # getopt option strings of OpenSSH 9.x (ssh.c, scp.c, sftp.c): a letter followed by ':' takes an argument
@@ -64,6 +66,9 @@ SSH_ARG_VARS = {
     "ansible_scp_extra_args": ("scp",),
     "ansible_sftp_extra_args": ("sftp",),
 }
+# checked against their own patterns by gridready.inventory.connection_problems
+PATTERN_CHECKED = {"ansible_host", "ansible_ssh_host", "ansible_port", "ansible_ssh_port", "ansible_user",
+                   "ansible_ssh_user"}
 CONNECTIONS = {"ssh", "local", "ansible.builtin.ssh", "ansible.builtin.local"}
 EXECUTABLE_VAR = re.compile(r"ansible_[a-z0-9_]*_(executable|exe)")
 PROXY_VAR = re.compile(r"ansible_[a-z0-9_]*proxy_command")
@@ -72,6 +77,8 @@ PROXY_VAR = re.compile(r"ansible_[a-z0-9_]*proxy_command")
 INTERPRETER = re.compile(r"/[A-Za-z0-9._+/-]*/python[0-9.]*|auto|auto_silent|auto_legacy|auto_legacy_silent"
                          r"|\{\{-?\s*ansible_playbook_python\s*-?\}\}")
 TEMPLATE = re.compile(r"\{\{|\{%")
+TEMPLATE_BLOCK = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|\{#.*?#\}", re.DOTALL)
+SHELL_SYNTAX = re.compile(r"[;|&`<>\n\r]|\$\(")
 LOOKUP_FUNCTIONS = {"lookup", "query", "q"}
 # the `env` lookup reads the controller's environment: only names that carry no secret and that Ansible's scrubbed
 # environment passes anyway (gridready.ansible.PASSED_ENV)
@@ -148,6 +155,12 @@ def controller_command_problems(hvars: dict[str, Any]) -> list[tuple[str, str]]:
         elif var == "ansible_python_interpreter" and not (isinstance(value, str) and INTERPRETER.fullmatch(value)):
             out.append((var, "must be an absolute path of a python (/usr/bin/python3), auto, or "
                              "'{{ ansible_playbook_python }}'"))
+        elif var.startswith("ansible_") and var not in PATTERN_CHECKED and isinstance(value, str) \
+                and not secretscan.SECRET_KEY.search(var) \
+                and SHELL_SYNTAX.search(TEMPLATE_BLOCK.sub("", value)):
+            out.append((var, "must not hold shell syntax (;, |, &, $(, a backquote, a redirection or a newline): "
+                             "Ansible puts connection and become settings into shell command lines, on the "
+                             "controller for a local connection"))
     return out
 
 
@@ -234,10 +247,12 @@ def group_cycles(data: Any) -> list[tuple[str, str]]:
         for name, body in data.items():
             walk(str(name), body, str(name))
     out = []
+    looped: set[str] = set()  # groups of a loop already reported: one line per loop
     for (parent, child), path in where.items():
         if child == "all":
             out.append((path, "'all' holds every group; it cannot be the child of another"))
-        elif _reaches(children, child, parent):
+        elif parent not in looped and child not in looped and _reaches(children, child, parent):
+            looped.update((parent, child))
             out.append((path, f"group {parent!r} contains itself (through {child!r}); a group cannot be its own "
                               "child"))
     return out

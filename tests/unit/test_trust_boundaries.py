@@ -109,6 +109,9 @@ COMMANDS = [
      H + "all.children.gpu_nodes.vars.ansible_scp_executable: must not be set"),
     ("pkcs11-provider-var", gvars("ansible_ssh_pkcs11_provider: /tmp/evil.so\n"),
      GV + "ansible_ssh_pkcs11_provider: must not be set"),
+    ("become-flags-injection", hosts_doc({"ansible_connection": "local", "ansible_become_flags": "-n; id"}),
+     G1 + ".ansible_become_flags: must not hold shell syntax"),
+    ("remote-tmp-substitution", gvars("ansible_remote_tmp: /tmp/$(id)\n"), GV + "ansible_remote_tmp: must not hold"),
     ("paramiko-proxy", gvars("ansible_paramiko_proxy_command: nc %h %p\n"),
      GV + "ansible_paramiko_proxy_command: must not be set"),
     ("connection-paramiko", hosts_doc({"ansible_connection": "paramiko"}),
@@ -262,6 +265,7 @@ def test_refused_at_validate_with_one_line(tmp_path, monkeypatch, capsys, case, 
     err = capsys.readouterr().err
     assert exit_.value.code == ExitCode.INVALID, err
     _lines_ok(err, expected)
+    assert len([ln for ln in err.splitlines() if ln.strip()]) == 1, err  # one bad thing, one line
     assert _files(tmp_path) == before
     assert time.monotonic() - started < 10
 
@@ -278,6 +282,7 @@ GOOD = [
      gvars("p: \"{{ lookup('ansible.builtin.env', 'GRIDREADY_PROBE_PYTHON', default='python3') }}\"\n")),
     ("filters-and-defaults",
      gvars("x: \"{{ groups['gpu_nodes'] | map('extract', hostvars, 'ansible_host') | list }}\"\n")),
+    ("filter-in-connection-var", gvars("ansible_ssh_private_key_file: \"{{ key | default('/k/id') }}\"\n")),
     ("vault-reference", both(gvars("k: \"{{ vault_gridready_hf_token | default('') }}\"\n"), password())),
     ("ipv6-distinct", hosts_doc({"ansible_host": "2001:db8::1"}, {"ansible_host": "2001:db8::2"})),
     ("same-address-other-port", hosts_doc({"ansible_host": "10.0.0.1", "ansible_port": 2201},
