@@ -36,6 +36,9 @@ def kubernetes(spec: ClusterSpec) -> Iterator[tuple[str, str]]:
     if k8s.gpu_product_label is not None and not LABEL_VALUE.fullmatch(k8s.gpu_product_label):
         yield ("serving.kubernetes.gpu_product_label", "must be a Kubernetes label value (at most 63 letters, "
                "digits, '-', '_' or '.', beginning and ending with a letter or digit)")
+    if k8s.rdma_resource is not None and not _qualified_name(k8s.rdma_resource):
+        yield ("serving.kubernetes.rdma_resource", "must be a Kubernetes resource name: an optional DNS subdomain "
+               "prefix and '/', then at most 63 letters, digits, '-', '_' or '.' (rdma/ib)")
     if not DNS1123_LABEL.fullmatch(spec.serving.router.gateway):
         yield "serving.router.gateway", "must be a Kubernetes object name (a DNS-1123 label)"
     if spec.serving.target != "kubernetes":
@@ -44,6 +47,15 @@ def kubernetes(spec: ClusterSpec) -> Iterator[tuple[str, str]]:
         if not LABEL_VALUE.fullmatch(group.name):
             yield (f"node_groups[{i}].name", "on Kubernetes the node group is the label gridready.io/node-group: "
                    "at most 63 characters, beginning and ending with a letter or digit")
+
+
+def _qualified_name(value: str) -> bool:
+    """apimachinery IsQualifiedName: `[prefix/]name`, the prefix a DNS-1123 subdomain, the name a non-empty label
+    value."""
+    prefix, _, name = value.rpartition("/")
+    if not name or not LABEL_VALUE.fullmatch(name):
+        return False
+    return not prefix or bool(DNS1123_SUBDOMAIN.fullmatch(prefix))
 
 
 def node_name_problem(host: str) -> str | None:

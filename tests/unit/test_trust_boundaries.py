@@ -179,6 +179,8 @@ TARGET = [
      C + "serving.kubernetes.gpu_product_label: must be a Kubernetes label value"),
     ("label-value-too-long", at("serving.kubernetes.gpu_product_label", "N" * 64),
      C + "serving.kubernetes.gpu_product_label: must be a Kubernetes label value"),
+    ("resource-name-two-slashes", at("serving.kubernetes.rdma_resource", "rdma/ib/x"),
+     C + "serving.kubernetes.rdma_resource: must be a Kubernetes resource name"),
     ("node-group-label-trailing-underscore", both(
         k8s(lambda d: d["node_groups"][0].update(name="gpu_nodes_")),
         hosts(yaml.safe_dump({"all": {"children": {"gpu_nodes_": {"hosts": {"gpu01": {}, "gpu02": {}}}}}}))),
