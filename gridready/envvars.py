@@ -12,6 +12,7 @@ from pathlib import Path
 
 from gridready.errors import InvalidInput
 from gridready.inventory import Inventory, display_path
+from gridready.vault import INVENTORY_PASSWORD_FILE
 
 PREFIX = "GRIDREADY_"
 # README "Environment": variables documented as `1` (set) or unset
@@ -45,6 +46,13 @@ def problems(environ: Mapping[str, str], inv: Inventory, artifacts_root: Path) -
         if raw and name not in bad_line and _under(Path(raw), artifacts):
             out.append(f"{name}: (environment): is under the artifacts folder {artifacts_root}, which CI uploads; "
                        "keep it outside")
+    for name in ("GRIDREADY_VAULT_PASSWORD_FILE", "GRIDREADY_EVIDENCE_KEY"):
+        raw = environ.get(name)
+        ignored = inventory_dir / INVENTORY_PASSWORD_FILE  # git-ignored (inventories/*/.vault-pass)
+        if raw and name not in bad_line and _under(Path(raw), inventory_dir.resolve()) \
+                and not (name == "GRIDREADY_VAULT_PASSWORD_FILE" and _same(Path(raw), ignored)):
+            out.append(f"{name}: (environment): is inside the inventory {display_path(inventory_dir)}, which is "
+                       f"committed; keep it outside (or as the git-ignored {INVENTORY_PASSWORD_FILE})")
     kubeconfig = inv.spec.serving.kubeconfig
     if kubeconfig and _under(inventory_dir / kubeconfig, artifacts):
         out.append(f"{display_path(inv.path / 'cluster.yml')}: serving.kubeconfig: is under the artifacts folder, "
@@ -74,6 +82,13 @@ def _regular_file(path: Path) -> bool:
     try:
         return stat.S_ISREG(path.stat().st_mode)
     except (OSError, ValueError):
+        return False
+
+
+def _same(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve()
+    except (OSError, RuntimeError):
         return False
 
 

@@ -243,7 +243,14 @@ def _ssh_key_under_artifacts(inv, env_):
     hosts_doc({"ansible_ssh_private_key_file": str(inv.parent.parent / "artifacts" / "id_ed25519")})(inv, env_)
 
 
+def _evidence_key_in_inventory(inv, env_):
+    (inv / "evidence.key").write_text("not a key\n")
+    env_["GRIDREADY_EVIDENCE_KEY"] = str(inv / "evidence.key")
+
+
 STATE = [
+    ("evidence-key-in-inventory", _evidence_key_in_inventory,
+     "GRIDREADY_EVIDENCE_KEY: (environment): is inside the inventory inventories/acme, which is committed"),
     ("kubeconfig-under-artifacts", _kubeconfig_under_artifacts,
      C + "serving.kubeconfig: is under the artifacts folder"),
     ("ssh-key-under-artifacts", _ssh_key_under_artifacts,
