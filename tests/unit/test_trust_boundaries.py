@@ -10,6 +10,7 @@ import time
 
 import pytest
 import yaml
+from ansible.parsing.vault import VaultLib, VaultSecret
 
 from gridready import bastion as bastion_render
 from gridready import cli, inventory_checks, secretscan
@@ -18,6 +19,7 @@ from gridready.spec.bastion import Bastion
 from tests.unit.test_bad_inputs import (
     CANARY,
     GV,
+    PASSWORD,
     H,
     _files,
     _in_process,
@@ -30,6 +32,7 @@ from tests.unit.test_bad_inputs import (
     password,
     tier,
     tiers,
+    vault,
     write,
 )
 
@@ -150,6 +153,16 @@ TOKEN = {
     "jwt": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOi" + CANARY + ".c2lnbmF0dXJl",
     "pgp-private-key": "-----BEGIN PGP PRIVATE KEY BLOCK-----\n" + CANARY,
 }
+def _inline_vault_value(plain: str):
+    """group_vars/all/main.yml with one inline `!vault |` value holding `plain` (the password of `password()`)."""
+    def setup(inv, env_):
+        lib = VaultLib([("acme", VaultSecret(PASSWORD.encode()))])
+        blob = lib.encrypt(plain, lib.secrets[0][1], vault_id="acme").decode()
+        write("group_vars/all/main.yml", "db_pass: !vault |\n" + "".join(f"  {ln}\n" for ln in blob.splitlines())
+              )(inv, env_)
+    return setup
+
+
 SECRETS = [
     ("vault-not-encrypted", write("group_vars/all/vault.yml", f"vault_x: {CANARY}\n"),
      "inventories/acme/group_vars/all/vault.yml: (file): named like a vault but not encrypted"),
@@ -157,6 +170,10 @@ SECRETS = [
      "inventories/acme/host_vars/gpu01/Vault.yaml: (file): named like a vault but not encrypted"),
     ("vault-named-empty-file", write("group_vars/all/secrets.vault.yml", ""),
      "inventories/acme/group_vars/all/secrets.vault.yml: (file): named like a vault"),
+    ("lookup-inside-the-vault", both(vault("vault_x: \"{{ lookup('pipe', 'id') }}\"\n"), password()),
+     "inventories/acme/group_vars/all/vault.yml: vault_x: lookup plugin 'pipe'"),
+    ("lookup-inside-an-inline-vault", both(_inline_vault_value("{{ lookup('pipe', 'id') }}"), password()),
+     GV + "db_pass: (!vault): lookup plugin 'pipe'"),
     ("become-password-binary", gvars("ansible_become_password: !!binary cGFzc3dvcmQ=\n"),
      GV + "ansible_become_password: a secret given as binary"),
     ("become-pass-float", hosts_doc({"ansible_become_pass": 1234.5}), G1 + ".ansible_become_pass: a secret given"),
