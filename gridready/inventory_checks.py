@@ -309,10 +309,11 @@ def hosts_file_problems(data: Any, hostvars: dict[str, dict[str, Any]]) -> list[
     return out
 
 
-# `vault.yml`, `vault.yaml`, `vault`, `secrets.vault.yml`, `vault_acme.yml`, a `vault/` folder
+# `vault.yml`, `vault.yaml`, `vault`, `secrets.vault.yml`, `vault_acme.yml` (Ansible's "Keep vaulted variables
+# safely visible": group_vars/<group>/vault); only the file's own name counts, not the folder of its group
 VAULT_NAME = re.compile(r"(?:^|[._-])vault(?:$|[._-])", re.IGNORECASE)
 
 
 def vault_named(relative: Any) -> bool:
     """Whether a file under group_vars/ or host_vars/ (path relative to the inventory) is named like a vault."""
-    return any(VAULT_NAME.search(part) for part in relative.parts[1:])
+    return len(relative.parts) > 1 and bool(VAULT_NAME.search(relative.parts[-1]))

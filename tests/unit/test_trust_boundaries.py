@@ -168,6 +168,8 @@ SECRETS = [
      "inventories/acme/group_vars/all/vault.yml: (file): named like a vault but not encrypted"),
     ("host-vault-yaml-not-encrypted", write("host_vars/gpu01/Vault.yaml", "vault_y: plain\n"),
      "inventories/acme/host_vars/gpu01/Vault.yaml: (file): named like a vault but not encrypted"),
+    ("group-vars-top-level-vault", write("group_vars/vault.yaml", "vault_y: plain\n"),
+     "inventories/acme/group_vars/vault.yaml: (file): named like a vault but not encrypted"),
     ("vault-named-empty-file", write("group_vars/all/secrets.vault.yml", ""),
      "inventories/acme/group_vars/all/secrets.vault.yml: (file): named like a vault"),
     ("lookup-inside-the-vault", both(vault("vault_x: \"{{ lookup('pipe', 'id') }}\"\n"), password()),
@@ -316,6 +318,7 @@ GOOD = [
     ("adapters-distinct", tiers(tier(lora_adapters=[{"name": "sql", "path": "/models/a"},
                                                     {"name": "chat", "path": "/models/b"}]))),
     ("flag-one", env(GRIDREADY_SERVE_SKIP_BENCH="1")),
+    ("group-folder-named-vault", gvars("x: 1\n", "group_vars/vault_servers/main.yml")),
     ("k8s-names", k8s(lambda d: d["serving"].setdefault("kubernetes", {}).update(
         kubernetes_version="1.33", gpu_product_label="NVIDIA-H200", hf_token_secret="hf.token-1"))),
     ("bastion", at("bastion", {"host": "bastion.example.com", "user": "ops", "host_key": ED25519})),
