@@ -5,7 +5,10 @@ traceback, no secret echoed, nothing written, within a time limit."""
 
 from __future__ import annotations
 
+import os
 import signal
+import subprocess
+import sys
 import time
 
 import pytest
@@ -20,6 +23,7 @@ from tests.unit.test_bad_inputs import (
     CANARY,
     GV,
     PASSWORD,
+    SCRUBBED,
     H,
     _files,
     _in_process,
@@ -35,6 +39,7 @@ from tests.unit.test_bad_inputs import (
     vault,
     write,
 )
+from tests.unit.test_inventory_errors import REPO, make_inventory
 
 C = "inventories/acme/cluster.yml: "
 G1 = H + "all.children.gpu_nodes.hosts.gpu01"
@@ -375,3 +380,38 @@ def test_the_fabric_ssh_runner_goes_through_the_bastion_too():
     argv = SshRunner({"gpu01": {"ansible_host": "10.0.0.1"}}, jump=jump).ssh_argv("gpu01")
     assert argv[argv.index("-F"):argv.index("-F") + 4] == jump and argv[-2:] == ["--", "10.0.0.1"]
     assert "-F" not in SshRunner({"gpu01": {}}).ssh_argv("gpu01")
+
+
+def _pipe_marker(inv, env_):
+    """A lookup that would leave a file beside the inventories if Ansible or anything else ever rendered it."""
+    marker = inv.parent.parent / "ran"
+    gvars(f"x: \"{{{{ lookup('pipe', 'touch {marker}') }}}}\"\n")(inv, env_)
+
+
+END_TO_END = [  # one case per class, each through every command a bad case must stop
+    ("commands", _pipe_marker, GV + "x: lookup plugin 'pipe' runs on the controller"),
+    ("secrets", write("group_vars/all/vault.yml", f"vault_x: {CANARY}\n"),
+     "inventories/acme/group_vars/all/vault.yml: (file): named like a vault but not encrypted"),
+    ("target", hosts(yaml.safe_dump({"all": {"children": {"gpu_nodes": {
+        "hosts": {"gpu01": {}, "gpu02": {}}, "children": {"gpu_nodes": {}}}}}})),
+     H + "all.children.gpu_nodes.children.gpu_nodes: group 'gpu_nodes' contains itself"),
+]
+COMMANDS_OF_A_RUN = [["validate"], ["plan", "--offline"], ["serve", "--render"], ["status"], ["prune", "--dry-run"]]
+
+
+@pytest.mark.parametrize("argv", COMMANDS_OF_A_RUN, ids=[" ".join(a) for a in COMMANDS_OF_A_RUN])
+@pytest.mark.parametrize(("case", "setup", "expected"), END_TO_END, ids=[r[0] for r in END_TO_END])
+def test_the_real_command_line_stops_a_bad_case(tmp_path, case, setup, expected, argv):
+    """The real `invoke` in a subprocess (60 s at most): exit 2, the one line, nothing written, nothing run."""
+    inv = make_inventory(tmp_path)
+    variables: dict[str, str] = {}
+    setup(inv, variables)
+    base = {k: v for k, v in os.environ.items() if not k.startswith(SCRUBBED)}
+    run_env = {**base, "GRIDREADY_INVENTORY": "acme", "GRIDREADY_HOME": str(tmp_path), **variables}
+    before = _files(tmp_path)
+    proc = subprocess.run([sys.executable, "-m", "invoke", "--search-root", str(REPO), *argv], cwd=tmp_path,
+                          env=run_env, capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == ExitCode.INVALID, (proc.returncode, proc.stderr)
+    _lines_ok(proc.stderr, expected)
+    assert len([ln for ln in proc.stderr.splitlines() if ln.strip()]) == 1, proc.stderr
+    assert _files(tmp_path) == before and not (tmp_path / "ran").exists()
