@@ -311,8 +311,8 @@ def _cross_check(file: str, spec: ClusterSpec, groups: dict[str, list[str]], hos
     if spec.serving.target == "kubernetes" and not spec.serving.kubeconfig:
         errors.append(f"{file}: serving.kubeconfig: required when serving.target is kubernetes")
     if spec.serving.target == "kubernetes":
-        errors.extend(f"{hosts_file}: {owner[host]}.hosts.{host}: {problem}"
-                      for host in owner if (problem := target_rules.node_name_problem(host)))
+        errors.extend(f"{hosts_file}: {owner[host]}.hosts.{host}: {bad}"
+                      for host in owner if (bad := target_rules.node_name_problem(host)))
     cert = spec.certification
     for key in ("waive", "not_applicable"):
         for i, gate in enumerate(getattr(cert, key)):
