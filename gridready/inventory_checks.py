@@ -74,12 +74,16 @@ EXECUTABLE_VAR = re.compile(r"ansible_[a-z0-9_]*_(executable|exe)")
 PROXY_VAR = re.compile(r"ansible_[a-z0-9_]*proxy_command")
 # an interpreter Ansible runs as it is (on the controller for `ansible_connection: local`): a plain absolute path
 # of a python, interpreter discovery, or the controller's own Python
-INTERPRETER = re.compile(r"/[A-Za-z0-9._+/-]*/python[0-9.]*|auto|auto_silent|auto_legacy|auto_legacy_silent"
+INTERPRETER = re.compile(r"/[A-Za-z0-9._+/-]*/python[0-9.]*|/usr/bin/env python[0-9.]*"
+                         r"|auto|auto_silent|auto_legacy|auto_legacy_silent"
                          r"|\{\{-?\s*ansible_playbook_python\s*-?\}\}")
 TEMPLATE = re.compile(r"\{\{|\{%")
 TEMPLATE_BLOCK = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|\{#.*?#\}", re.DOTALL)
 SHELL_SYNTAX = re.compile(r"[;|&`<>\n\r]|\$\(")
 LOOKUP_FUNCTIONS = {"lookup", "query", "q"}
+# ansible.builtin lookups that only reshape data already in the play (no command, file, URL or environment)
+PURE_LOOKUPS = {"inventory_hostnames", "vars", "varnames", "items", "list", "dict", "indexed_items", "nested",
+                "together", "subelements", "sequence", "random_choice"}
 # the `env` lookup reads the controller's environment: only names that carry no secret and that Ansible's scrubbed
 # environment passes anyway (gridready.ansible.PASSED_ENV)
 ENV_LOOKUP_NAMES = {"GRIDREADY_PROBE_PYTHON", "HOME", "USER", "LOGNAME", "LANG", "TZ", "TMPDIR"}
@@ -170,6 +174,8 @@ def _lookup_problem(call: nodes.Call) -> str | None:
         return "a lookup whose plugin is computed; inventory values are data"
     plugin = first.value.strip()
     short = plugin.removeprefix("ansible.builtin.")
+    if short in PURE_LOOKUPS:
+        return None
     if short != "env":
         return (f"lookup plugin {plugin!r} runs on the controller (pipe and lines run commands; file, template "
                 "and others read its files); inventory values are data")
