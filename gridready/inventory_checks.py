@@ -16,6 +16,7 @@ from __future__ import annotations
 import ipaddress
 import re
 import shlex
+import socket
 from collections.abc import Iterator
 from typing import Any
 
@@ -276,13 +277,20 @@ def _reaches(children: dict[str, set[str]], start: str, goal: str) -> bool:
     return False
 
 
+NUMERIC_HOST = re.compile(r"[0-9][0-9A-Fa-fXx.]*", re.ASCII)
+
+
 def address_key(address: str) -> str:
     """One spelling per address: IPv6 compressed and lower case, an IPv4-mapped IPv6 as its IPv4, a DNS name in
     lower case without the final dot."""
     try:
         ip = ipaddress.ip_address(address.split("%", 1)[0])
     except ValueError:
-        return address.lower().rstrip(".")
+        try:  # getaddrinfo takes inet_aton's forms too: 10.1, 010.0.0.1 (octal), 0xa.0.0.1, 167772161
+            return str(ipaddress.IPv4Address(socket.inet_aton(address))) if NUMERIC_HOST.fullmatch(address) \
+                else address.lower().rstrip(".")
+        except OSError:
+            return address.lower().rstrip(".")
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
         return str(ip.ipv4_mapped)
     return str(ip) + (("%" + address.split("%", 1)[1]) if "%" in address else "")

@@ -226,6 +226,9 @@ TARGET = [
      H + "gpu02.ansible_host: the same address and port as host 'gpu01'"),
     ("ipv4-mapped", hosts_doc({"ansible_host": "10.0.0.1"}, {"ansible_host": "::ffff:10.0.0.1"}),
      H + "gpu02.ansible_host: the same address and port as host 'gpu01'"),
+    ("ipv4-inet-aton-form", hosts(yaml.safe_dump({"all": {"children": {"gpu_nodes": {"hosts": {
+        "10.1": {}, "gpu02": {"ansible_host": "10.0.0.1"}}}}}})),
+     H + "gpu02.ansible_host: the same address and port as host '10.1'"),
     ("dns-case", hosts_doc({"ansible_host": "node1.example.com"}, {"ansible_host": "Node1.Example.COM."}),
      H + "gpu02.ansible_host: the same address and port as host 'gpu01'"),
     ("adapter-names-repeat", tiers(tier(lora_adapters=[{"name": "sql", "path": "/models/a"},
