@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import json
 import shlex
+import shutil
 import subprocess
 import tempfile
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -81,9 +83,12 @@ class SshRunner:
 
     @classmethod
     def from_inventory(cls, inv: Inventory, ssh_config: Path | None = None) -> SshRunner:
-        jump = bastion.write(inv.spec.bastion, Path(tempfile.mkdtemp(prefix="gridready-bastion-"))) \
-            if inv.spec.bastion is not None else []
-        return cls(ansible.hostvars(inv), ssh_config=ssh_config, jump=jump)
+        if inv.spec.bastion is None:
+            return cls(ansible.hostvars(inv), ssh_config=ssh_config)
+        folder = Path(tempfile.mkdtemp(prefix="gridready-bastion-"))  # public facts only, removed with the runner
+        runner = cls(ansible.hostvars(inv), ssh_config=ssh_config, jump=bastion.write(inv.spec.bastion, folder))
+        weakref.finalize(runner, shutil.rmtree, folder, ignore_errors=True)
+        return runner
 
     def ssh_argv(self, host: str) -> list[str]:
         if self.ssh_config is not None:

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 import yaml
@@ -421,3 +422,20 @@ def test_the_real_command_line_stops_a_bad_case(tmp_path, case, setup, expected,
     _lines_ok(proc.stderr, expected)
     assert len([ln for ln in proc.stderr.splitlines() if ln.strip()]) == 1, proc.stderr
     assert _files(tmp_path) == before and not (tmp_path / "ran").exists()
+
+
+def test_the_fabric_ssh_runner_writes_the_bastion_config_and_removes_it(monkeypatch):
+    import gc
+    from types import SimpleNamespace
+
+    from gridready.stages import fabric
+
+    monkeypatch.setattr(fabric.ansible, "hostvars", lambda inv: {"gpu01": {"ansible_host": "10.0.0.1"}})
+    inv = SimpleNamespace(spec=SimpleNamespace(bastion=Bastion(host="10.0.0.9", user="ops", host_key=ED25519)))
+    runner = fabric.SshRunner.from_inventory(inv)
+    argv = runner.ssh_argv("gpu01")
+    config = Path(argv[argv.index("-F") + 1])
+    assert "ProxyJump=gridready-bastion" in argv and "HostName 10.0.0.9" in config.read_text()
+    del runner, argv
+    gc.collect()
+    assert not config.parent.exists()
