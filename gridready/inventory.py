@@ -5,6 +5,7 @@ Every problem becomes one line `<file>: <key.path>: <message>`; values are never
 
 from __future__ import annotations
 
+import glob
 import ipaddress
 import os
 import re
@@ -310,9 +311,6 @@ def _cross_check(file: str, spec: ClusterSpec, groups: dict[str, list[str]], hos
         errors.append(f"{file}: serving.tiers: duplicate tier name {dupe!r}")
     if spec.serving.target == "kubernetes" and not spec.serving.kubeconfig:
         errors.append(f"{file}: serving.kubeconfig: required when serving.target is kubernetes")
-    if spec.serving.target == "kubernetes":
-        errors.extend(f"{hosts_file}: {owner[host]}.hosts.{host}: {bad}"
-                      for host in owner if (bad := target_rules.node_name_problem(host)))
     cert = spec.certification
     for key in ("waive", "not_applicable"):
         for i, gate in enumerate(getattr(cert, key)):
@@ -327,6 +325,25 @@ def _cross_check(file: str, spec: ClusterSpec, groups: dict[str, list[str]], hos
             f"{len(owner)} GPU nodes in {hosts_file}"
         )
     return errors
+
+
+def _node_name_lines(inv_dir: Path, spec: ClusterSpec, groups: dict[str, list[str]],
+                     hostvars: dict[str, dict[str, Any]]) -> list[str]:
+    """On target kubernetes each GPU host is a Node (its name, or gridready_k8s_node_name): a name the API
+    server would refuse is refused here. A host whose host_vars may rename it is judged by hosts.yml's name only
+    when it sets one."""
+    if spec.serving.target != "kubernetes":
+        return []
+    lines = []
+    for group in spec.node_groups:
+        for host in groups.get(group.name, []):
+            given = hostvars.get(host, {}).get("gridready_k8s_node_name")
+            key = f"{group.name}.hosts.{host}" + (".gridready_k8s_node_name" if given is not None else "")
+            if given is None and any((inv_dir / "host_vars").glob(f"{glob.escape(host)}*")):
+                continue
+            if bad := target_rules.node_name_problem(str(given if given is not None else host)):
+                lines.append(f"{_display(inv_dir / 'hosts.yml')}: {key}: {bad}")
+    return list(dict.fromkeys(lines))
 
 
 def site_pins(inventory_dir: Path) -> SitePins | None:
@@ -396,6 +413,7 @@ def load(name_or_path: str | os.PathLike[str]) -> Inventory:
             errors.append(f"{file}: customer: must equal the inventory directory name ({name!r})")
         if groups:
             errors.extend(_cross_check(file, spec, groups, _display(inv_dir / "hosts.yml")))
+            errors.extend(_node_name_lines(inv_dir, spec, groups, hostvars))
         nodes = {g.name: len(groups.get(g.name, [])) for g in spec.node_groups}
         errors.extend(f"{file}: {where}: {what}" for where, what in rules.check(spec, nodes))
         if not errors:

@@ -213,6 +213,8 @@ TARGET = [
     ("node-name-upper-case",
      both(k8s(), hosts(yaml.safe_dump({"all": {"children": {"gpu_nodes": {"hosts": {"GPU01": {}, "gpu02": {}}}}}}))),
      H + "gpu_nodes.hosts.GPU01: on Kubernetes a host is a Node name"),
+    ("k8s-node-name-given-badly", both(k8s(), hosts_doc({"gridready_k8s_node_name": "Node_1"})),
+     H + "gpu_nodes.hosts.gpu01.gridready_k8s_node_name: on Kubernetes a host is a Node name"),
     ("group-contains-itself", hosts(yaml.safe_dump({"all": {"children": {"gpu_nodes": {
         "hosts": {"gpu01": {}, "gpu02": {}}, "children": {"gpu_nodes": {}}}}}})),
      H + "all.children.gpu_nodes.children.gpu_nodes: group 'gpu_nodes' contains itself"),
@@ -333,6 +335,8 @@ GOOD = [
     ("group-folder-named-vault", gvars("x: 1\n", "group_vars/vault_servers/main.yml")),
     ("k8s-names", k8s(lambda d: d["serving"].setdefault("kubernetes", {}).update(
         kubernetes_version="1.33", gpu_product_label="NVIDIA-H200", hf_token_secret="hf.token-1"))),
+    ("k8s-node-name-renamed", both(k8s(), hosts(yaml.safe_dump({"all": {"children": {"gpu_nodes": {"hosts": {
+        "GPU01": {"gridready_k8s_node_name": "gpu01.example"}, "gpu02": {}}}}}})))),
     ("bastion", at("bastion", {"host": "bastion.example.com", "user": "ops", "host_key": ED25519})),
 ]
 
