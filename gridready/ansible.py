@@ -21,7 +21,7 @@ from ansible_runner.runner import Runner
 from rich.live import Live
 from rich.table import Table
 
-from gridready import console, vault
+from gridready import bastion, console, vault
 from gridready.errors import InvalidInput, StageFailed
 from gridready.inventory import Inventory
 
@@ -291,7 +291,7 @@ def run_playbook(
         project_dir=str(REPO),
         playbook=str(book),
         inventory=str(inv.hosts_file.resolve()),
-        extravars=unsafe(extravars or {}),
+        extravars=unsafe({**(extravars or {}), **bastion.ansible_extravars(inv.spec.bastion, private)}),
         envvars=ours,
         limit=limit,
         tags=tags,

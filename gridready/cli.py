@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 from rich.console import Console
 
-from gridready import console, matrix, secretscan, usage, vault
+from gridready import console, envvars, matrix, secretscan, usage, vault
 from gridready.artifacts import RUN_ID, RunContext, customer_lock, new_run_id, validate_run_id, write_atomic
 from gridready.errors import GridreadyError, InvalidInput
 from gridready.exitcodes import ExitCode
@@ -48,6 +48,7 @@ def inventory(name: str) -> Inventory:
                            "(GRIDREADY_INVENTORY or gridready.inventory in invoke.yaml)")
     usage.check_environment(run_id)
     inv = load(name)
+    envvars.check(inv, artifacts_root())
     matrix.require_supported(inv.spec, display_path(inv.path / "cluster.yml"))
     lines = vault.check(inv.customer, inv.path, vault.needed(inv), display_path)
     if lines:

@@ -5,6 +5,7 @@ Every problem becomes one line `<file>: <key.path>: <message>`; values are never
 
 from __future__ import annotations
 
+import glob
 import ipaddress
 import os
 import re
@@ -14,9 +15,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from gridready import secretscan
+from gridready import inventory_checks, secretscan
 from gridready.errors import InvalidInput
-from gridready.spec import SLUG, ClusterSpec, rules
+from gridready.spec import SLUG, ClusterSpec, rules, target_rules
 from gridready.spec.gates import is_known_gate
 from gridready.spec.parallel import fit_problems
 from gridready.spec.triton import SitePins
@@ -29,11 +30,6 @@ DNS_NAME = re.compile(r"(?=.{1,253}\.?\Z)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z
                       r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?")
 # An Ansible group name (ansible-core's TRANSFORM_INVALID_GROUP_CHARS: letters, digits, `_`; `-` still accepted)
 GROUP_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,127}")
-# ssh options that run a command on the controller (ssh_config(5)); ProxyJump reaches a bastion without one
-LOCAL_COMMAND = re.compile(r"(ProxyCommand|LocalCommand|KnownHostsCommand|PermitLocalCommand|ProxyUseFdpass)",
-                           re.IGNORECASE)
-SSH_ARG_VARS = ("ansible_ssh_common_args", "ansible_ssh_extra_args", "ansible_ssh_args", "ansible_scp_extra_args",
-                "ansible_sftp_extra_args")
 SSH_USER = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,31}")  # useradd's NAME_REGEX, never an option
 
 
@@ -41,24 +37,22 @@ SITE_PINS_FILE = "triton_versions.yml"  # the site's Triton image pins (gridread
 
 
 def connection_problems(hvars: dict[str, Any]) -> list[tuple[str, str]]:
-    """(variable, problem) for connection variables that are not what Ansible hands to ssh as they are."""
+    """(variable, problem) for connection variables that are not what Ansible hands to ssh as they are (each
+    under its own name and the older ansible_ssh_* one Ansible still reads)."""
     out: list[tuple[str, str]] = []
-    addr = hvars.get("ansible_host")
-    if addr is not None and not (isinstance(addr, str) and _is_address(addr)):
-        out.append(("ansible_host", "must be an IP address or a DNS host name (not an option, not a template)"))
-    port = hvars.get("ansible_port")
-    if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535):
-        out.append(("ansible_port", "must be a port number 1-65535"))
-    for var in SSH_ARG_VARS:
-        args = hvars.get(var)
-        if isinstance(args, str) and LOCAL_COMMAND.search(args):
-            out.append((var, "must not set ProxyCommand, LocalCommand or KnownHostsCommand (a command ssh runs on "
-                             "the controller); use ProxyJump for a bastion"))
-        elif args is not None and not isinstance(args, str):
-            out.append((var, "must be a string of ssh options"))
-    user = hvars.get("ansible_user")
-    if user is not None and not (isinstance(user, str) and SSH_USER.fullmatch(user)):
-        out.append(("ansible_user", f"must be a user name (^{SSH_USER.pattern}$)"))
+    for var in ("ansible_host", "ansible_ssh_host"):
+        addr = hvars.get(var)
+        if addr is not None and not (isinstance(addr, str) and _is_address(addr)):
+            out.append((var, "must be an IP address or a DNS host name (not an option, not a template)"))
+    for var in ("ansible_port", "ansible_ssh_port"):
+        port = hvars.get(var)
+        if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535):
+            out.append((var, "must be a port number 1-65535"))
+    out.extend(inventory_checks.controller_command_problems(hvars))
+    for var in ("ansible_user", "ansible_ssh_user"):
+        user = hvars.get(var)
+        if user is not None and not (isinstance(user, str) and SSH_USER.fullmatch(user)):
+            out.append((var, f"must be a user name (^{SSH_USER.pattern}$)"))
     return out
 
 
@@ -164,6 +158,9 @@ def _walk_groups(
     for key in body:
         if key not in ("hosts", "children", "vars"):
             errors.append(f"{file}: {path}.{key}: unknown key (expected hosts, children or vars)")
+    if isinstance(body.get("vars"), dict):
+        errors.extend(f"{file}: {path}.vars.{var}: {problem}"
+                      for var, problem in connection_problems(body["vars"]) if var != "ansible_host")
     members: list[str] = []
     hosts = body.get("hosts") or {}
     if not isinstance(hosts, dict):
@@ -217,17 +214,15 @@ def _load_hosts(path: Path, errors: list[str], refs: dict[str, str]
     errors.extend(_secret_lines(file, data, refs=refs))
     for name, body in data.items():
         _walk_groups(file, str(name), body, groups, hostvars, errors, str(name))
-        if isinstance(body, dict) and isinstance(body.get("vars"), dict):
-            errors.extend(f"{file}: {name}.vars.{var}: {problem}"
-                          for var, problem in connection_problems(body["vars"]) if var != "ansible_host")
-    addresses: dict[tuple[Any, Any], str] = {}
-    for host, hvars in hostvars.items():
-        addr = hvars.get("ansible_host")
-        if isinstance(addr, str):
-            other = addresses.setdefault((addr, hvars.get("ansible_port")), host)
-            if other != host:
-                errors.append(f"{file}: {host}.ansible_host: the same address and port as host {other!r}")
+    _add_new(errors, file, inventory_checks.hosts_file_problems(data, hostvars))
     return groups, hostvars
+
+
+def _add_new(errors: list[str], file: str, problems: Any) -> None:
+    """`file: key: problem` lines for keys no line names yet: one line per key."""
+    for where, problem in problems:
+        if not any(e.startswith(f"{file}: {where}: ") for e in errors):
+            errors.append(f"{file}: {where}: {problem}")
 
 
 def _secret_lines(file: str, data: Any, path: str = "", refs: dict[str, str] | None = None) -> list[str]:
@@ -269,6 +264,10 @@ def _check_var_files(inv_dir: Path, errors: list[str], refs: dict[str, str]) -> 
         try:
             if is_vault_file(path):
                 continue
+            if inventory_checks.vault_named(path.relative_to(inv_dir)):
+                errors.append(f"{file}: (file): named like a vault but not encrypted; encrypt it with "
+                              "ansible-vault (vault id = the customer) or rename it")
+                continue
             data = load_yaml(path)
         except YamlError as err:
             errors.append(f"{file}: {err.where}: {err}")
@@ -280,6 +279,7 @@ def _check_var_files(inv_dir: Path, errors: list[str], refs: dict[str, str]) -> 
             continue
         errors.extend(_secret_lines(file, data, refs=refs))
         errors.extend(f"{file}: {var}: {problem}" for var, problem in connection_problems(data))
+        _add_new(errors, file, inventory_checks.template_problems(data))
 
 
 def _cross_check(file: str, spec: ClusterSpec, groups: dict[str, list[str]], hosts_file: str) -> list[str]:
@@ -325,6 +325,25 @@ def _cross_check(file: str, spec: ClusterSpec, groups: dict[str, list[str]], hos
             f"{len(owner)} GPU nodes in {hosts_file}"
         )
     return errors
+
+
+def _node_name_lines(inv_dir: Path, spec: ClusterSpec, groups: dict[str, list[str]],
+                     hostvars: dict[str, dict[str, Any]]) -> list[str]:
+    """On target kubernetes each GPU host is a Node (its name, or gridready_k8s_node_name): a name the API
+    server would refuse is refused here. A host whose host_vars may rename it is judged by hosts.yml's name only
+    when it sets one."""
+    if spec.serving.target != "kubernetes":
+        return []
+    lines = []
+    for group in spec.node_groups:
+        for host in groups.get(group.name, []):
+            given = hostvars.get(host, {}).get("gridready_k8s_node_name")
+            key = f"{group.name}.hosts.{host}" + (".gridready_k8s_node_name" if given is not None else "")
+            if given is None and any((inv_dir / "host_vars").glob(f"{glob.escape(host)}*")):
+                continue
+            if bad := target_rules.node_name_problem(str(given if given is not None else host)):
+                lines.append(f"{_display(inv_dir / 'hosts.yml')}: {key}: {bad}")
+    return list(dict.fromkeys(lines))
 
 
 def site_pins(inventory_dir: Path) -> SitePins | None:
@@ -394,6 +413,7 @@ def load(name_or_path: str | os.PathLike[str]) -> Inventory:
             errors.append(f"{file}: customer: must equal the inventory directory name ({name!r})")
         if groups:
             errors.extend(_cross_check(file, spec, groups, _display(inv_dir / "hosts.yml")))
+            errors.extend(_node_name_lines(inv_dir, spec, groups, hostvars))
         nodes = {g.name: len(groups.get(g.name, [])) for g in spec.node_groups}
         errors.extend(f"{file}: {where}: {what}" for where, what in rules.check(spec, nodes))
         if not errors:

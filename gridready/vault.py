@@ -20,6 +20,7 @@ import yaml
 from ansible.errors import AnsibleError
 from ansible.parsing.vault import VaultLib, VaultSecret
 
+from gridready import inventory_checks
 from gridready.artifacts import write_atomic
 from gridready.errors import InvalidInput
 from gridready.yamlio import VAULT_HEADER
@@ -158,10 +159,13 @@ def check(customer: str, inv_dir: Path, needed: dict[str, str], shown: Any = str
         lines.extend(_open(vault, file, shown(file), defined))
     for ciphertext, where in inline.items():
         try:
-            vault.decrypt(ciphertext.encode())
+            plain = vault.decrypt(ciphertext.encode())
         except (AnsibleError, ValueError, TypeError):
             lines.append(f"{where}: (!vault): cannot be decrypted with {ENV} (wrong password, another vault id's "
                          "password, or a damaged value)")
+            continue
+        if problem := inventory_checks.template_problem(plain.decode("utf-8", errors="replace")):
+            lines.append(f"{where}: (!vault): {problem}")
     if lines:
         return lines
     for var, where in needed.items():
@@ -197,6 +201,10 @@ def _open(vault: VaultLib, path: Path, shown: str, defined: dict[str, Any]) -> I
     if not isinstance(data, dict):
         yield f"{shown}: (top level): must be a mapping of vault_* variables"
         return
+    # Ansible templates vault values like any other: a lookup there runs on the controller too
+    for where, problem in [*inventory_checks.controller_command_problems(data),
+                           *inventory_checks.template_problems(data)]:
+        yield f"{shown}: {where}: {problem}"
     defined.update({str(k): v for k, v in data.items()})
 
 

@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator, model_validator
 
 from gridready import catalog
+from gridready.spec.bastion import Bastion
 from gridready.spec.certification import CertificationSpec
 from gridready.spec.names import ANSIBLE_NAME, SLUG, require_unique
 from gridready.spec.serving import ServingSpec
@@ -133,6 +134,8 @@ class ClusterSpec(BaseModel):
     software: SoftwarePins = Field(default_factory=SoftwarePins)
     certification: CertificationSpec = Field(default_factory=CertificationSpec)
     serving: ServingSpec = Field(default_factory=ServingSpec)
+    bastion: Bastion | None = Field(None, description="jump host every SSH connection to the nodes goes through "
+                                                      "(ProxyJump, its host key checked)")
 
     @model_validator(mode="after")
     def _unique_groups(self) -> ClusterSpec:

@@ -17,6 +17,7 @@ from gridready.spec import engine_options
 from gridready.spec.cluster import ClusterSpec
 from gridready.spec.parallel import resolve
 from gridready.spec.serving import VLLM_VERSION
+from gridready.spec.target_rules import kubernetes, lora
 
 # Linux dev_valid_name() (net/core/dev.c): 1-15 bytes (IFNAMSIZ 16 with the NUL), not "." or "..", no '/',
 # ':' or whitespace; the character set is narrowed further to what NCCL/Gloo and systemd units take verbatim.
@@ -392,4 +393,5 @@ def placement(spec: ClusterSpec, nodes: dict[str, int]) -> Iterator[tuple[str, s
 def check(spec: ClusterSpec, nodes: dict[str, int]) -> list[tuple[str, str]]:
     """Every rule but placement, which inventory.load runs last, once nothing else is wrong (its message
     assumes tiers that each fit their group)."""
-    return [*one_line(spec), *field_patterns(spec), *ranges(spec), *hardware(spec), *cross_tier(spec, nodes)]
+    return [*one_line(spec), *field_patterns(spec), *ranges(spec), *hardware(spec), *cross_tier(spec, nodes),
+            *kubernetes(spec), *lora(spec)]

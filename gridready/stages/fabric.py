@@ -17,16 +17,19 @@ from __future__ import annotations
 
 import json
 import shlex
+import shutil
 import subprocess
+import tempfile
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from gridready import ansible, console
+from gridready import ansible, bastion, console
 from gridready.artifacts import write_atomic, write_json_atomic
 from gridready.certify import hca as hca_gates
 from gridready.certify import isolation, multinode
@@ -72,19 +75,26 @@ class SshRunner:
 
     BASE = ("-o", "BatchMode=yes", "-o", "LogLevel=ERROR", "-o", "ConnectTimeout=10")
 
-    def __init__(self, hostvars: Mapping[str, Mapping[str, Any]], ssh_config: Path | None = None) -> None:
+    def __init__(self, hostvars: Mapping[str, Mapping[str, Any]], ssh_config: Path | None = None,
+                 jump: Sequence[str] = ()) -> None:
         self.hostvars = hostvars
         self.ssh_config = ssh_config
+        self.jump = list(jump)  # the cluster's bastion (gridready.bastion): -F <config> -o ProxyJump=...
 
     @classmethod
     def from_inventory(cls, inv: Inventory, ssh_config: Path | None = None) -> SshRunner:
-        return cls(ansible.hostvars(inv), ssh_config=ssh_config)
+        if inv.spec.bastion is None:
+            return cls(ansible.hostvars(inv), ssh_config=ssh_config)
+        folder = Path(tempfile.mkdtemp(prefix="gridready-bastion-"))  # public facts only, removed with the runner
+        runner = cls(ansible.hostvars(inv), ssh_config=ssh_config, jump=bastion.write(inv.spec.bastion, folder))
+        weakref.finalize(runner, shutil.rmtree, folder, ignore_errors=True)
+        return runner
 
     def ssh_argv(self, host: str) -> list[str]:
         if self.ssh_config is not None:
             return ["ssh", "-F", str(self.ssh_config), "-o", "BatchMode=yes", "--", host]
         hv = self.hostvars.get(host, {})
-        argv = ["ssh", *self.BASE]
+        argv = ["ssh", *self.BASE, *self.jump]
         checking = hv.get("ansible_ssh_host_key_checking", hv.get("ansible_host_key_checking", True))
         if _false(checking):
             argv += ["-o", "StrictHostKeyChecking=no"]

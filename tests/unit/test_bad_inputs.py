@@ -377,7 +377,7 @@ SERVE_TIME = [
      G1 + ".ansible_ssh_common_args: must not set ProxyCommand"),
     ("ssh-local-command-group-vars", write("group_vars/all/main.yml",
                                            "ansible_ssh_extra_args: -oPermitLocalCommand=yes -oLocalCommand=id\n"),
-     GV + "ansible_ssh_extra_args: must not set ProxyCommand"),
+     GV + "ansible_ssh_extra_args: must not set PermitLocalCommand"),
     ("ssh-args-not-string", host_vars(ansible_ssh_common_args=["-o", "x"]),
      G1 + ".ansible_ssh_common_args: must be a string"),
     ("xid-allow-negative", at("certification.xid_allow", [-13]), C + "certification.xid_allow[0]"),
