@@ -85,7 +85,11 @@ def test_a_worker_boots_while_its_head_is_down_and_rejoins_when_it_returns(serve
         state = fleet.ssh(worker, "systemctl is-system-running", check=False).stdout.strip()
         return state in ("running", "degraded")
 
-    _wait(booted, BOOT_S, f"{worker} to finish booting with its head down")
+    try:
+        _wait(booted, BOOT_S, f"{worker} to finish booting with its head down")
+    except AssertionError as err:
+        jobs = fleet.ssh(worker, "systemctl list-jobs --no-pager; systemctl --failed --no-pager", check=False).stdout
+        raise AssertionError(f"{err}; pending jobs:\n{jobs}") from None
     watch = fleet.ssh(worker, "systemctl show -p ActiveState --value ray-headwatch").stdout.strip()
     assert watch == "activating", watch  # still waiting for the head, without holding up the boot
     assert fleet.ssh(worker, "systemctl is-active ray-worker", check=False).stdout.strip() != "active"
