@@ -2,10 +2,11 @@
 
 Two certified hosts serve one vLLM tier across both (TP 8 x PP 2, SIMULATED engine): one host runs ray-head and the
 tier's unit, the other ray-headwatch and ray-worker. With the head stopped, the worker host reboots for real. Its
-ray-headwatch waits for the head without a start timeout; had multi-user.target been ordered after it (the default
-dependencies of a unit a target wants, systemd.target(5)), the boot would never finish: `systemctl
-is-system-running` would answer "starting" for good. Here the boot finishes while the watch still waits, and when
-the head starts again the worker joins and the tier answers.
+ray-headwatch waited for the head without a start timeout, and multi-user.target was ordered after it (the default
+dependencies of a unit a target wants, systemd.target(5)): the boot never finished, `systemctl is-system-running`
+answered "starting" for good. Now the target does not wait, each wait is bounded and retried with no job queued in
+between, so the boot finishes while the head is down; when the head starts again the worker joins and the tier
+answers.
 """
 
 from __future__ import annotations
@@ -91,7 +92,7 @@ def test_a_worker_boots_while_its_head_is_down_and_rejoins_when_it_returns(serve
         jobs = fleet.ssh(worker, "systemctl list-jobs --no-pager; systemctl --failed --no-pager", check=False).stdout
         raise AssertionError(f"{err}; pending jobs:\n{jobs}") from None
     watch = fleet.ssh(worker, "systemctl show -p ActiveState --value ray-headwatch").stdout.strip()
-    assert watch == "activating", watch  # still waiting for the head, without holding up the boot
+    assert watch != "active", watch  # still waiting for the head (or between two bounded tries), boot done
     assert fleet.ssh(worker, "systemctl is-active ray-worker", check=False).stdout.strip() != "active"
 
     fleet.ssh(head, "systemctl start ray-head")

@@ -129,3 +129,11 @@ def test_a_worker_waiting_for_its_head_never_holds_up_boot(template: str) -> Non
     assert "sysinit.target" in u[("Unit", "Requires")]
     assert u[("Unit", "Conflicts")] == ["shutdown.target"] and u[("Unit", "Before")] == ["shutdown.target"]
     assert u[("Install", "WantedBy")] == ["multi-user.target"]  # still started at boot, just not waited for
+
+
+def test_the_head_watch_waits_with_a_bounded_start_and_is_restarted() -> None:
+    """A start job left waiting keeps the boot's job queue busy ("starting" for good); a bounded start that times
+    out is restarted by Restart=always with no job queued between the tries."""
+    u = _render(ROLE, "ray-headwatch.service.j2")
+    assert 0 < int(u[("Service", "TimeoutStartSec")][0]) <= 90
+    assert u[("Service", "Restart")] == ["always"] and u[("Unit", "StartLimitIntervalSec")] == ["0"]
