@@ -200,6 +200,7 @@ def _walk_groups(
 
 def _load_hosts(path: Path, errors: list[str], refs: dict[str, str]
                 ) -> tuple[dict[str, list[str]], dict[str, dict[str, Any]]]:
+    """hosts.yml of the inventory `path` is in, read beneath it."""
     file = _display(path)
     groups: dict[str, list[str]] = {}
     hostvars: dict[str, dict[str, Any]] = {}
@@ -207,7 +208,7 @@ def _load_hosts(path: Path, errors: list[str], refs: dict[str, str]
         errors.append(f"{file}: (file): missing; an Ansible YAML inventory is required")
         return groups, hostvars
     try:
-        data = load_yaml(path)
+        data = load_yaml(path, root=path.parent)
     except YamlError as err:
         errors.append(f"{file}: {err.where}: {err}")
         return groups, hostvars
@@ -247,6 +248,9 @@ def _var_files(inv_dir: Path, errors: list[str]) -> list[Path]:
         top = inv_dir / sub
         if not top.exists() and not top.is_symlink():
             continue
+        if top.is_symlink() and not top.resolve().is_relative_to(home):
+            errors.append(f"{_display(top)}: (file): a symbolic link out of the inventory directory")
+            continue
         for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
             for name in sorted(dirnames + filenames):
                 path = Path(dirpath) / name
@@ -254,9 +258,7 @@ def _var_files(inv_dir: Path, errors: list[str]) -> list[Path]:
                     errors.append(f"{_display(path)}: (file): a symbolic link out of the inventory directory")
                 elif name in filenames:
                     found.append(path)
-        if top.is_symlink() and not top.resolve().is_relative_to(home):
-            errors.append(f"{_display(top)}: (file): a symbolic link out of the inventory directory")
-        elif top.exists() and not top.is_dir():
+        if top.exists() and not top.is_dir():
             found.append(top)
     return sorted(set(found))
 
@@ -267,9 +269,9 @@ def _check_var_files(inv_dir: Path, errors: list[str], refs: dict[str, str]) -> 
     for path in _var_files(inv_dir, errors):
         file = _display(path)
         try:
-            if is_vault_file(path):
+            if is_vault_file(path, root=inv_dir):
                 continue
-            data = load_yaml(path)
+            data = load_yaml(path, root=inv_dir)
         except YamlError as err:
             errors.append(f"{file}: {err.where}: {err}")
             continue
@@ -335,7 +337,7 @@ def site_pins(inventory_dir: Path) -> SitePins | None:
         return None
     shown = _display(path)
     try:
-        raw = load_yaml(path)
+        raw = load_yaml(path, root=Path(inventory_dir))
     except YamlError as err:
         raise InvalidInput(f"{shown}: {err.where}: {err}") from None
     if raw is not None and not isinstance(raw, dict):
@@ -372,7 +374,7 @@ def load(name_or_path: str | os.PathLike[str]) -> Inventory:
         errors.append(f"{file}: (file): missing")
     else:
         try:
-            raw = load_yaml(cluster)
+            raw = load_yaml(cluster, root=inv_dir)
         except YamlError as err:
             errors.append(f"{file}: {err.where}: {err}")
         else:

@@ -20,9 +20,10 @@ import yaml
 from ansible.errors import AnsibleError
 from ansible.parsing.vault import VaultLib, VaultSecret
 
+from gridready import safefile
 from gridready.artifacts import write_atomic
 from gridready.errors import InvalidInput
-from gridready.yamlio import VAULT_HEADER
+from gridready.yamlio import MAX_BYTES, VAULT_HEADER
 
 ENV = "GRIDREADY_VAULT_PASSWORD_FILE"
 MAX_PASSWORD_BYTES = 4096  # a password file holds one line; a device or a log file is not one
@@ -97,11 +98,15 @@ def read_password(path: Path) -> bytes:
 def read(customer: str, inv_dir: Path) -> dict[str, Any]:
     """The decrypted variables of the customer's vault file ({} when there is none)."""
     path = vault_path(inv_dir)
-    if not path.exists():
+    try:
+        ciphertext = safefile.read_optional(path, MAX_BYTES, root=inv_dir)
+    except safefile.UnsafeFile as err:
+        raise InvalidInput(f"{path}: (file): {err}") from None
+    if ciphertext is None:
         return {}
     vault = _vault(customer, inv_dir)
     try:
-        data = yaml.safe_load(vault.decrypt(path.read_bytes()))
+        data = yaml.safe_load(vault.decrypt(ciphertext))
     except AnsibleError:
         raise InvalidInput(f"{path}: (vault): cannot be decrypted with GRIDREADY_VAULT_PASSWORD_FILE") from None
     if data is None:
@@ -118,14 +123,11 @@ def vault_files(inv_dir: Path) -> list[Path]:
         for dirpath, _, filenames in os.walk(inv_dir / sub, followlinks=False):
             for name in sorted(filenames):
                 path = Path(dirpath) / name
-                try:
-                    if path.is_symlink() or not path.is_file() or path.stat().st_size > 1 << 20:
-                        continue
-                    with path.open("rb") as fh:
-                        head = fh.read(len(VAULT_HEADER))
-                except OSError:
+                try:  # a link, FIFO or oversized file is named by gridready.inventory, never opened here
+                    head = safefile.read_bytes(path, MAX_BYTES, root=inv_dir, follow_inside=False)
+                except safefile.UnsafeFile:
                     continue
-                if head == VAULT_HEADER.encode():
+                if head.startswith(VAULT_HEADER.encode()):
                     out.append(path)
     return out
 
@@ -155,7 +157,7 @@ def check(customer: str, inv_dir: Path, needed: dict[str, str], shown: Any = str
     lines: list[str] = []
     defined: dict[str, Any] = {}
     for file in files:
-        lines.extend(_open(vault, file, shown(file), defined))
+        lines.extend(_open(vault, file, shown(file), defined, inv_dir))
     for ciphertext, where in inline.items():
         try:
             vault.decrypt(ciphertext.encode())
@@ -180,9 +182,12 @@ def needed(inv: Any) -> dict[str, str]:
     return {var: where for var, where in inv.vault_refs.items() if var not in generated}
 
 
-def _open(vault: VaultLib, path: Path, shown: str, defined: dict[str, Any]) -> Iterator[str]:
+def _open(vault: VaultLib, path: Path, shown: str, defined: dict[str, Any], inv_dir: Path) -> Iterator[str]:
     try:
-        text = vault.decrypt(path.read_bytes())
+        text = vault.decrypt(safefile.read_bytes(path, MAX_BYTES, root=inv_dir))
+    except safefile.UnsafeFile as err:
+        yield f"{shown}: (file): {err}"
+        return
     except (AnsibleError, OSError, ValueError, TypeError):
         yield (f"{shown}: (vault): cannot be decrypted with {ENV} (wrong password, another vault id's password, "
                "or a damaged file)")
@@ -244,6 +249,4 @@ def write(customer: str, inv_dir: Path, data: dict[str, Any]) -> None:
     vault = _vault(customer, inv_dir)
     secret = vault.secrets[0][1]
     text = vault.encrypt(yaml.safe_dump(data, sort_keys=True), secret, vault_id=customer)
-    path = vault_path(inv_dir)
-    write_atomic(path, text)
-    path.chmod(0o600)
+    write_atomic(vault_path(inv_dir), text, root=inv_dir)  # 0600, never through a link

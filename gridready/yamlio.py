@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import stat
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from gridready import safefile
 
 VAULT_HEADER = "$ANSIBLE_VAULT;"
 MAX_BYTES = 1 << 20  # an inventory file is a few KiB; 1 MiB is far beyond any real one
@@ -79,29 +79,17 @@ _StrictLoader.add_constructor("!unsafe", lambda loader, node: loader.construct_s
                               if isinstance(node, yaml.ScalarNode) else "<unsafe>")
 
 
-def read_capped(path: Path, limit: int = MAX_BYTES) -> bytes:
-    """The bytes of a regular file of at most `limit` bytes; a FIFO, device or directory is refused unopened
-    (opening a FIFO would block until a writer came)."""
+def read_capped(path: Path, limit: int = MAX_BYTES, root: Path | None = None) -> bytes:
+    """The bytes of a regular file of at most `limit` bytes (gridready.safefile: beneath `root` when given, a link
+    out of it refused unread); a FIFO, device or directory is refused unopened."""
     try:
-        info = os.stat(path)
-    except OSError as err:
-        raise YamlError("(file)", f"cannot read: {err.strerror}") from err
-    if not stat.S_ISREG(info.st_mode):
-        raise YamlError("(file)", "not a regular file (a FIFO, device or directory)")
-    if info.st_size > limit:
-        raise YamlError("(file)", f"{info.st_size} bytes, more than the {limit} this file may have")
-    try:
-        with path.open("rb") as fh:
-            data = fh.read(limit + 1)
-    except OSError as err:
-        raise YamlError("(file)", f"cannot read: {err.strerror}") from err
-    if len(data) > limit:
-        raise YamlError("(file)", f"more than the {limit} bytes this file may have")
-    return data
+        return safefile.read_bytes(path, limit, root)
+    except safefile.UnsafeFile as err:
+        raise YamlError("(file)", str(err)) from None
 
 
-def is_vault_file(path: Path) -> bool:
-    return read_capped(path)[: len(VAULT_HEADER)].decode(errors="replace") == VAULT_HEADER
+def is_vault_file(path: Path, root: Path | None = None) -> bool:
+    return read_capped(path, root=root)[: len(VAULT_HEADER)].decode(errors="replace") == VAULT_HEADER
 
 
 def _check_shape(root: yaml.Node) -> None:
@@ -157,9 +145,10 @@ def _control_chars(text: str) -> int | None:
     return None
 
 
-def load_yaml(path: Path) -> Any:
-    """Parse one YAML document; raises YamlError (never anything else) on any unreadable or hostile input."""
-    data = read_capped(path)
+def load_yaml(path: Path, root: Path | None = None) -> Any:
+    """Parse one YAML document (read beneath `root` when given); raises YamlError (never anything else) on any
+    unreadable or hostile input."""
+    data = read_capped(path, root=root)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:

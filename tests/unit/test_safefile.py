@@ -1,0 +1,342 @@
+"""Trust boundaries, paths (issue 41, class 2): every inventory read and every artifacts write goes through
+gridready.safefile. A link out (at any component) is refused before anything is read, a FIFO, device or folder
+where a file is expected is a one-line error and never a hang, a write never goes through a link, and error lines
+never echo what a file outside the root holds. Each test runs under an alarm: a hang fails instead of blocking."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import signal
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from gridready import ledger, safefile
+from gridready.artifacts import RunContext, customer_lock, latest_summary, prunable, write_atomic
+from gridready.errors import InvalidInput
+from gridready.inventory import load
+
+from .test_inventory_errors import make_inventory
+
+OUTSIDE_KEY = "outside_key_never_echoed"
+OUTSIDE = f"{OUTSIDE_KEY}: 1\nall:\n  hosts:\n    h1: {{}}\n"
+
+
+@pytest.fixture(autouse=True)
+def _no_hang() -> Iterator[None]:
+    """A FIFO opened for reading blocks until a writer comes: SIGALRM turns a hang into a failure."""
+    def hang(signum: int, frame: object) -> None:
+        raise TimeoutError("blocked: a FIFO or device was opened")
+    previous = signal.signal(signal.SIGALRM, hang)
+    signal.alarm(10)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    """A folder beside the project, holding a file with a key the error lines must never show."""
+    folder = tmp_path / "elsewhere"
+    (folder / "all").mkdir(parents=True)
+    for name in ("cluster.yml", "hosts.yml", "vars.yml", "all/main.yml", "triton_versions.yml"):
+        (folder / name).write_text(OUTSIDE)
+    return folder
+
+
+def _load_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InvalidInput) as err:
+        load("acme")
+    assert OUTSIDE_KEY not in str(err.value)
+    return err.value.lines
+
+
+# ---- inventory reads ----------------------------------------------------------------------------------------------
+
+INV = "inventories/acme/"
+OUT = "a symbolic link out of acme/, refused unread"
+LINKS_OUT = [  # (file in the inventory, what it links to in `outside`, the line's start)
+    ("cluster.yml", "cluster.yml", f"{INV}cluster.yml: (file): {OUT}"),
+    ("hosts.yml", "hosts.yml", f"{INV}hosts.yml: (file): {OUT}"),
+    ("triton_versions.yml", "triton_versions.yml", f"{INV}triton_versions.yml: (file): {OUT}"),
+    ("group_vars/all.yml", "vars.yml", f"{INV}group_vars/all.yml: (file): a symbolic link out of the inventory"),
+    ("group_vars/all", "all", f"{INV}group_vars/all: (file): a symbolic link out of the inventory"),
+    ("host_vars/gpu01.yml", "vars.yml", f"{INV}host_vars/gpu01.yml: (file): a symbolic link out of the inventory"),
+    ("host_vars", ".", f"{INV}host_vars: (file): a symbolic link out of the inventory"),
+]
+
+
+@pytest.mark.parametrize(("rel", "target", "expected"), LINKS_OUT, ids=[c[0] for c in LINKS_OUT])
+def test_an_inventory_file_or_folder_linked_out_is_refused_unread(tmp_path, monkeypatch, outside, rel, target,
+                                                                  expected):
+    inv = make_inventory(tmp_path)
+    (inv / rel).parent.mkdir(parents=True, exist_ok=True)
+    (inv / rel).unlink(missing_ok=True)
+    (inv / rel).symlink_to(outside / target)
+    lines = _load_lines(tmp_path, monkeypatch)
+    assert any(line.startswith(expected) for line in lines), lines
+
+
+def test_a_link_out_at_a_middle_component_is_refused(tmp_path, monkeypatch, outside):
+    """group_vars/ is a link to a folder outside whose files look ordinary: refused at the folder."""
+    inv = make_inventory(tmp_path)
+    (inv / "group_vars").symlink_to(outside)
+    lines = _load_lines(tmp_path, monkeypatch)
+    assert lines == [f"{INV}group_vars: (file): a symbolic link out of the inventory directory"]
+
+
+def test_a_link_out_is_refused_even_when_it_comes_back(tmp_path, outside):
+    """cluster.yml -> ../acme-link/cluster.yml where acme-link is the inventory itself through a folder outside:
+    resolved, it stays inside; a link whose resolution leaves the root is refused by the layer itself."""
+    inv = make_inventory(tmp_path)
+    (outside / "loop").symlink_to(inv)
+    (inv / "shared.yml").write_text("a: 1\n")
+    (inv / "via.yml").symlink_to(outside / "loop" / "shared.yml")
+    assert safefile.read_bytes(inv / "via.yml", 100, root=inv) == b"a: 1\n"  # resolves inside: allowed
+    (inv / "out.yml").symlink_to(outside / "vars.yml")
+    with pytest.raises(safefile.UnsafeFile, match="a symbolic link out of acme/"):
+        safefile.read_bytes(inv / "out.yml", 100, root=inv)
+
+
+def test_a_link_inside_the_inventory_is_followed(tmp_path, monkeypatch):
+    """Documented choice: a group_vars file shared through a link that stays inside the inventory is read."""
+    inv = make_inventory(tmp_path)
+    (inv / "group_vars").mkdir()
+    (inv / "shared.yml").write_text("gridready_x: 1\n")
+    (inv / "group_vars" / "all.yml").symlink_to("../shared.yml")
+    monkeypatch.chdir(tmp_path)
+    assert load("acme").customer == "acme"
+
+
+HOSTILE: list[tuple[str, Callable[[Path], None], str]] = [
+    ("fifo", lambda p: os.mkfifo(p), "not a regular file (a FIFO"),
+    ("directory", lambda p: p.mkdir(), "not a regular file (a directory"),
+    ("dev-null", lambda p: p.symlink_to("/dev/null"), "not a regular file (a device), reached through"),
+    ("dev-zero", lambda p: p.symlink_to("/dev/zero"), "not a regular file (a device), reached through"),
+]
+
+
+@pytest.mark.parametrize("rel", ["cluster.yml", "hosts.yml", "triton_versions.yml"])
+@pytest.mark.parametrize(("make", "message"), [h[1:] for h in HOSTILE], ids=[h[0] for h in HOSTILE])
+def test_a_fifo_device_or_folder_in_the_inventory_is_one_line(tmp_path, monkeypatch, rel, make, message):
+    inv = make_inventory(tmp_path)
+    (inv / rel).unlink(missing_ok=True)
+    make(inv / rel)
+    lines = _load_lines(tmp_path, monkeypatch)
+    assert any(line.startswith(f"{INV}{rel}: (file): {message}") for line in lines), lines
+
+
+@pytest.mark.parametrize(("make", "message"), [h[1:] for h in HOSTILE[:2]], ids=[h[0] for h in HOSTILE[:2]])
+def test_a_vault_file_that_is_a_fifo_or_folder_never_blocks(tmp_path, make, message):
+    from gridready import vault
+
+    inv = make_inventory(tmp_path)
+    (inv / "group_vars" / "all").mkdir(parents=True)
+    make(vault.vault_path(inv))
+    with pytest.raises(InvalidInput, match="vault.yml: \\(file\\): " + message.replace("(", "\\(")):
+        vault.read("acme", inv)
+
+
+# ---- artifacts writes and reads -----------------------------------------------------------------------------------
+
+
+def test_a_lock_that_is_a_link_never_truncates_its_target(tmp_path, outside):
+    root = tmp_path / "artifacts"
+    (root / "acme").mkdir(parents=True)
+    victim = outside / "vars.yml"
+    (root / "acme" / ".lock").symlink_to(victim)
+    with pytest.raises(InvalidInput, match=r"\.lock: \(lock\): a symbolic link, which is never followed"), \
+            customer_lock(root, "acme", "prune"):
+        pass
+    assert victim.read_text() == OUTSIDE
+
+
+@pytest.mark.parametrize(("make", "message"), [h[1:] for h in HOSTILE[:2]], ids=[h[0] for h in HOSTILE[:2]])
+def test_a_lock_that_is_a_fifo_or_folder_is_refused(tmp_path, make, message):
+    root = tmp_path / "artifacts"
+    (root / "acme").mkdir(parents=True)
+    make(root / "acme" / ".lock")
+    with pytest.raises(InvalidInput, match=r"\(lock\): not a regular file"), customer_lock(root, "acme", "x"):
+        pass
+
+
+def test_a_customer_folder_linked_out_takes_no_write(tmp_path, outside):
+    root = tmp_path / "artifacts"
+    root.mkdir()
+    (root / "acme").symlink_to(outside)
+    ctx = RunContext(customer="acme", run_id="r1", root=root)
+    for attempt in (lambda: ctx.claim_stage("certify"), lambda: ctx.stage_dir("certify"),
+                    lambda: write_atomic(root / "acme" / "ledger.json", "{}"),
+                    lambda: customer_lock(root, "acme", "x").__enter__()):
+        with pytest.raises(InvalidInput, match="symbolic link"):
+            attempt()
+    assert sorted(p.name for p in outside.iterdir()) == ["all", "cluster.yml", "hosts.yml", "triton_versions.yml",
+                                                        "vars.yml"]
+
+
+def test_a_run_or_stage_folder_linked_out_takes_no_write(tmp_path, outside):
+    root = tmp_path / "artifacts"
+    (root / "acme" / "r1").mkdir(parents=True)
+    (root / "acme" / "r1" / "certify").symlink_to(outside)
+    ctx = RunContext(customer="acme", run_id="r1", root=root)
+    with pytest.raises(InvalidInput, match="symbolic link"):
+        write_atomic(ctx.stage_dir("certify") / "summary.json", "{}")
+    with pytest.raises(InvalidInput, match="symbolic link"):
+        write_atomic(root / "acme" / "r1" / "certify" / "nodes" / "n1" / "certification.json", "{}")
+    assert not (outside / "summary.json").exists() and not (outside / "nodes").exists()
+
+
+def test_a_file_that_is_a_link_is_replaced_never_written_through(tmp_path, outside):
+    root = tmp_path / "artifacts"
+    (root / "acme").mkdir(parents=True)
+    (root / "acme" / "ledger.json").symlink_to(outside / "vars.yml")
+    write_atomic(root / "acme" / "ledger.json", "{}\n", root)
+    assert (outside / "vars.yml").read_text() == OUTSIDE
+    assert not (root / "acme" / "ledger.json").is_symlink()
+    assert (root / "acme" / "ledger.json").read_text() == "{}\n"
+
+
+def test_a_write_over_a_folder_is_refused(tmp_path):
+    (tmp_path / "a" / "summary.json").mkdir(parents=True)
+    with pytest.raises(InvalidInput, match=r"summary\.json: \(file\): not a regular file \(a directory"):
+        write_atomic(tmp_path / "a" / "summary.json", "{}", tmp_path)
+
+
+def test_writes_leave_no_temp_file_and_are_private(tmp_path):
+    path = write_atomic(tmp_path / "x" / "out.json", "{}", tmp_path)
+    assert [p.name for p in path.parent.iterdir()] == ["out.json"]
+    assert path.stat().st_mode & 0o777 == 0o600
+
+
+LEDGER_BAD: list[tuple[str, Callable[[Path, Path], None], str]] = [
+    ("fifo", lambda p, o: os.mkfifo(p), "not a regular file (a FIFO"),
+    ("directory", lambda p, o: p.mkdir(), "not a regular file (a directory"),
+    ("link-out", lambda p, o: p.symlink_to(o / "vars.yml"), "cannot read: a symbolic link"),
+    ("dev-zero", lambda p, o: p.symlink_to("/dev/zero"), "cannot read: a symbolic link"),
+]
+
+
+@pytest.mark.parametrize(("make", "message"), [c[1:] for c in LEDGER_BAD], ids=[c[0] for c in LEDGER_BAD])
+def test_status_and_prune_never_block_on_or_follow_a_hostile_ledger(tmp_path, outside, make, message):
+    root = tmp_path / "artifacts"
+    (root / "acme").mkdir(parents=True)
+    make(root / "acme" / "ledger.json", outside)
+    with pytest.raises(InvalidInput) as err:
+        ledger.read(root, "acme")
+    assert str(err.value).startswith(f"{root}/acme/ledger.json: (file): {message}"), err.value
+    assert OUTSIDE_KEY not in str(err.value)
+
+
+@pytest.mark.parametrize("recorded", ["{outside}/vars.yml", "{root}/acme/../../elsewhere/vars.yml",
+                                      "../elsewhere/vars.yml", "{root}/other/r1/serve/summary.json"])
+def test_a_ledger_pointing_out_of_artifacts_is_refused(tmp_path, outside, recorded):
+    root = tmp_path / "artifacts"
+    (root / "acme").mkdir(parents=True)
+    (root / "acme" / "ledger.json").write_text(json.dumps({
+        "schema_version": ledger.SCHEMA, "customer": "acme",
+        "serving": {"run_id": "r1", "summary": recorded.format(outside=outside, root=root), "at": "2026"}}))
+    with pytest.raises(InvalidInput, match=r"ledger\.json: serving\.summary: not a path under"):
+        ledger.read(root, "acme")
+
+
+@pytest.mark.parametrize("where", ["run", "stage", "summary"])
+def test_a_summary_reached_through_a_link_is_refused(tmp_path, outside, where):
+    root = tmp_path / "artifacts"
+    (outside / "certify").mkdir()
+    (outside / "certify" / "summary.json").write_text(json.dumps({OUTSIDE_KEY: 1, "exit_code": 0}))
+    run = root / "acme" / "20261130T010000Z-aaaa"
+    if where == "run":
+        run.parent.mkdir(parents=True)
+        run.symlink_to(outside)
+    elif where == "stage":
+        run.mkdir(parents=True)
+        (run / "certify").symlink_to(outside / "certify")
+    else:
+        (run / "certify").mkdir(parents=True)
+        (run / "certify" / "summary.json").symlink_to(outside / "certify" / "summary.json")
+    for read in (lambda: latest_summary(root, "acme", "certify"), lambda: prunable(root, "acme", 1, set())):
+        with pytest.raises(InvalidInput, match="symbolic link") as err:
+            read()
+        assert OUTSIDE_KEY not in str(err.value)
+
+
+def test_a_summary_that_is_a_fifo_never_blocks_status(tmp_path):
+    root = tmp_path / "artifacts"
+    (root / "acme" / "r1" / "certify").mkdir(parents=True)
+    os.mkfifo(root / "acme" / "r1" / "certify" / "summary.json")
+    with pytest.raises(InvalidInput, match="not a regular file \\(a FIFO"):
+        latest_summary(root, "acme", "certify")
+
+
+def test_prune_removes_a_run_folder_never_what_a_link_in_it_points_to(tmp_path, outside):
+    root = tmp_path / "artifacts"
+    for run, code in (("20261130T010000Z-a", 0), ("20261130T020000Z-b", 0)):
+        (root / "acme" / run / "certify").mkdir(parents=True)
+        (root / "acme" / run / "certify" / "summary.json").write_text(json.dumps(
+            {"exit_code": code, "finished_at": f"2026-11-30T0{run[10]}:00:00Z"}))
+    (root / "acme" / "20261130T010000Z-a" / "certify" / "evidence").symlink_to(outside)
+    from gridready.stages import prune
+
+    inv = type("Inv", (), {"customer": "acme"})()
+    result = prune.run(inv, RunContext(customer="acme", run_id="p", root=root), keep=1)
+    assert result["removed"] == ["20261130T010000Z-a"]
+    assert (outside / "vars.yml").read_text() == OUTSIDE
+
+
+# ---- no raw reads or writes of the two roots ----------------------------------------------------------------------
+
+PKG = Path(__file__).resolve().parents[2] / "gridready"
+# Modules that read an inventory or write artifacts/ and must do it through gridready.safefile (or artifacts'
+# and yamlio's wrappers of it). A raw call here is an unguarded way in or out.
+GUARDED = ["inventory.py", "artifacts.py", "ledger.py", "vault.py", "yamlio.py", "contracts.py", "stages/prune.py",
+           "stages/discover.py", "stages/status.py"]
+RAW = {"open", "read_text", "read_bytes", "write_text", "write_bytes", "mkdir", "makedirs", "mkstemp", "touch",
+       "symlink_to", "rmtree"}
+RAW_OF = {("os", "replace"), ("os", "rename"), ("json", "load"), ("yaml", "load"), ("yaml", "safe_load")}
+
+
+def _raw_calls(path: Path) -> list[str]:
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            owner = func.value.id if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) else ""
+            if (name in RAW and owner != "safefile") or (owner, name) in RAW_OF:
+                found.append(f"{path.relative_to(PKG)}:{node.lineno}: {owner + '.' if owner else ''}{name}()")
+    return found
+
+
+# the reviewed exceptions: (module, call) that read no inventory and write no artifact
+ALLOWED = {
+    "vault.py: path.open()",  # the password file GRIDREADY_VAULT_PASSWORD_FILE names, checked by read_password
+    "vault.py: yaml.safe_load()",  # decrypted text, in memory
+    "stages/discover.py: yaml.load()",  # ruamel over the text read through safefile
+    "artifacts.py: os.mkdir()",  # the stage folder, in a parent just walked without following a link
+    "stages/prune.py: shutil.rmtree()",  # a plain run folder (prunable refuses links); rmtree follows none inside
+}
+
+
+def test_no_raw_read_or_write_of_an_inventory_or_artifacts_appears():
+    calls = [c for f in GUARDED if (PKG / f).exists() for c in _raw_calls(PKG / f)]
+    unexpected = [c for c in calls if f"{c.split(':')[0]}: {c.split(': ', 1)[1]}" not in ALLOWED]
+    assert not unexpected, unexpected
+
+
+def test_the_guard_sees_a_raw_read(tmp_path):
+    (tmp_path / "m.py").write_text("from pathlib import Path\nPath('x').read_text()\nopen('y')\n"
+                                   "import os, json\nos.replace('a', 'b')\njson.load(f)\nsafefile.open_lock(p)\n")
+    global PKG
+    saved, PKG = PKG, tmp_path
+    try:
+        assert _raw_calls(tmp_path / "m.py") == ["m.py:2: read_text()", "m.py:3: open()", "m.py:5: os.replace()",
+                                                 "m.py:6: json.load()"]
+    finally:
+        PKG = saved
+
