@@ -14,13 +14,14 @@ from an earlier run is still inside the validity window are not probed again unl
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from gridready import ansible, contracts, evidence, ledger
-from gridready.artifacts import RunContext, read_json
+from gridready.artifacts import RunContext, read_json, write_atomic
 from gridready.certify.fabric import FabricResult
 from gridready.certify.hca import hca_verdicts
 from gridready.certify.judge import FleetVerdict, NodeVerdict, judge_fleet, judge_node, still_valid
@@ -49,7 +50,6 @@ def probe_archive(dest: Path) -> Path:
     from gridready import probe
 
     src = Path(probe.__file__).parent
-    dest.parent.mkdir(parents=True, exist_ok=True)
 
     def _clean(ti: tarfile.TarInfo) -> tarfile.TarInfo | None:
         if "__pycache__" in ti.name or ti.name.endswith(".pyc"):
@@ -59,9 +59,10 @@ def probe_archive(dest: Path) -> Path:
         ti.mode = 0o755 if ti.isdir() else 0o644
         return ti
 
-    with tarfile.open(dest, "w:gz") as tar:
+    packed = io.BytesIO()
+    with tarfile.open(fileobj=packed, mode="w:gz") as tar:
         tar.add(src, arcname="gridready_probe", filter=_clean)
-    return dest
+    return write_atomic(dest, packed.getvalue(), mode=0o644)
 
 
 NA_COLLECTORS = {"dcgm": "dcgm", "sdc": "sdc", "training_goodput": "goodput"}  # gate -> probe step (collect.py)
