@@ -32,7 +32,7 @@ PLAYBOOKS = REPO / "playbooks"
 PASSED_ENV = {"HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TERM", "TMPDIR", "TZ", "SSH_AUTH_SOCK",
               "PYTHONPATH", "VIRTUAL_ENV", "GRIDREADY_PROBE_PYTHON"}
 PASSED_ENV_PREFIXES = ("LC_", "ANSIBLE_")
-SECRET_ENV_NAME = re.compile(r"PASSWORD|PASSWD|PASSPHRASE|TOKEN|SECRET|CREDENTIAL|_PASS$", re.IGNORECASE)
+SECRET_ENV_NAME = re.compile(r"PASSWORD|PASSWD|PASSPHRASE|TOKEN|SECRET|CREDENTIAL|_PASS$", re.IGNORECASE | re.ASCII)
 KEPT_EVENTS = {"runner_on_ok", "runner_on_failed", "runner_on_unreachable", "runner_on_skipped",
                "runner_item_on_ok", "runner_item_on_failed"}
 

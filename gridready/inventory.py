@@ -31,7 +31,7 @@ DNS_NAME = re.compile(r"(?=.{1,253}\.?\Z)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z
 GROUP_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,127}")
 # ssh options that run a command on the controller (ssh_config(5)); ProxyJump reaches a bastion without one
 LOCAL_COMMAND = re.compile(r"(ProxyCommand|LocalCommand|KnownHostsCommand|PermitLocalCommand|ProxyUseFdpass)",
-                           re.IGNORECASE)
+                           re.IGNORECASE | re.ASCII)
 SSH_ARG_VARS = ("ansible_ssh_common_args", "ansible_ssh_extra_args", "ansible_ssh_args", "ansible_scp_extra_args",
                 "ansible_sftp_extra_args")
 SSH_USER = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,31}")  # useradd's NAME_REGEX, never an option

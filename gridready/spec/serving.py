@@ -234,18 +234,18 @@ class KubernetesServing(BaseModel):
     upgrade_strategy: Literal["None", "NewCluster"] = Field(
         "None", description="None on fixed pools; NewCluster needs twice the GPUs during an upgrade"
     )
-    initializing_timeout: str = Field("30m", pattern=r"^\d+[smh]$", description="ray.io/initializing-timeout")
+    initializing_timeout: str = Field("30m", pattern=r"^[0-9]+[smh]$", description="ray.io/initializing-timeout")
     gpu_operator_version: str = Field("v25.10.1", description="NVIDIA GPU Operator Helm chart version")
     kuberay_version: str = Field(KUBERAY_VERSION, description="KubeRay operator Helm chart version")
-    kubernetes_version: str = Field("1.32", pattern=r"^1\.\d+$", description="schemas used to validate manifests")
+    kubernetes_version: str = Field("1.32", pattern=r"^1\.[0-9]+$", description="schemas used to validate manifests")
     storage_class: str | None = Field(
         None, pattern=r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$",
         description="StorageClass of the PVCs gridready makes (Triton's weights and engine cache); null: the "
                     "cluster's default class",
     )
-    weights_volume_size: str = Field("500Gi", pattern=r"^\d+(Ki|Mi|Gi|Ti)$",
+    weights_volume_size: str = Field("500Gi", pattern=r"^[0-9]+(Ki|Mi|Gi|Ti)$",
                                      description="size of a Triton tier's weights PVC (filled from the Hub)")
-    engine_cache_size: str = Field("1Ti", pattern=r"^\d+(Ki|Mi|Gi|Ti)$",
+    engine_cache_size: str = Field("1Ti", pattern=r"^[0-9]+(Ki|Mi|Gi|Ti)$",
                                    description="size of a Triton tier's engine-cache PVC")
     pvc_access_mode: Literal["ReadWriteOnce", "ReadWriteMany"] = Field(
         "ReadWriteMany", description="access mode of those PVCs: ReadWriteMany where a tier spans nodes")
@@ -284,8 +284,9 @@ class ServingSpec(BaseModel):
     target: Literal["hosts", "kubernetes"] = "hosts"
     kubeconfig: str | None = Field(None, description="path of the kubeconfig (target kubernetes)")
     tiers: list[Tier] = Field(default_factory=list)
-    vllm_version: str = Field(VLLM_VERSION, pattern=r"^\d+\.\d+\.\d+$", description="pinned vLLM (hosts)")
-    ray_version: str = Field(RAY_VERSION, pattern=r"^\d+\.\d+\.\d+$", description="pinned Ray, hosts and image")
+    vllm_version: str = Field(VLLM_VERSION, pattern=r"^[0-9]+\.[0-9]+\.[0-9]+$", description="pinned vLLM (hosts)")
+    ray_version: str = Field(RAY_VERSION, pattern=r"^[0-9]+\.[0-9]+\.[0-9]+$",
+                             description="pinned Ray, hosts and image")
     ray_port: int = Field(6379, ge=1024, le=65535, description="Ray GCS port of every head")
     socket_ifname: str | None = Field(
         None, description="NCCL/Gloo socket interface on hosts; default: the node group's mgmt_interface"
