@@ -123,8 +123,8 @@ def read(root: Path, customer: str) -> tuple[Path, Ledger]:
     if ledger.customer != customer:
         raise InvalidInput(f"{path}: customer: {ledger.customer!r} is not {customer!r}")
     for where, recorded in _recorded_paths(ledger):
-        if not _beneath(recorded, root / customer):  # later stages read these: never a way out of artifacts/
-            raise InvalidInput(f"{path}: {where}: not a path under {root / customer}")
+        if not _beneath(recorded, root):  # later stages read these: never a way out of artifacts/
+            raise InvalidInput(f"{path}: {where}: not a path under {root}")
     return path, ledger
 
 
@@ -137,8 +137,8 @@ def _recorded_paths(ledger: Ledger) -> list[tuple[str, str]]:
 
 
 def _beneath(recorded: str, folder: Path) -> bool:
-    """An absolute path under the customer's folder (as written, or with links above the root resolved); a relative
-    one without `..` (readers given the artifacts root refuse it unless it lies beneath)."""
+    """An absolute path under the artifacts root (as written, or with links above it resolved); a relative one
+    without `..` (readers given the artifacts root refuse it unless it lies beneath)."""
     if not os.path.isabs(recorded):
         return os.pardir not in Path(recorded).parts
     path = os.path.normpath(recorded)

@@ -237,8 +237,9 @@ def fabric_results(inv: Inventory, ctx: RunContext, verdicts: list[NodeVerdict],
     members = passed + [p for p in peers if p not in passed]
     probe_hca = {}
     for v in verdicts:
+        stage = ctx.stage_dir(STAGE)
         try:
-            doc = read_json(ctx.stage_dir(STAGE) / PROBES / v.node / "probe.json", ctx.root)
+            doc = read_json(stage / PROBES / v.node / "probe.json", stage)
         except InvalidInput:
             doc = None
         probe_hca[v.node] = doc.get("hca") if isinstance(doc, dict) else None

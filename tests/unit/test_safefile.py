@@ -234,7 +234,7 @@ def test_status_and_prune_never_block_on_or_follow_a_hostile_ledger(tmp_path, ou
 
 
 @pytest.mark.parametrize("recorded", ["{outside}/vars.yml", "{root}/acme/../../elsewhere/vars.yml",
-                                      "../elsewhere/vars.yml", "{root}/other/r1/serve/summary.json"])
+                                      "../elsewhere/vars.yml", "{root}-other/acme/r1/serve/summary.json"])
 def test_a_ledger_pointing_out_of_artifacts_is_refused(tmp_path, outside, recorded):
     root = tmp_path / "artifacts"
     (root / "acme").mkdir(parents=True)
