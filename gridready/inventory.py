@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from gridready import secretscan
+from gridready import charset, secretscan
 from gridready.errors import InvalidInput
 from gridready.spec import SLUG, ClusterSpec, rules
 from gridready.spec.gates import is_known_gate
@@ -99,12 +99,44 @@ def render_loc(loc: tuple[int | str, ...]) -> str:
     return out or "(top level)"
 
 
-def _pydantic_lines(file: str, err: ValidationError) -> list[str]:
+# The spec's models are strict: YAML 1.1 reads on/off/yes/no as booleans, which pydantic's lax mode would take as
+# 1 and 0 where a number is asked, and it would take the strings "yes" or "1" where a boolean is. What was given
+# instead is named by its type, never echoed.
+_BOOLEAN_WORDS = "YAML reads on, off, yes, no, true and false as booleans"
+_STRICT = {
+    ("int_type", bool): f"Input should be a valid integer, not a boolean ({_BOOLEAN_WORDS})",
+    ("float_type", bool): f"Input should be a valid number, not a boolean ({_BOOLEAN_WORDS})",
+    ("int_type", str): "Input should be a valid integer, unable to parse string as an integer",
+    ("float_type", str): "Input should be a valid number, unable to parse string as a number",
+    ("bool_type", str): "Input should be a valid boolean (true or false), not a string",
+    ("bool_type", int): "Input should be a valid boolean (true or false), not a number",
+    ("bool_type", float): "Input should be a valid boolean (true or false), not a number",
+}
+
+
+def _message(e: Any) -> str:
+    value = e.get("input")
+    msg = _STRICT.get((e["type"], type(value)), e["msg"])
+    if isinstance(value, str) and e["type"] in ("int_type", "float_type") and _is_number(value):
+        msg = f"Input should be a valid {'integer' if e['type'] == 'int_type' else 'number'}, not a quoted " \
+              "string (write the number without quotes)"
+    return msg.removeprefix("Value error, ").removeprefix("Assertion failed, ")
+
+
+def _is_number(text: str) -> bool:
+    try:
+        charset.ascii_float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def pydantic_lines(file: str, err: ValidationError) -> list[str]:
+    """One `file: key: message` line per error of a validated inventory file; inputs are never shown."""
     lines = []
-    for e in err.errors(include_url=False, include_input=False):
+    for e in err.errors(include_url=False):
         loc = tuple(p for p in e["loc"] if not (isinstance(p, str) and p.startswith("function-")))
-        msg = e["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")
-        lines.append(f"{file}: {render_loc(loc)}: {msg}")
+        lines.append(f"{file}: {render_loc(loc)}: {_message(e)}")
     return lines
 
 
@@ -345,7 +377,7 @@ def site_pins(inventory_dir: Path) -> SitePins | None:
     try:
         return SitePins.model_validate(raw or {})
     except ValidationError as err:
-        raise InvalidInput([f"{shown}: {render_loc(tuple(e['loc']))}: {e['msg']}" for e in err.errors()]) from None
+        raise InvalidInput(pydantic_lines(shown, err)) from None
 
 
 def _site_pin_lines(inv_dir: Path) -> list[str]:
@@ -386,7 +418,7 @@ def load(name_or_path: str | os.PathLike[str]) -> Inventory:
                 try:
                     spec = ClusterSpec.model_validate(raw)
                 except ValidationError as err:
-                    errors.extend(_pydantic_lines(file, err))
+                    errors.extend(pydantic_lines(file, err))
     refs: dict[str, str] = {}
     groups, hostvars = _load_hosts(inv_dir / "hosts.yml", errors, refs)
     _check_var_files(inv_dir, errors, refs)

@@ -19,7 +19,7 @@ from gridready.spec.serving import ServingSpec
 class Nic(BaseModel):
     """One HCA or NIC of a node (InfiniBand, RoCE or plain Ethernet)."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$", description="RDMA device (mlx5_0) or interface name")
     kind: Literal["infiniband", "roce", "ethernet"] = "infiniband"
@@ -33,7 +33,7 @@ class Nic(BaseModel):
 class NodeGroup(BaseModel):
     """A group of identical GPU nodes; `name` is the Ansible group in hosts.yml."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     name: str = Field(pattern=ANSIBLE_NAME, description="Ansible group in hosts.yml")
     sku: str = Field(description="catalog SKU name or PCI device id, e.g. H200-SXM-141GB or 0x2335")
@@ -82,7 +82,7 @@ class NodeGroup(BaseModel):
 class SoftwarePins(BaseModel):
     """Versions every node is provisioned to; checked against gridready/data/version_matrix.yml."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     driver_branch: str = Field("580", pattern=r"^[0-9]{3}$", description="NVIDIA driver branch (open modules)")
     driver_version: str | None = Field(
@@ -125,7 +125,7 @@ class SoftwarePins(BaseModel):
 class ClusterSpec(BaseModel):
     """The whole of cluster.yml."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, hide_input_in_errors=True)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False, hide_input_in_errors=True)
 
     customer: str = Field(pattern=SLUG, description="slug: inventory dir, artifacts folder, Pulumi stack")
     description: str = ""

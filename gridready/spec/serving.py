@@ -37,7 +37,7 @@ REFUSED_ENGINES = {
 
 
 class ModelSource(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     hf_id: str | None = Field(None, description="Hugging Face id, e.g. meta-llama/Llama-3.1-8B-Instruct")
     revision: str | None = Field(None, description="pinned commit of the Hugging Face repository")
@@ -58,7 +58,7 @@ class ModelSource(BaseModel):
 
 
 class Slo(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     ttft_ms_p99: PositiveFloat | None = Field(None, description="time to first token, p99, ms")
     tpot_ms_p99: PositiveFloat | None = Field(None, description="time per output token, p99, ms")
@@ -67,7 +67,7 @@ class Slo(BaseModel):
 
 
 class LoraAdapter(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$", description="the `model` name clients ask for")
     path: str = Field(description="adapter directory present on every node (or a Hugging Face id)")
@@ -76,7 +76,7 @@ class LoraAdapter(BaseModel):
 class Autoscaling(BaseModel):
     """Ray Serve replica bounds (target kubernetes); on fixed pools min = max = replicas."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     min_replicas: PositiveInt | None = Field(None, description="default: the tier's replicas")
     max_replicas: PositiveInt | None = Field(None, description="default: the tier's replicas")
@@ -96,7 +96,7 @@ API_KEY_ENGINES = frozenset({"vllm", "sglang"})
 
 
 class Tier(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     name: str = Field(pattern=SLUG, description="unit vllm-<name>, RayService <name>; never `vllm`")
     engine: Literal["vllm", "triton-trtllm", "sglang", "triton-embedding"] = Field(
@@ -205,7 +205,7 @@ NAMESPACE = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"  # an RFC 1123 label, as Kub
 class KubernetesServing(BaseModel):
     """Settings of target kubernetes (KubeRay RayService per tier)."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     namespace: str = Field("gridready-serving", pattern=NAMESPACE)
     ray_image: str = Field(
@@ -255,7 +255,7 @@ class EngineHealth(BaseModel):
     """Target hosts: a timer per engine unit asks its health URL and restarts a hung engine (none of vLLM, SGLang
     or Triton notifies systemd's watchdog). On Kubernetes the pods' liveness probes do the same."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     enabled: bool = True
     interval_s: int = Field(15, ge=5, le=3600, description="seconds between two probes of an engine")
@@ -269,7 +269,7 @@ class EngineHealth(BaseModel):
 class RayNodeSizing(BaseModel):
     """What `ray start` offers on each serving node (target hosts); unset: Ray's own detection."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     num_cpus: PositiveInt | None = Field(None, description="--num-cpus (unset: every vCPU of the node)")
     memory_bytes: PositiveInt | None = Field(None, description="--memory in bytes (unset: Ray's default)")
@@ -279,7 +279,7 @@ class RayNodeSizing(BaseModel):
 
 
 class ServingSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     target: Literal["hosts", "kubernetes"] = "hosts"
     kubeconfig: str | None = Field(None, description="path of the kubeconfig (target kubernetes)")

@@ -30,7 +30,7 @@ def problems(quantization: str | None, kv_cache_dtype: str) -> list[str]:
 
 
 class SglangSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     dist_init_port: int = Field(
         50000, ge=1024, le=65535,
