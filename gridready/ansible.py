@@ -22,6 +22,7 @@ from rich.live import Live
 from rich.table import Table
 
 from gridready import console, vault
+from gridready.artifacts import make_dirs
 from gridready.errors import InvalidInput, StageFailed
 from gridready.inventory import Inventory
 
@@ -255,7 +256,8 @@ def run_playbook(
     book = Path(playbook) if Path(playbook).is_absolute() else PLAYBOOKS / playbook
     name = book.stem
     private = stage_dir / f"ansible-{name}"
-    private.mkdir(parents=True, exist_ok=False)
+    make_dirs(private.parent)
+    private.mkdir()  # a fresh folder: an existing one, or a link there, is an error
     # --diff only in check mode, where showing the change is the point; tasks that template a secret carry
     # no_log and diff: false, so their content never reaches job_events or stdout either way
     cmdline = ["--check", "--diff"] if check else []

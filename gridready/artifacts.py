@@ -73,7 +73,8 @@ def read_json(path: Path, root: Path | None, limit: int = MAX_JSON_BYTES) -> Any
         raise InvalidInput(f"{path}: (file): not JSON ({str(err).split(':')[0]})") from None
 
 
-def _safe_dir(path: Path, root: Path) -> Path:
+def make_dirs(path: Path, root: Path | None = None) -> Path:
+    """mkdir -p that follows no link beneath `root` (without one: on the whole path); InvalidInput otherwise."""
     try:
         return safefile.make_dirs(path, root)
     except safefile.UnsafeFile as err:
@@ -131,7 +132,7 @@ class RunContext:
     def claim_stage(self, stage: str) -> Path:
         """Create this run's folder of `stage`; a run id already used for that stage is refused (exit 2)."""
         path = self.run_dir / stage
-        _safe_dir(path.parent, self.root)
+        make_dirs(path.parent, self.root)
         try:
             os.mkdir(path)  # the parent was just walked without following a link
         except FileExistsError:
@@ -142,7 +143,7 @@ class RunContext:
         return path
 
     def stage_dir(self, stage: str) -> Path:
-        return _safe_dir(self.run_dir / stage, self.root)
+        return make_dirs(self.run_dir / stage, self.root)
 
 
 def _recorded_time(data: dict[str, Any]) -> float | None:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import yaml
 
+from gridready.artifacts import make_dirs
 from gridready.monitoring.dashboard import render
 from gridready.monitoring.prometheus import Ports, alert_rules, kubernetes_monitors, scrape_config
 from gridready.spec.serving import Tier
@@ -23,7 +24,7 @@ def write_monitoring(out_dir: Path, customer: str, tiers: list[Tier], *, target:
                      ports: Ports | None = None) -> dict[str, Path]:
     """hosts: prometheus.yml + gridready-rules.yml; kubernetes: monitors.yaml + gridready-rules.yml (as a
     PrometheusRule); both: grafana-dashboard.json."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+    make_dirs(out_dir)  # never through a link
     rules = alert_rules(customer, tiers)
     paths: dict[str, Path] = {}
     if target == "hosts":

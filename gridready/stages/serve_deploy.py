@@ -15,7 +15,7 @@ from typing import Any
 
 from gridready import ansible, console, vault
 from gridready import pulumi as gpulumi
-from gridready.artifacts import RunContext
+from gridready.artifacts import RunContext, make_dirs
 from gridready.contracts import HostOutcome
 from gridready.errors import InvalidInput, StageFailed
 from gridready.exitcodes import ExitCode
@@ -52,7 +52,7 @@ def hosts(inv: Inventory, ctx: RunContext, cert: Certification, plans: list[Tier
     status, code = "success", ExitCode.OK
     changed: list[str] = []
     for run_vars, limit, tags, run_dir in runs:
-        run_dir.mkdir(parents=True, exist_ok=True)
+        make_dirs(run_dir)
         result = ansible.run_playbook(inv, "serve.yml", run_dir, check=ctx.check, limit=limit, tags=tags,
                                       extravars=run_vars)
         run_status, run_code, run_outcomes = outcome_from_playbook(result)
@@ -91,7 +91,7 @@ def redeploy_embedding(inv: Inventory, ctx: RunContext, cert: Certification, pla
     unit_hosts, role_vars, _ = serve_config.embedding_units(inv, cert, plan, stage_dir, delay_us)[0]
     label = "configured" if delay_us is None else f"qd{delay_us}"
     run_dir = stage_dir / f"triton-{plan.tier.name}-{label}"
-    run_dir.mkdir(parents=True, exist_ok=True)
+    make_dirs(run_dir)
     extravars = (serve_config.hosts_extravars(inv, cert, plans) | role_vars
                  | {"gridready_serve_triton_hosts": unit_hosts})
     result = ansible.run_playbook(inv, "serve.yml", run_dir, check=ctx.check, limit=",".join(unit_hosts),

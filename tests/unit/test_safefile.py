@@ -340,3 +340,22 @@ def test_the_guard_sees_a_raw_read(tmp_path):
     finally:
         PKG = saved
 
+
+
+def test_folders_made_under_a_link_are_refused_and_nothing_is_made_outside(tmp_path, outside):
+    """Run folders of serve, report and bench outputs are made without following a link (mkdir -p would make
+    `outside/run` through `serve -> outside`)."""
+    from gridready.artifacts import make_dirs
+    from gridready.report.fabric_plots import plot_fabric
+
+    root = tmp_path / "artifacts"
+    (root / "acme" / "r1").mkdir(parents=True)
+    (root / "acme" / "r1" / "serve").symlink_to(outside)
+    before = sorted(p.name for p in outside.iterdir())
+    with pytest.raises(InvalidInput, match="serve/ on the way is a symbolic link"):
+        make_dirs(root / "acme" / "r1" / "serve" / "triton-embed")
+    run = type("Run", (), {"curve": {1 << 20: 1.0}, "status": "pass", "hosts": ["a", "b"]})()
+    result = type("Fabric", (), {"pair_runs": [run], "set_runs": [], "floor_gbps": None, "floor_source": "x"})()
+    with pytest.raises(InvalidInput, match="symbolic link"):
+        plot_fabric(result, root / "acme" / "r1" / "serve" / "plots")
+    assert sorted(p.name for p in outside.iterdir()) == before
