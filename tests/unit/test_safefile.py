@@ -9,6 +9,8 @@ import ast
 import json
 import os
 import signal
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -21,6 +23,7 @@ from gridready.inventory import load
 
 from .test_inventory_errors import make_inventory
 
+REPO = Path(__file__).resolve().parents[2]
 OUTSIDE_KEY = "outside_key_never_echoed"
 OUTSIDE = f"{OUTSIDE_KEY}: 1\nall:\n  hosts:\n    h1: {{}}\n"
 
@@ -359,3 +362,39 @@ def test_folders_made_under_a_link_are_refused_and_nothing_is_made_outside(tmp_p
     with pytest.raises(InvalidInput, match="symbolic link"):
         plot_fabric(result, root / "acme" / "r1" / "serve" / "plots")
     assert sorted(p.name for p in outside.iterdir()) == before
+
+
+# ---- through the real command line: status and prune --dry-run on a hostile artifacts folder ----------------------
+
+def _invoke(tmp_path: Path, *tasks: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "GRIDREADY_INVENTORY": "acme", "GRIDREADY_HOME": str(tmp_path), "PYTHONPATH": str(REPO)}
+    env.pop("GRIDREADY_ARTIFACTS", None)
+    return subprocess.run([sys.executable, "-m", "invoke", "--search-root", str(REPO), *tasks], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=60, check=False)
+
+
+@pytest.mark.parametrize("task", [("status",), ("prune", "--dry-run")], ids=["status", "prune-dry-run"])
+@pytest.mark.parametrize("hostile", ["fifo-ledger", "lock-link", "customer-link"])
+def test_status_and_prune_exit_2_on_a_hostile_artifacts_folder(tmp_path, outside, task, hostile):
+    make_inventory(tmp_path)
+    base = tmp_path / "artifacts" / "acme"
+    base.parent.mkdir()
+    if hostile == "customer-link":
+        base.symlink_to(outside)
+    else:
+        base.mkdir()
+        if hostile == "fifo-ledger":
+            os.mkfifo(base / "ledger.json")
+        else:
+            (base / ".lock").symlink_to(outside / "vars.yml")
+    proc = _invoke(tmp_path, *task)
+    if task == ("status",) and hostile == "lock-link":  # status reads the ledger only, never the lock
+        assert proc.returncode == 0, proc.stderr
+    else:
+        assert proc.returncode == 2, proc.stderr
+        lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+        assert len(lines) == 1 and lines[0].startswith(f"error: {base}"), proc.stderr
+    assert OUTSIDE_KEY not in proc.stderr + proc.stdout
+    assert (outside / "vars.yml").read_text() == OUTSIDE
+    assert sorted(p.name for p in outside.iterdir()) == ["all", "cluster.yml", "hosts.yml", "triton_versions.yml",
+                                                        "vars.yml"]
