@@ -63,10 +63,15 @@ def _vault(customer: str, inv_dir: Path) -> VaultLib:
             f"the vLLM API key of {customer} lives in "
             f"{vault_path(inv_dir)} (ansible-vault, vault id {customer})"
         )
-    return VaultLib([(customer, VaultSecret(read_password(path)))])
+    return VaultLib([(customer, VaultSecret(read_password(path, _root_of(path, inv_dir))))])
 
 
-def read_password(path: Path) -> bytes:
+def _root_of(password: Path, inv_dir: Path) -> Path | None:
+    """The inventory, for its own .vault-pass (read beneath it); None for GRIDREADY_VAULT_PASSWORD_FILE."""
+    return inv_dir if password == inv_dir / INVENTORY_PASSWORD_FILE else None
+
+
+def read_password(path: Path, root: Path | None = None) -> bytes:
     """The password in `path`: a regular, non-executable file of at most MAX_PASSWORD_BYTES whose path can go
     on Ansible's command line as it is. InvalidInput naming the variable otherwise; the password is never shown."""
     where = f"{ENV}: (environment)"
@@ -85,11 +90,10 @@ def read_password(path: Path) -> bytes:
     if info.st_size > MAX_PASSWORD_BYTES:
         raise InvalidInput(f"{where}: {path} has {info.st_size} bytes; a password file holds one line "
                            f"(at most {MAX_PASSWORD_BYTES} bytes)")
-    try:
-        with path.open("rb") as fh:
-            password = fh.read(MAX_PASSWORD_BYTES + 1).strip()  # ansible-vault strips the trailing newline
-    except OSError as err:
-        raise InvalidInput(f"{where}: cannot read {path}: {err.strerror}") from None
+    try:  # the inventory's own .vault-pass is read beneath it (`root`), like every inventory file
+        password = safefile.read_bytes(path, MAX_PASSWORD_BYTES, root).strip()  # ansible-vault strips the newline
+    except safefile.UnsafeFile as err:
+        raise InvalidInput(f"{where}: {path}: {err}") from None
     if not password:
         raise InvalidInput(f"{where}: {path} is empty")
     return password
@@ -151,7 +155,7 @@ def check(customer: str, inv_dir: Path, needed: dict[str, str], shown: Any = str
         what = shown(files[0]) if files else next(iter(inline.values())).split(": ", 1)[0]
         return [f"{ENV}: (environment): not set; {what} is encrypted (ansible-vault, vault id {customer})"]
     try:
-        vault = VaultLib([(customer, VaultSecret(read_password(path)))])
+        vault = VaultLib([(customer, VaultSecret(read_password(path, _root_of(path, inv_dir))))])
     except InvalidInput as err:
         return err.lines
     lines: list[str] = []

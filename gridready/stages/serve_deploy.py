@@ -115,12 +115,14 @@ def _pulumi_line(stack: str) -> Callable[[str], None]:
 
 
 def kubeconfig(inv: Inventory) -> str:
-    """serving.kubeconfig (relative to the inventory), read; exit 2 naming the key when it cannot be."""
+    """serving.kubeconfig (relative to the inventory, and then read beneath it: no link or `..` out; an absolute
+    path is the operator's choice), read; exit 2 naming the key when it cannot be."""
     path = Path(inv.spec.serving.kubeconfig or "")
+    root = None if path.is_absolute() else inv.path
     path = path if path.is_absolute() else inv.path / path
     where = f"{topology.cluster_file(inv)}: serving.kubeconfig: {path}"
     try:  # a regular file of bounded size: a FIFO would block the deploy, a huge file fill the memory
-        text = read_capped(path).decode("utf-8")
+        text = read_capped(path, root=root).decode("utf-8")
     except YamlError as err:
         raise InvalidInput(f"{where}: {err}") from None
     except UnicodeDecodeError as err:

@@ -398,3 +398,32 @@ def test_status_and_prune_exit_2_on_a_hostile_artifacts_folder(tmp_path, outside
     assert (outside / "vars.yml").read_text() == OUTSIDE
     assert sorted(p.name for p in outside.iterdir()) == ["all", "cluster.yml", "hosts.yml", "triton_versions.yml",
                                                         "vars.yml"]
+
+
+def test_the_inventorys_own_vault_password_file_linked_out_is_refused(tmp_path, outside, monkeypatch):
+    from gridready import vault
+
+    monkeypatch.delenv(vault.ENV, raising=False)
+    inv = make_inventory(tmp_path)
+    (inv / vault.INVENTORY_PASSWORD_FILE).symlink_to(outside / "vars.yml")
+    (inv / "group_vars" / "all").mkdir(parents=True)
+    vault.vault_path(inv).write_text("$ANSIBLE_VAULT;1.1;AES256\n6162\n")
+    lines = vault.check("acme", inv, {})
+    assert lines == [f"{vault.ENV}: (environment): {inv / '.vault-pass'}: a symbolic link out of acme/, refused "
+                     "unread"], lines
+
+
+@pytest.mark.parametrize("kubeconfig", ["kc.yml", "sub/../kc.yml", "../elsewhere/vars.yml"])
+def test_a_relative_kubeconfig_is_read_beneath_the_inventory(tmp_path, outside, monkeypatch, kubeconfig):
+    from types import SimpleNamespace
+
+    from gridready.stages import serve_deploy
+
+    monkeypatch.chdir(tmp_path)
+    inv_dir = make_inventory(tmp_path)
+    (inv_dir / "kc.yml").symlink_to(outside / "vars.yml")
+    (inv_dir / "sub").mkdir()
+    inv = SimpleNamespace(path=inv_dir, spec=SimpleNamespace(serving=SimpleNamespace(kubeconfig=kubeconfig)))
+    with pytest.raises(InvalidInput, match=r"serving\.kubeconfig: .*(a symbolic link out of|outside) acme/") as err:
+        serve_deploy.kubeconfig(inv)
+    assert OUTSIDE_KEY not in str(err.value)
