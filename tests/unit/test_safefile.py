@@ -297,8 +297,12 @@ def test_prune_removes_a_run_folder_never_what_a_link_in_it_points_to(tmp_path, 
 PKG = Path(__file__).resolve().parents[2] / "gridready"
 # Modules that read an inventory or write artifacts/ and must do it through gridready.safefile (or artifacts'
 # and yamlio's wrappers of it). A raw call here is an unguarded way in or out.
-GUARDED = ["inventory.py", "artifacts.py", "ledger.py", "vault.py", "yamlio.py", "contracts.py", "stages/prune.py",
-           "stages/discover.py", "stages/status.py"]
+GUARDED = ["inventory.py", "artifacts.py", "ledger.py", "vault.py", "yamlio.py", "contracts.py", "evidence.py",
+           "ansible.py", "pulumi.py", "stages/prune.py", "stages/discover.py", "stages/status.py", "stages/certify.py",
+           "stages/canary.py", "stages/serve_deploy.py", "stages/serve_router.py", "stages/bench.py",
+           "stages/watch.py", "stages/serve_drain.py", "stages/attest.py", "report/writer.py", "report/metrics.py",
+           "report/fabric_plots.py", "bench/outputs.py", "bench/record.py", "bench/queue_delay.py",
+           "certify/quarantine.py", "monitoring/write.py"]
 RAW = {"open", "read_text", "read_bytes", "write_text", "write_bytes", "mkdir", "makedirs", "mkstemp", "touch",
        "symlink_to", "rmtree"}
 RAW_OF = {("os", "replace"), ("os", "rename"), ("json", "load"), ("yaml", "load"), ("yaml", "safe_load")}
@@ -323,6 +327,13 @@ ALLOWED = {
     "stages/discover.py: yaml.load()",  # ruamel over the text read through safefile
     "artifacts.py: os.mkdir()",  # the stage folder, in a parent just walked without following a link
     "stages/prune.py: shutil.rmtree()",  # a plain run folder (prunable refuses links); rmtree follows none inside
+    "stages/certify.py: tarfile.open()",  # the probe archive, built in memory (fileobj=), then write_atomic
+    "stages/serve_router.py: AUTH_MODULE.read_text()",  # gridready's own source, not an inventory or artifact
+    "ansible.py: book.read_text()",  # gridready's own playbooks
+    "ansible.py: include.read_text()",
+    "ansible.py: yaml.safe_load()",
+    "ansible.py: private.mkdir()",  # a fresh folder in a parent made by make_dirs; an existing link fails
+    "pulumi.py: state_dir.mkdir()",  # GRIDREADY_STATE, the operator's folder for Pulumi state (not artifacts/)
 }
 
 
@@ -427,3 +438,26 @@ def test_a_relative_kubeconfig_is_read_beneath_the_inventory(tmp_path, outside, 
     with pytest.raises(InvalidInput, match=r"serving\.kubeconfig: .*(a symbolic link out of|outside) acme/") as err:
         serve_deploy.kubeconfig(inv)
     assert OUTSIDE_KEY not in str(err.value)
+
+
+@pytest.mark.parametrize("name", ["../../elsewhere/vars.yml", "linked.json"])
+def test_a_signed_bundle_naming_a_report_outside_its_run_is_refused_unread(tmp_path, outside, name):
+    """attest verify reads the reports a bundle names beneath the certify folder: a `..` or a link out is a problem
+    line, never a read (the digest would tell whether an outside file has given contents)."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from gridready import evidence
+
+    base = tmp_path / "artifacts" / "acme" / "r1" / "certify"
+    (base / "nodes" / "gpu01").mkdir(parents=True)
+    report = base / "nodes" / "gpu01" / "certification.json"
+    report.write_text("{}\n")
+    (base / "linked.json").symlink_to(outside / "vars.yml")
+    stmt = evidence.statement("gpu01", {}, {"certified": True}, {"cert": report}, base, customer="acme", run_id="r1")
+    stmt.predicate["reports"][0]["name"] = name
+    stmt.predicate["reports"][0]["digest"]["sha256"] = evidence.sha256(OUTSIDE.encode())
+    key = Ed25519PrivateKey.generate()
+    bundle = evidence.write_bundle(base / "evidence" / "gpu01", evidence.sign(stmt, key), stmt)
+    _, problems = evidence.verify(bundle, key.public_key(), base=base)
+    assert len(problems) == 1 and problems[0].startswith(str(base / name)), problems
+    assert "refused unread" in problems[0] or "never followed" in problems[0], problems
