@@ -39,12 +39,23 @@ def new_run_id(now: datetime | None = None) -> str:
     return f"{stamp}-{secrets.token_hex(2)}"
 
 
+# The artifacts roots of this process's run contexts: beneath them no link is followed, whoever writes.
+_ROOTS: set[str] = set()
+
+
+def _root_of(path: Path) -> Path | None:
+    absolute = os.path.abspath(path)
+    found = [r for r in _ROOTS if absolute == r or absolute.startswith(r.rstrip("/") + "/")]
+    return Path(max(found, key=len)) if found else None
+
+
 def write_atomic(path: Path, data: str | bytes, root: Path | None = None, mode: int = 0o600) -> Path:
     """Write to a create-exclusive temp file in the same folder, fsync, then rename over `path`
-    (gridready.safefile): no component beneath `root` (without one: of the whole path) may be a link, and a link at
-    `path` is replaced, never written through. InvalidInput naming the path otherwise."""
+    (gridready.safefile): no component beneath `root` (by default the artifacts root `path` is under) may be a
+    link, and a link at `path` is replaced, never written through. InvalidInput naming the path otherwise."""
     try:
-        return safefile.write_atomic(path, data.encode() if isinstance(data, str) else data, root, mode)
+        return safefile.write_atomic(path, data.encode() if isinstance(data, str) else data,
+                                     root or _root_of(path), mode)
     except safefile.UnsafeFile as err:
         raise InvalidInput(f"{path}: (file): {err}") from None
 
@@ -74,9 +85,10 @@ def read_json(path: Path, root: Path | None, limit: int = MAX_JSON_BYTES) -> Any
 
 
 def make_dirs(path: Path, root: Path | None = None) -> Path:
-    """mkdir -p that follows no link beneath `root` (without one: on the whole path); InvalidInput otherwise."""
+    """mkdir -p that follows no link beneath `root` (by default the artifacts root `path` is under); InvalidInput
+    otherwise."""
     try:
-        return safefile.make_dirs(path, root)
+        return safefile.make_dirs(path, root or _root_of(path))
     except safefile.UnsafeFile as err:
         raise InvalidInput(f"{path}: (file): {err}") from None
 
@@ -124,6 +136,7 @@ class RunContext:
     def __post_init__(self) -> None:
         # links above the artifacts root are where the user put it; beneath it none is followed (gridready.safefile)
         self.root = Path(os.path.realpath(self.root))
+        _ROOTS.add(str(self.root))
 
     @property
     def run_dir(self) -> Path:

@@ -3,8 +3,9 @@ of bounded size, never through a link that leads out.
 
 Links. Inside an inventory a link that stays inside it is followed (a group_vars file shared by two groups); one that
 leads out, at any component, is refused before anything is opened. Under artifacts/ gridready never makes a link,
-so any link there is refused, read or write. Without a root (a file a flag names) reads follow links; writes refuse
-a link at every component of the absolute path.
+so any link there is refused, read or write. Without a root (a path an operator named: a flag, a variable) reads
+follow links, and writes make the folders above the file as named (links followed) but never write through a link
+at the file itself.
 
 Files are opened with O_NONBLOCK and O_NOFOLLOW, every folder on the way with O_NOFOLLOW relative to the one above,
 and checked with fstat: a FIFO, device, socket or folder where a file is expected is a one-line error, never a hang.
@@ -178,8 +179,22 @@ def kind(path: Path, root: Path | None = None, follow_inside: bool = False) -> s
     return "file" if stat.S_ISREG(mode) else "dir" if stat.S_ISDIR(mode) else _kind(mode)
 
 
+def _operator_file(path: Path) -> tuple[Path, Path]:
+    """(the real folder of a file an operator named, made when missing; the file in it)."""
+    parent = os.path.dirname(os.path.abspath(path))
+    os.makedirs(parent, exist_ok=True)
+    real = Path(os.path.realpath(parent))
+    return real, real / os.path.basename(os.path.abspath(path))
+
+
 def make_dirs(path: Path, root: Path | None = None) -> Path:
-    """Create `path` and its parents beneath `root`, refusing a link at any component."""
+    """Create `path` and its parents beneath `root`, refusing a link at any component (without a root: as named)."""
+    if root is None:
+        try:
+            os.makedirs(path, exist_ok=True)
+        except OSError as err:
+            raise _os_error(err) from None
+        return Path(path)
     top, names = _parts(Path(path), root, follow_inside=False)
     try:
         os.close(_walk(top, names, create=True))
@@ -192,7 +207,13 @@ def write_atomic(path: Path, data: bytes, root: Path | None = None, mode: int = 
     """Write `data` to a create-exclusive temp file in the target's folder (made beneath `root` without following a
     link), fsync, then rename it over `path`: a link or file at `path` is replaced, never written through; a folder
     there is refused."""
-    top, names = _parts(Path(path), root, follow_inside=False)
+    target = Path(path)
+    if root is None:
+        try:
+            root, target = _operator_file(target)
+        except OSError as err:
+            raise _os_error(err) from None
+    top, names = _parts(target, root, follow_inside=False)
     if not names:
         raise UnsafeFile("not a regular file (a directory)")
     name = names[-1]
@@ -229,7 +250,13 @@ def write_atomic(path: Path, data: bytes, root: Path | None = None, mode: int = 
 def open_lock(path: Path, root: Path | None = None) -> int:
     """A read-write descriptor of the lock file at `path` (created when missing), opened without following a link
     and without blocking; anything but a regular file there is refused."""
-    top, names = _parts(Path(path), root, follow_inside=False)
+    target = Path(path)
+    if root is None:
+        try:
+            root, target = _operator_file(target)
+        except OSError as err:
+            raise _os_error(err) from None
+    top, names = _parts(target, root, follow_inside=False)
     flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
     try:
         parent = _walk(top, names[:-1], create=True)

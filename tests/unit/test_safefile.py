@@ -365,6 +365,7 @@ def test_folders_made_under_a_link_are_refused_and_nothing_is_made_outside(tmp_p
     root = tmp_path / "artifacts"
     (root / "acme" / "r1").mkdir(parents=True)
     (root / "acme" / "r1" / "serve").symlink_to(outside)
+    RunContext(customer="acme", run_id="r1", root=root)  # the run's root: beneath it no link is followed
     before = sorted(p.name for p in outside.iterdir())
     with pytest.raises(InvalidInput, match="serve/ on the way is a symbolic link"):
         make_dirs(root / "acme" / "r1" / "serve" / "triton-embed")
@@ -461,3 +462,14 @@ def test_a_signed_bundle_naming_a_report_outside_its_run_is_refused_unread(tmp_p
     _, problems = evidence.verify(bundle, key.public_key(), base=base)
     assert len(problems) == 1 and problems[0].startswith(str(base / name)), problems
     assert "refused unread" in problems[0] or "never followed" in problems[0], problems
+
+
+def test_a_path_an_operator_names_may_pass_a_link_but_is_never_written_through_one(tmp_path, outside):
+    """`python -m gridready.bench --out ~/results` where ~/results is a link: the folders are the operator's; the
+    file itself is still replaced, never written through."""
+    (tmp_path / "results").symlink_to(outside)
+    path = write_atomic(tmp_path / "results" / "bench" / "junit.xml", "<x/>")
+    assert (outside / "bench" / "junit.xml").read_text() == "<x/>" and path.name == "junit.xml"
+    (outside / "bench" / "report.json").symlink_to(outside / "vars.yml")
+    write_atomic(tmp_path / "results" / "bench" / "report.json", "{}")
+    assert (outside / "vars.yml").read_text() == OUTSIDE
