@@ -42,7 +42,7 @@ def _kind(mode: int) -> str:
 
 
 def _not_regular(mode: int) -> UnsafeFile:
-    return UnsafeFile(f"not a regular file ({_kind(mode)}; a FIFO, device or directory is never opened)")
+    return UnsafeFile(f"not a regular file ({_kind(mode)}, refused unopened)")
 
 
 def _os_error(err: OSError) -> UnsafeFile:
