@@ -473,3 +473,17 @@ def test_a_path_an_operator_names_may_pass_a_link_but_is_never_written_through_o
     (outside / "bench" / "report.json").symlink_to(outside / "vars.yml")
     write_atomic(tmp_path / "results" / "bench" / "report.json", "{}")
     assert (outside / "vars.yml").read_text() == OUTSIDE
+
+
+@pytest.mark.parametrize("rel", ["group_vars/all.yml", "host_vars/gpu01.yml", "group_vars/all/main.yml"])
+@pytest.mark.parametrize(("make", "message"), [
+    (lambda p: os.mkfifo(p), "(file): not a regular file (a FIFO"),
+    (lambda p: p.symlink_to("/dev/null"), "(file): a symbolic link out of the inventory directory"),
+    (lambda p: p.symlink_to("/dev/zero"), "(file): a symbolic link out of the inventory directory"),
+], ids=["fifo", "dev-null", "dev-zero"])
+def test_a_fifo_or_device_among_the_variable_files_is_one_line(tmp_path, monkeypatch, rel, make, message):
+    inv = make_inventory(tmp_path)
+    (inv / rel).parent.mkdir(parents=True)
+    make(inv / rel)
+    lines = _load_lines(tmp_path, monkeypatch)
+    assert len(lines) == 1 and lines[0].startswith(f"{INV}{rel}: {message}"), lines
