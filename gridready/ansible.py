@@ -22,6 +22,7 @@ from rich.live import Live
 from rich.table import Table
 
 from gridready import bastion, console, vault
+from gridready.artifacts import make_dirs
 from gridready.errors import InvalidInput, StageFailed
 from gridready.inventory import Inventory
 
@@ -32,7 +33,7 @@ PLAYBOOKS = REPO / "playbooks"
 PASSED_ENV = {"HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TERM", "TMPDIR", "TZ", "SSH_AUTH_SOCK",
               "PYTHONPATH", "VIRTUAL_ENV", "GRIDREADY_PROBE_PYTHON"}
 PASSED_ENV_PREFIXES = ("LC_", "ANSIBLE_")
-SECRET_ENV_NAME = re.compile(r"PASSWORD|PASSWD|PASSPHRASE|TOKEN|SECRET|CREDENTIAL|_PASS$", re.IGNORECASE)
+SECRET_ENV_NAME = re.compile(r"PASSWORD|PASSWD|PASSPHRASE|TOKEN|SECRET|CREDENTIAL|_PASS$", re.IGNORECASE | re.ASCII)
 KEPT_EVENTS = {"runner_on_ok", "runner_on_failed", "runner_on_unreachable", "runner_on_skipped",
                "runner_item_on_ok", "runner_item_on_failed"}
 
@@ -255,7 +256,8 @@ def run_playbook(
     book = Path(playbook) if Path(playbook).is_absolute() else PLAYBOOKS / playbook
     name = book.stem
     private = stage_dir / f"ansible-{name}"
-    private.mkdir(parents=True, exist_ok=False)
+    make_dirs(private.parent)
+    private.mkdir()  # a fresh folder: an existing one, or a link there, is an error
     # --diff only in check mode, where showing the change is the point; tasks that template a secret carry
     # no_log and diff: false, so their content never reaches job_events or stdout either way
     cmdline = ["--check", "--diff"] if check else []

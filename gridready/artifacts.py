@@ -8,7 +8,6 @@ import json
 import os
 import re
 import secrets
-import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -18,11 +17,13 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from gridready import safefile
 from gridready.errors import InvalidInput
 
 # A run id names a folder: letters, digits, '-' and '_' only (no '/', no '.', so no '..'), at most 64.
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 LOCK_FILE = ".lock"
+MAX_JSON_BYTES = 256 << 20  # a summary, a ledger or a probe.json: a few MiB at most
 
 
 def validate_run_id(run_id: str, source: str = "GRIDREADY_RUN_ID") -> str:
@@ -38,28 +39,79 @@ def new_run_id(now: datetime | None = None) -> str:
     return f"{stamp}-{secrets.token_hex(2)}"
 
 
-def write_atomic(path: Path, data: str | bytes) -> Path:
-    """Write to a temp file in the same folder, fsync, then rename over `path`."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+# The artifacts roots of this process's run contexts: beneath them no link is followed, whoever writes.
+_ROOTS: set[str] = set()
+
+
+def _root_of(path: Path) -> Path | None:
+    absolute = os.path.abspath(path)
+    found = [r for r in _ROOTS if absolute == r or absolute.startswith(r.rstrip("/") + "/")]
+    return Path(max(found, key=len)) if found else None
+
+
+def write_atomic(path: Path, data: str | bytes, root: Path | None = None, mode: int = 0o600) -> Path:
+    """Write to a create-exclusive temp file in the same folder, fsync, then rename over `path`
+    (gridready.safefile): no component beneath `root` (by default the artifacts root `path` is under) may be a
+    link, and a link at `path` is replaced, never written through. InvalidInput naming the path otherwise."""
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data.encode() if isinstance(data, str) else data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+        return safefile.write_atomic(path, data.encode() if isinstance(data, str) else data,
+                                     root or _root_of(path), mode)
+    except safefile.UnsafeFile as err:
+        raise InvalidInput(f"{path}: (file): {err}") from None
 
 
-def write_json_atomic(path: Path, obj: Any) -> Path:
+def write_json_atomic(path: Path, obj: Any, root: Path | None = None) -> Path:
     if isinstance(obj, BaseModel):
         text = obj.model_dump_json(indent=2)
     else:
         text = json.dumps(obj, indent=2, sort_keys=True, default=str)
-    return write_atomic(path, text + "\n")
+    return write_atomic(path, text + "\n", root)
+
+
+def read_json(path: Path, root: Path | None, limit: int = MAX_JSON_BYTES) -> Any:
+    """A JSON file gridready wrote under the artifacts `root`, read as gridready.safefile reads (no link at any
+    component beneath `root`, a regular file, at most `limit` bytes); None when missing; InvalidInput naming the
+    file otherwise. A FIFO never blocks the reader."""
+    try:
+        data = safefile.read_optional(path, limit, root, follow_inside=root is None)
+    except safefile.UnsafeFile as err:
+        raise InvalidInput(f"{path}: (file): {err}") from None
+    if data is None:
+        return None
+    try:
+        return json.loads(data)
+    except ValueError as err:
+        raise InvalidInput(f"{path}: (file): not JSON ({str(err).split(':')[0]})") from None
+
+
+def make_dirs(path: Path, root: Path | None = None) -> Path:
+    """mkdir -p that follows no link beneath `root` (by default the artifacts root `path` is under); InvalidInput
+    otherwise."""
+    try:
+        return safefile.make_dirs(path, root or _root_of(path))
+    except safefile.UnsafeFile as err:
+        raise InvalidInput(f"{path}: (file): {err}") from None
+
+
+def run_folders(root: Path, customer: str) -> list[Path]:
+    """The folders under artifacts/<customer>/ (sorted); a link there, or a customer folder that is not a plain
+    folder, is InvalidInput: gridready never makes one, and it may lead out."""
+    base = root / customer
+    try:
+        what = safefile.kind(base, root)
+    except safefile.UnsafeFile as err:
+        raise InvalidInput(f"{base}: (file): {err}") from None
+    if what is None:
+        return []
+    if what != "dir":
+        raise InvalidInput(f"{base}: (file): {what}, not a folder of runs")
+    out = []
+    for entry in sorted(base.iterdir()):
+        if entry.is_symlink():
+            raise InvalidInput(f"{entry}: (file): a symbolic link, which is never followed under artifacts/")
+        if entry.is_dir():
+            out.append(entry)
+    return out
 
 
 @dataclass
@@ -81,6 +133,11 @@ class RunContext:
     gates: tuple[str, ...] = ()  # certify: run and judge only these gates (a diagnostic run)
     skip_gates: tuple[str, ...] = ()  # certify: every gate but these (a diagnostic run)
 
+    def __post_init__(self) -> None:
+        # links above the artifacts root are where the user put it; beneath it none is followed (gridready.safefile)
+        self.root = Path(os.path.realpath(self.root))
+        _ROOTS.add(str(self.root))
+
     @property
     def run_dir(self) -> Path:
         return self.root / self.customer / self.run_id
@@ -88,9 +145,9 @@ class RunContext:
     def claim_stage(self, stage: str) -> Path:
         """Create this run's folder of `stage`; a run id already used for that stage is refused (exit 2)."""
         path = self.run_dir / stage
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_dirs(path.parent, self.root)
         try:
-            path.mkdir()
+            os.mkdir(path)  # the parent was just walked without following a link
         except FileExistsError:
             raise InvalidInput(
                 f"GRIDREADY_RUN_ID: (run id): run {self.run_id!r} of {self.customer} already has a {stage} stage "
@@ -99,9 +156,7 @@ class RunContext:
         return path
 
     def stage_dir(self, stage: str) -> Path:
-        path = self.run_dir / stage
-        path.mkdir(parents=True, exist_ok=True)
-        return path
+        return make_dirs(self.run_dir / stage, self.root)
 
 
 def _recorded_time(data: dict[str, Any]) -> float | None:
@@ -126,19 +181,18 @@ def latest_summary(
     second fall back to when the file was written. Check-mode summaries record what would happen; later stages
     never take them as results unless asked.
     """
-    base = root / customer
-    if not base.is_dir():
-        return None
     found: list[tuple[float, int, Path, dict[str, Any]]] = []
-    for run in (p for p in base.iterdir() if p.is_dir()):
+    for run in run_folders(root, customer):
         summary = run / stage / "summary.json"
-        if not summary.is_file():
-            continue
         try:
-            data = json.loads(summary.read_text())
-            written = summary.stat().st_mtime_ns
-        except (OSError, ValueError):
+            data = read_json(summary, root)
+        except InvalidInput as err:
+            if "not JSON" in str(err):  # a summary being written, or cut short: not a result
+                continue
+            raise
+        if data is None:
             continue
+        written = summary.lstat().st_mtime_ns
         if not isinstance(data, dict) or (data.get("check") and not include_check):
             continue
         recorded = _recorded_time(data)
@@ -156,10 +210,11 @@ def customer_lock(root: Path, customer: str, holder: str, wait_s: float = 0.0) -
     A second run waits up to `wait_s` seconds, then stops with exit 2 naming the run that holds the lock.
     The kernel drops the lock when its process ends, so a killed run never leaves a stale one.
     """
-    base = root / customer
-    base.mkdir(parents=True, exist_ok=True)
-    path = base / LOCK_FILE
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    path = root / customer / LOCK_FILE
+    try:
+        fd = safefile.open_lock(path, root)
+    except safefile.UnsafeFile as err:
+        raise InvalidInput(f"{path}: (lock): {err}; the lock is a plain file gridready makes") from None
     try:
         deadline = time.monotonic() + wait_s
         while True:
@@ -188,18 +243,17 @@ def prunable(root: Path, customer: str, keep: int, protected: set[str]) -> list[
     points to). Folders without any summary are left alone (a run in progress)."""
     if keep < 1:
         raise InvalidInput(f"--keep: (flag): {keep} must be at least 1")
-    base = root / customer
-    if not base.is_dir():
-        return []
     runs: dict[Path, dict[str, tuple[float, bool]]] = {}
-    for run in (p for p in base.iterdir() if p.is_dir() and RUN_ID.match(p.name)):
+    for run in (p for p in run_folders(root, customer) if RUN_ID.match(p.name)):
         for summary in run.glob("*/summary.json"):
             try:
-                data = json.loads(summary.read_text())
-            except (OSError, ValueError):
+                data = read_json(summary, root)
+            except InvalidInput as err:
+                if "not JSON" not in str(err):
+                    raise
                 data = {}
             data = data if isinstance(data, dict) else {}
-            recorded = _recorded_time(data) or summary.stat().st_mtime
+            recorded = _recorded_time(data) or summary.lstat().st_mtime
             valid = not data.get("check") and data.get("exit_code") == 0
             runs.setdefault(run, {})[summary.parent.name] = (recorded, valid)
     kept: set[Path] = set()

@@ -8,7 +8,6 @@ line naming the file, never half-read.
 
 from __future__ import annotations
 
-import json
 import platform
 from datetime import UTC, datetime
 from importlib import metadata
@@ -17,7 +16,7 @@ from typing import Any, ClassVar, Literal, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from gridready.artifacts import RunContext, latest_summary, write_json_atomic
+from gridready.artifacts import RunContext, latest_summary, read_json, write_json_atomic
 from gridready.errors import InvalidInput
 
 SUMMARY_FILE = "summary.json"
@@ -169,13 +168,16 @@ def _shown(path: Path) -> str:
         return str(path)
 
 
-def read(path: Path, model: type[S]) -> S:
-    """The summary at `path` as `model`; InvalidInput (exit 2, one line naming the file) for anything else."""
+def read(path: Path, model: type[S], root: Path | None = None) -> S:
+    """The summary at `path` (beneath the artifacts `root` when given) as `model`; InvalidInput (exit 2, one line
+    naming the file) for anything else, a FIFO or a link out included."""
     shown = _shown(path)
     try:
-        raw = json.loads(path.read_text())
-    except (OSError, ValueError) as err:
-        raise InvalidInput(f"{shown}: (file): not a readable summary: {err}") from None
+        raw = read_json(path, root)
+    except InvalidInput as err:
+        raise InvalidInput(f"{shown}: (file): not a readable summary: {str(err).split(': ', 2)[-1]}") from None
+    if raw is None:
+        raise InvalidInput(f"{shown}: (file): not a readable summary: no such file")
     if not isinstance(raw, dict):
         raise InvalidInput(f"{shown}: (file): a summary is a JSON object, got {type(raw).__name__}")
     if raw.get("stage") != model.STAGE:
@@ -196,4 +198,4 @@ def latest(root: Path, customer: str, model: type[S]) -> tuple[Path, S] | None:
     found = latest_summary(root, customer, model.STAGE)
     if found is None:
         return None
-    return found[0], read(found[0], model)
+    return found[0], read(found[0], model, root)

@@ -1,5 +1,6 @@
 """Errors that end a command with a documented exit code and a one-line message."""
 
+from gridready.charset import visible
 from gridready.exitcodes import ExitCode
 
 
@@ -23,7 +24,8 @@ class InvalidInput(GridreadyError):
     code = ExitCode.INVALID
 
     def __init__(self, lines: list[str] | str) -> None:
-        self.lines = [lines] if isinstance(lines, str) else list(lines)
+        # a key with a zero-width space or a bidi override reads like another key: such characters are escaped
+        self.lines = [visible(line, keep="\n\t") for line in ([lines] if isinstance(lines, str) else lines)]
         super().__init__("\n".join(self.lines))
 
 

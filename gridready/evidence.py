@@ -28,6 +28,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from gridready import safefile
 from gridready.errors import InvalidInput
 from gridready.yamlio import MAX_ARTIFACT_BYTES, YamlError, read_capped
 
@@ -119,7 +120,8 @@ def statement(node: str, identity: Mapping[str, Any], verdict: Mapping[str, Any]
             "simulated": bool(verdict.get("simulated")),
             "gates": [{k: g.get(k) for k in ("gate", "gpu", "hca", "status", "waived", "reason")}
                       for g in verdict.get("gates", [])],
-            "reports": [ResourceDescriptor(name=str(p.relative_to(base)), digest={"sha256": sha256(p.read_bytes())})
+            "reports": [ResourceDescriptor(name=str(p.relative_to(base)), digest={
+                "sha256": sha256(safefile.read_bytes(p, MAX_ARTIFACT_BYTES, base, follow_inside=False))})
                         .model_dump(exclude_none=True) for _, p in sorted(reports.items())],
         })
 
@@ -225,10 +227,10 @@ def verify(envelope_path: Path, public: Ed25519PublicKey, *, base: Path | None =
     base = base or envelope_path.parent.parent.parent
     for r in stmt.predicate.get("reports", []):
         path = base / r["name"]
-        try:
-            got = sha256(path.read_bytes())
-        except OSError:
-            problems.append(f"{path}: missing (the statement names it)")
+        try:  # a name from the bundle under verification: read beneath its run folder, never `..` or a link out
+            got = sha256(safefile.read_bytes(path, MAX_ARTIFACT_BYTES, base, follow_inside=False))
+        except safefile.UnsafeFile as err:
+            problems.append(f"{path}: missing (the statement names it)" if err.missing else f"{path}: {err}")
             continue
         if got != r["digest"]["sha256"]:
             problems.append(f"{path}: sha256 {got[:16]}... differs from the signed {r['digest']['sha256'][:16]}...")

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from gridready import inventory_checks, secretscan
+from gridready import charset, inventory_checks, secretscan
 from gridready.errors import InvalidInput
 from gridready.spec import SLUG, ClusterSpec, rules, target_rules
 from gridready.spec.gates import is_known_gate
@@ -93,12 +93,44 @@ def render_loc(loc: tuple[int | str, ...]) -> str:
     return out or "(top level)"
 
 
-def _pydantic_lines(file: str, err: ValidationError) -> list[str]:
+# The spec's models are strict: YAML 1.1 reads on/off/yes/no as booleans, which pydantic's lax mode would take as
+# 1 and 0 where a number is asked, and it would take the strings "yes" or "1" where a boolean is. What was given
+# instead is named by its type, never echoed.
+_BOOLEAN_WORDS = "YAML reads on, off, yes, no, true and false as booleans"
+_STRICT = {
+    ("int_type", bool): f"Input should be a valid integer, not a boolean ({_BOOLEAN_WORDS})",
+    ("float_type", bool): f"Input should be a valid number, not a boolean ({_BOOLEAN_WORDS})",
+    ("int_type", str): "Input should be a valid integer, unable to parse string as an integer",
+    ("float_type", str): "Input should be a valid number, unable to parse string as a number",
+    ("bool_type", str): "Input should be a valid boolean (true or false), not a string",
+    ("bool_type", int): "Input should be a valid boolean (true or false), not a number",
+    ("bool_type", float): "Input should be a valid boolean (true or false), not a number",
+}
+
+
+def _message(e: Any) -> str:
+    value = e.get("input")
+    msg = _STRICT.get((e["type"], type(value)), e["msg"])
+    if isinstance(value, str) and e["type"] in ("int_type", "float_type") and _is_number(value):
+        msg = f"Input should be a valid {'integer' if e['type'] == 'int_type' else 'number'}, not a quoted " \
+              "string (write the number without quotes)"
+    return msg.removeprefix("Value error, ").removeprefix("Assertion failed, ")
+
+
+def _is_number(text: str) -> bool:
+    try:
+        charset.ascii_float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def pydantic_lines(file: str, err: ValidationError) -> list[str]:
+    """One `file: key: message` line per error of a validated inventory file; inputs are never shown."""
     lines = []
-    for e in err.errors(include_url=False, include_input=False):
+    for e in err.errors(include_url=False):
         loc = tuple(p for p in e["loc"] if not (isinstance(p, str) and p.startswith("function-")))
-        msg = e["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")
-        lines.append(f"{file}: {render_loc(loc)}: {msg}")
+        lines.append(f"{file}: {render_loc(loc)}: {_message(e)}")
     return lines
 
 
@@ -197,6 +229,7 @@ def _walk_groups(
 
 def _load_hosts(path: Path, errors: list[str], refs: dict[str, str]
                 ) -> tuple[dict[str, list[str]], dict[str, dict[str, Any]]]:
+    """hosts.yml of the inventory `path` is in, read beneath it."""
     file = _display(path)
     groups: dict[str, list[str]] = {}
     hostvars: dict[str, dict[str, Any]] = {}
@@ -204,7 +237,7 @@ def _load_hosts(path: Path, errors: list[str], refs: dict[str, str]
         errors.append(f"{file}: (file): missing; an Ansible YAML inventory is required")
         return groups, hostvars
     try:
-        data = load_yaml(path)
+        data = load_yaml(path, root=path.parent)
     except YamlError as err:
         errors.append(f"{file}: {err.where}: {err}")
         return groups, hostvars
@@ -242,6 +275,9 @@ def _var_files(inv_dir: Path, errors: list[str]) -> list[Path]:
         top = inv_dir / sub
         if not top.exists() and not top.is_symlink():
             continue
+        if top.is_symlink() and not top.resolve().is_relative_to(home):
+            errors.append(f"{_display(top)}: (file): a symbolic link out of the inventory directory")
+            continue
         for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
             for name in sorted(dirnames + filenames):
                 path = Path(dirpath) / name
@@ -249,9 +285,7 @@ def _var_files(inv_dir: Path, errors: list[str]) -> list[Path]:
                     errors.append(f"{_display(path)}: (file): a symbolic link out of the inventory directory")
                 elif name in filenames:
                     found.append(path)
-        if top.is_symlink() and not top.resolve().is_relative_to(home):
-            errors.append(f"{_display(top)}: (file): a symbolic link out of the inventory directory")
-        elif top.exists() and not top.is_dir():
+        if top.exists() and not top.is_dir():
             found.append(top)
     return sorted(set(found))
 
@@ -262,13 +296,13 @@ def _check_var_files(inv_dir: Path, errors: list[str], refs: dict[str, str]) -> 
     for path in _var_files(inv_dir, errors):
         file = _display(path)
         try:
-            if is_vault_file(path):
+            if is_vault_file(path, root=inv_dir):
                 continue
             if inventory_checks.vault_named(path.relative_to(inv_dir)):
                 errors.append(f"{file}: (file): named like a vault but not encrypted; encrypt it with "
                               "ansible-vault (vault id = the customer) or rename it")
                 continue
-            data = load_yaml(path)
+            data = load_yaml(path, root=inv_dir)
         except YamlError as err:
             errors.append(f"{file}: {err.where}: {err}")
             continue
@@ -354,7 +388,7 @@ def site_pins(inventory_dir: Path) -> SitePins | None:
         return None
     shown = _display(path)
     try:
-        raw = load_yaml(path)
+        raw = load_yaml(path, root=Path(inventory_dir))
     except YamlError as err:
         raise InvalidInput(f"{shown}: {err.where}: {err}") from None
     if raw is not None and not isinstance(raw, dict):
@@ -362,7 +396,7 @@ def site_pins(inventory_dir: Path) -> SitePins | None:
     try:
         return SitePins.model_validate(raw or {})
     except ValidationError as err:
-        raise InvalidInput([f"{shown}: {render_loc(tuple(e['loc']))}: {e['msg']}" for e in err.errors()]) from None
+        raise InvalidInput(pydantic_lines(shown, err)) from None
 
 
 def _site_pin_lines(inv_dir: Path) -> list[str]:
@@ -391,7 +425,7 @@ def load(name_or_path: str | os.PathLike[str]) -> Inventory:
         errors.append(f"{file}: (file): missing")
     else:
         try:
-            raw = load_yaml(cluster)
+            raw = load_yaml(cluster, root=inv_dir)
         except YamlError as err:
             errors.append(f"{file}: {err.where}: {err}")
         else:
@@ -403,7 +437,7 @@ def load(name_or_path: str | os.PathLike[str]) -> Inventory:
                 try:
                     spec = ClusterSpec.model_validate(raw)
                 except ValidationError as err:
-                    errors.extend(_pydantic_lines(file, err))
+                    errors.extend(pydantic_lines(file, err))
     refs: dict[str, str] = {}
     groups, hostvars = _load_hosts(inv_dir / "hosts.yml", errors, refs)
     _check_var_files(inv_dir, errors, refs)

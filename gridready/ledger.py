@@ -15,7 +15,7 @@ a drifted key stops them with exit 2 and one line naming the file.
 
 from __future__ import annotations
 
-import json
+import os
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -23,7 +23,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from gridready.artifacts import write_json_atomic
+from gridready.artifacts import read_json, write_json_atomic
 from gridready.contracts import CertifySummary, NodeCertification, ServeSummary, now_iso
 from gridready.errors import InvalidInput
 
@@ -106,12 +106,9 @@ def read(root: Path, customer: str) -> tuple[Path, Ledger]:
     """The customer's ledger (an empty one when no run wrote it yet); InvalidInput naming the file and key for
     anything else."""
     path = path_of(root, customer)
-    if not path.exists():
+    raw = read_json(path, root)  # a link, FIFO or folder there is refused unopened: status never blocks on one
+    if raw is None:
         return path, Ledger(customer=customer)
-    try:
-        raw = json.loads(path.read_text())
-    except (OSError, ValueError) as err:
-        raise InvalidInput(f"{path}: (file): not a readable ledger: {err}") from None
     if not isinstance(raw, dict):
         raise InvalidInput(f"{path}: (file): the ledger is a JSON object, got {type(raw).__name__}")
     if raw.get("schema_version") != SCHEMA:
@@ -125,7 +122,27 @@ def read(root: Path, customer: str) -> tuple[Path, Ledger]:
         raise InvalidInput(f"{path}: {where}: {first['msg']}") from None
     if ledger.customer != customer:
         raise InvalidInput(f"{path}: customer: {ledger.customer!r} is not {customer!r}")
+    for where, recorded in _recorded_paths(ledger):
+        if not _beneath(recorded, root):  # later stages read these: never a way out of artifacts/
+            raise InvalidInput(f"{path}: {where}: not a path under {root}")
     return path, ledger
+
+
+def _recorded_paths(ledger: Ledger) -> list[tuple[str, str]]:
+    out = [(f"nodes.{node}.{key}", value) for node, entry in ledger.nodes.items()
+           for key in ("summary", "certification", "evidence") if isinstance(value := getattr(entry, key), str)]
+    if ledger.serving is not None:
+        out.append(("serving.summary", ledger.serving.summary))
+    return out
+
+
+def _beneath(recorded: str, folder: Path) -> bool:
+    """An absolute path under the artifacts root (as written, or with links above it resolved); a relative one
+    without `..` (readers given the artifacts root refuse it unless it lies beneath)."""
+    if not os.path.isabs(recorded):
+        return os.pardir not in Path(recorded).parts
+    path = os.path.normpath(recorded)
+    return any(path.startswith(base.rstrip("/") + "/") for base in (os.path.abspath(folder), os.path.realpath(folder)))
 
 
 def update(root: Path, customer: str, change: Callable[[Ledger], Ledger]) -> Ledger:
@@ -134,7 +151,7 @@ def update(root: Path, customer: str, change: Callable[[Ledger], Ledger]) -> Led
     path, before = read(root, customer)
     after = change(before.model_copy(deep=True))
     if after.model_dump() != before.model_dump():
-        write_json_atomic(path, after)
+        write_json_atomic(path, after, root)
     return after
 
 

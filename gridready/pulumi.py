@@ -23,6 +23,7 @@ from typing import Any
 import pulumi
 import yaml
 
+from gridready.artifacts import write_atomic
 from gridready.errors import GridreadyError, StageFailed
 from gridready.exitcodes import ExitCode
 from gridready.stacks.platform import program as platform_stack
@@ -133,19 +134,18 @@ def render(stack: str, config: dict[str, Any], customer: str = "render") -> Rend
 def write_rendered(rendered: Rendered, out_dir: Path) -> list[Path]:
     """<out_dir>/<stack>/manifests.yaml (multi-document) and helm-releases.yaml; returns the files."""
     folder = out_dir / rendered.stack
-    folder.mkdir(parents=True, exist_ok=True)
     files = []
     path = folder / "manifests.yaml"
     # one order (documents and keys) whatever order the mocks resolved in: a re-render diffs only where the
     # program changed
     docs = sorted(rendered.manifests, key=lambda d: (d.get("kind", ""), d.get("metadata", {}).get("namespace", ""),
                                                      d.get("metadata", {}).get("name", "")))
-    path.write_text(yaml.safe_dump_all(docs, sort_keys=True))
+    write_atomic(path, yaml.safe_dump_all(docs, sort_keys=True))
     files.append(path)
     if rendered.helm_releases:
         path = folder / "helm-releases.yaml"
         releases = sorted(rendered.helm_releases, key=lambda r: str(r.get("name", r.get("resource", ""))))
-        path.write_text(yaml.safe_dump(releases, sort_keys=True))
+        write_atomic(path, yaml.safe_dump(releases, sort_keys=True))
         files.append(path)
     return files
 

@@ -11,6 +11,8 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from gridready import charset
+
 # whole words of a key (`hf_token`, `become_password`), not parts of others (`tokenizer`, `max_tokens`)
 SECRET_KEY = re.compile(
     r"(?:^|[^a-z])(pass|password|passwd|passphrase|pwd|secret|token|api[_-]?key|private[_-]?key|access[_-]?key"
@@ -20,7 +22,7 @@ SECRET_KEY = re.compile(
 # keys that are a password themselves (ansible_become_password, ansible_ssh_pass): even a boolean there is one
 PASSWORD_KEY = re.compile(r"(pass|password|passwd|passphrase)$", re.IGNORECASE)
 # keys that name where a secret is, not the secret: a key file, the name of a Kubernetes Secret
-NOT_SECRET_KEY = re.compile(r"(_file|_path|_dir|_checking|^hf_token_secret)$", re.IGNORECASE)
+NOT_SECRET_KEY = re.compile(r"(_file|_path|_dir|_checking|^hf_token_secret)\Z", re.IGNORECASE | re.ASCII)
 # Credential shapes, each from its issuer's documented format; never inside a longer word (`task-...` is no `sk-`)
 SECRET_VALUE = re.compile(
     r"(?<![A-Za-z0-9_])(?:"
@@ -44,10 +46,11 @@ SECRET_VALUE = re.compile(
     r"|\$ANSIBLE_VAULT;"  # a vault blob pasted into a plain file is still a secret to keep in vault files
 )
 # engine flags whose value is a secret: `--api-key X`, `--hf-token=X`
-SECRET_FLAG = re.compile(r"^--?[A-Za-z0-9-]*(api-key|token|password|secret)[A-Za-z0-9-]*(=.+)?$", re.IGNORECASE)
+SECRET_FLAG = re.compile(r"^--?[A-Za-z0-9-]*(api-key|token|password|secret)[A-Za-z0-9-]*(=.+)?$",
+                         re.IGNORECASE | re.ASCII)
 VAULT_MARKER = "<vault-encrypted>"
 # user:password@ in a URL (RFC 3986 userinfo): apt sources, pip indexes and job events would carry it
-URL_CREDENTIALS = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/?#\s@]*:[^/?#\s@]*@")
+URL_CREDENTIALS = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/?#\s@]*:[^/?#\s@]*@", re.ASCII)
 REDACTED = "<redacted>"
 
 
@@ -59,7 +62,7 @@ def redact(line: str) -> str:
     secret) and control characters escaped (a key with a newline would print as two lines)."""
     line = URL_CREDENTIALS.sub(lambda m: m.group(0).split("://", 1)[0] + "://" + REDACTED + "@",
                                SECRET_VALUE.sub(REDACTED, line))
-    return CONTROL.sub(lambda m: repr(m.group(0))[1:-1], line)
+    return charset.visible(CONTROL.sub(lambda m: repr(m.group(0))[1:-1], line))
 
 
 def _referenced(value: str) -> bool:

@@ -8,7 +8,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from gridready import secretscan, vault
+from gridready import charset, secretscan, vault
 from gridready.errors import InvalidInput
 from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory, display_path
@@ -38,7 +38,7 @@ def lock_wait_s() -> float:
     """GRIDREADY_LOCK_WAIT_S: finite seconds, 0 to a day (nan and inf would wait forever)."""
     raw = os.environ.get("GRIDREADY_LOCK_WAIT_S") or "0"
     try:
-        value = float(raw)
+        value = charset.ascii_float(raw)  # float('１０') is 10
     except ValueError:
         value = math.nan
     if not math.isfinite(value) or not 0 <= value <= MAX_LOCK_WAIT_S:
@@ -134,6 +134,11 @@ def install_usage_errors() -> None:
         return Exit(f"error: {secretscan.redact(line)}", code=int(ExitCode.INVALID))
 
     def guarded_parse_tasks(self: Program) -> None:
+        unparsed = list(self.core.unparsed) if self.core else []
+        for i, tok in enumerate(unparsed):  # invoke casts int flags with int(), which reads '１０' as 10
+            if charset.has_foreign_digit(tok):
+                flag = tok.split("=", 1)[0] if tok.startswith("-") else unparsed[i - 1] if i else "(argument)"
+                raise fail(f"{charset.visible(flag)}: (command line): digits must be ASCII 0-9")
         try:
             parse_tasks(self)
         except ParseError as err:

@@ -20,10 +20,10 @@ import yaml
 from ansible.errors import AnsibleError
 from ansible.parsing.vault import VaultLib, VaultSecret
 
-from gridready import inventory_checks
+from gridready import inventory_checks, safefile
 from gridready.artifacts import write_atomic
 from gridready.errors import InvalidInput
-from gridready.yamlio import VAULT_HEADER
+from gridready.yamlio import MAX_BYTES, VAULT_HEADER
 
 ENV = "GRIDREADY_VAULT_PASSWORD_FILE"
 MAX_PASSWORD_BYTES = 4096  # a password file holds one line; a device or a log file is not one
@@ -63,10 +63,15 @@ def _vault(customer: str, inv_dir: Path) -> VaultLib:
             f"the vLLM API key of {customer} lives in "
             f"{vault_path(inv_dir)} (ansible-vault, vault id {customer})"
         )
-    return VaultLib([(customer, VaultSecret(read_password(path)))])
+    return VaultLib([(customer, VaultSecret(read_password(path, _root_of(path, inv_dir))))])
 
 
-def read_password(path: Path) -> bytes:
+def _root_of(password: Path, inv_dir: Path) -> Path | None:
+    """The inventory, for its own .vault-pass (read beneath it); None for GRIDREADY_VAULT_PASSWORD_FILE."""
+    return inv_dir if password == inv_dir / INVENTORY_PASSWORD_FILE else None
+
+
+def read_password(path: Path, root: Path | None = None) -> bytes:
     """The password in `path`: a regular, non-executable file of at most MAX_PASSWORD_BYTES whose path can go
     on Ansible's command line as it is. InvalidInput naming the variable otherwise; the password is never shown."""
     where = f"{ENV}: (environment)"
@@ -85,11 +90,10 @@ def read_password(path: Path) -> bytes:
     if info.st_size > MAX_PASSWORD_BYTES:
         raise InvalidInput(f"{where}: {path} has {info.st_size} bytes; a password file holds one line "
                            f"(at most {MAX_PASSWORD_BYTES} bytes)")
-    try:
-        with path.open("rb") as fh:
-            password = fh.read(MAX_PASSWORD_BYTES + 1).strip()  # ansible-vault strips the trailing newline
-    except OSError as err:
-        raise InvalidInput(f"{where}: cannot read {path}: {err.strerror}") from None
+    try:  # the inventory's own .vault-pass is read beneath it (`root`), like every inventory file
+        password = safefile.read_bytes(path, MAX_PASSWORD_BYTES, root).strip()  # ansible-vault strips the newline
+    except safefile.UnsafeFile as err:
+        raise InvalidInput(f"{where}: {path}: {err}") from None
     if not password:
         raise InvalidInput(f"{where}: {path} is empty")
     return password
@@ -98,11 +102,15 @@ def read_password(path: Path) -> bytes:
 def read(customer: str, inv_dir: Path) -> dict[str, Any]:
     """The decrypted variables of the customer's vault file ({} when there is none)."""
     path = vault_path(inv_dir)
-    if not path.exists():
+    try:
+        ciphertext = safefile.read_optional(path, MAX_BYTES, root=inv_dir)
+    except safefile.UnsafeFile as err:
+        raise InvalidInput(f"{path}: (file): {err}") from None
+    if ciphertext is None:
         return {}
     vault = _vault(customer, inv_dir)
     try:
-        data = yaml.safe_load(vault.decrypt(path.read_bytes()))
+        data = yaml.safe_load(vault.decrypt(ciphertext))
     except AnsibleError:
         raise InvalidInput(f"{path}: (vault): cannot be decrypted with GRIDREADY_VAULT_PASSWORD_FILE") from None
     if data is None:
@@ -119,14 +127,11 @@ def vault_files(inv_dir: Path) -> list[Path]:
         for dirpath, _, filenames in os.walk(inv_dir / sub, followlinks=False):
             for name in sorted(filenames):
                 path = Path(dirpath) / name
-                try:
-                    if path.is_symlink() or not path.is_file() or path.stat().st_size > 1 << 20:
-                        continue
-                    with path.open("rb") as fh:
-                        head = fh.read(len(VAULT_HEADER))
-                except OSError:
+                try:  # a link, FIFO or oversized file is named by gridready.inventory, never opened here
+                    head = safefile.read_bytes(path, MAX_BYTES, root=inv_dir, follow_inside=False)
+                except safefile.UnsafeFile:
                     continue
-                if head == VAULT_HEADER.encode():
+                if head.startswith(VAULT_HEADER.encode()):
                     out.append(path)
     return out
 
@@ -150,13 +155,13 @@ def check(customer: str, inv_dir: Path, needed: dict[str, str], shown: Any = str
         what = shown(files[0]) if files else next(iter(inline.values())).split(": ", 1)[0]
         return [f"{ENV}: (environment): not set; {what} is encrypted (ansible-vault, vault id {customer})"]
     try:
-        vault = VaultLib([(customer, VaultSecret(read_password(path)))])
+        vault = VaultLib([(customer, VaultSecret(read_password(path, _root_of(path, inv_dir))))])
     except InvalidInput as err:
         return err.lines
     lines: list[str] = []
     defined: dict[str, Any] = {}
     for file in files:
-        lines.extend(_open(vault, file, shown(file), defined))
+        lines.extend(_open(vault, file, shown(file), defined, inv_dir))
     for ciphertext, where in inline.items():
         try:
             plain = vault.decrypt(ciphertext.encode())
@@ -184,9 +189,12 @@ def needed(inv: Any) -> dict[str, str]:
     return {var: where for var, where in inv.vault_refs.items() if var not in generated}
 
 
-def _open(vault: VaultLib, path: Path, shown: str, defined: dict[str, Any]) -> Iterator[str]:
+def _open(vault: VaultLib, path: Path, shown: str, defined: dict[str, Any], inv_dir: Path) -> Iterator[str]:
     try:
-        text = vault.decrypt(path.read_bytes())
+        text = vault.decrypt(safefile.read_bytes(path, MAX_BYTES, root=inv_dir))
+    except safefile.UnsafeFile as err:
+        yield f"{shown}: (file): {err}"
+        return
     except (AnsibleError, OSError, ValueError, TypeError):
         yield (f"{shown}: (vault): cannot be decrypted with {ENV} (wrong password, another vault id's password, "
                "or a damaged file)")
@@ -252,6 +260,4 @@ def write(customer: str, inv_dir: Path, data: dict[str, Any]) -> None:
     vault = _vault(customer, inv_dir)
     secret = vault.secrets[0][1]
     text = vault.encrypt(yaml.safe_dump(data, sort_keys=True), secret, vault_id=customer)
-    path = vault_path(inv_dir)
-    write_atomic(path, text)
-    path.chmod(0o600)
+    write_atomic(vault_path(inv_dir), text, root=inv_dir)  # 0600, never through a link

@@ -8,7 +8,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Gauge, write_to_textfile
+from prometheus_client import CollectorRegistry, Gauge, generate_latest
 
 from gridready.artifacts import write_atomic
 from gridready.bench.verify import TierReport
@@ -83,9 +83,7 @@ def write_prom(path: Path, reports: list[TierReport], customer: str) -> Path:
         ready.labels(*b).set(1 if r.readiness.ready and (r.smoke is not None and r.smoke.ok) else 0)
         gate.labels(*b).set(1 if r.gate.passed else 0)
         ts.labels(*b).set(datetime.fromisoformat(r.finished).timestamp())
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_to_textfile(str(path), reg)
-    return path
+    return write_atomic(path, generate_latest(reg), mode=0o644)
 
 
 def write_tier_reports(out_dir: Path, reports: list[TierReport], customer: str) -> dict[str, Path]:

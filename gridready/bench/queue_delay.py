@@ -18,6 +18,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from gridready.artifacts import write_atomic
 from gridready.bench.client import run_level
 from gridready.bench.endpoint import Endpoint
 from gridready.bench.fixed_cost import BatchingReading, batching, workload_for
@@ -162,8 +163,7 @@ def markdown(d: QueueDelayDecision) -> str:
 
 def write(directory: Path, decision: QueueDelayDecision) -> list[Path]:
     """<directory>/queue-delay.json and .md (the decision record of the sweep)."""
-    directory.mkdir(parents=True, exist_ok=True)
     js, md = directory / f"{RECORD}.json", directory / f"{RECORD}.md"
-    js.write_text(json.dumps(decision.model_dump(mode="json"), indent=2) + "\n")
-    md.write_text(markdown(decision))
+    write_atomic(js, json.dumps(decision.model_dump(mode="json"), indent=2) + "\n")
+    write_atomic(md, markdown(decision))
     return [js, md]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gridready.artifacts import make_dirs
 from gridready.bench.decision import Decision
 from gridready.bench.outputs import write_json, write_text_atomic
 from gridready.bench.verify import TierReport
@@ -144,7 +145,7 @@ def markdown(d: Decision, plots: list[str]) -> str:
 
 def write_decision(out_dir: Path, decision: Decision, reports: list[TierReport]) -> dict[str, Path]:
     """Write decision.json, decision.md, latency_percentiles.png, throughput_vs_concurrency.png in out_dir."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+    make_dirs(out_dir)  # never through a link
     lat = plot_latency(out_dir / "latency_percentiles.png", reports, decision.simulated)
     thr = plot_throughput(out_dir / "throughput_vs_concurrency.png", reports, decision.simulated)
     paths = {"json": write_json(out_dir / "decision.json", decision),

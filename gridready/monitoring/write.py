@@ -6,15 +6,15 @@ from pathlib import Path
 
 import yaml
 
+from gridready.artifacts import make_dirs, write_atomic
 from gridready.monitoring.dashboard import render
 from gridready.monitoring.prometheus import Ports, alert_rules, kubernetes_monitors, scrape_config
 from gridready.spec.serving import Tier
 
 
 def _dump(path: Path, docs: list[object]) -> Path:
-    path.write_text(yaml.safe_dump_all(docs, sort_keys=False) if len(docs) > 1 else yaml.safe_dump(docs[0],
-                                                                                                 sort_keys=False))
-    return path
+    text = yaml.safe_dump_all(docs, sort_keys=False) if len(docs) > 1 else yaml.safe_dump(docs[0], sort_keys=False)
+    return write_atomic(path, text, mode=0o644)
 
 
 def write_monitoring(out_dir: Path, customer: str, tiers: list[Tier], *, target: str = "hosts",
@@ -23,7 +23,7 @@ def write_monitoring(out_dir: Path, customer: str, tiers: list[Tier], *, target:
                      ports: Ports | None = None) -> dict[str, Path]:
     """hosts: prometheus.yml + gridready-rules.yml; kubernetes: monitors.yaml + gridready-rules.yml (as a
     PrometheusRule); both: grafana-dashboard.json."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+    make_dirs(out_dir)  # never through a link
     rules = alert_rules(customer, tiers)
     paths: dict[str, Path] = {}
     if target == "hosts":
@@ -37,7 +37,5 @@ def write_monitoring(out_dir: Path, customer: str, tiers: list[Tier], *, target:
                 "metadata": {"name": f"gridready-{customer}", "namespace": namespace,
                              "labels": monitors[0]["metadata"]["labels"]}, "spec": rules}
         paths["monitors"] = _dump(out_dir / "monitors.yaml", [*monitors, rule])
-    dash = out_dir / "grafana-dashboard.json"
-    dash.write_text(render())
-    paths["dashboard"] = dash
+    paths["dashboard"] = write_atomic(out_dir / "grafana-dashboard.json", render(), mode=0o644)
     return paths

@@ -3,6 +3,7 @@ the whole certified set. The report links the PNGs listed in FabricResult.plots.
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from matplotlib.ticker import FuncFormatter
+
+from gridready.artifacts import write_atomic
 
 COLORS = {"pass": "tab:green", "warn": "tab:olive", "fail": "tab:red", "error": "tab:gray"}
 
@@ -36,7 +39,6 @@ def _draw(ax: Any, records: list[Any], floor: float | None, title: str) -> None:
 
 def plot_fabric(result: Any, out_dir: Path) -> list[Path]:
     """fabric-pairs.png (every pairwise run) and fabric-set.png (each collective over the set)."""
-    out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
     for name, records, title in (
         ("fabric-pairs.png", result.pair_runs, "pairwise all-reduce busbw"),
@@ -47,7 +49,8 @@ def plot_fabric(result: Any, out_dir: Path) -> list[Path]:
         fig, ax = plt.subplots(figsize=(8, 4.5))
         _draw(ax, records, result.floor_gbps, f"{title} (floor: {result.floor_source})")
         fig.tight_layout()
-        fig.savefig(out_dir / name, dpi=110)
+        image = io.BytesIO()
+        fig.savefig(image, format="png", dpi=110)
         plt.close(fig)
-        paths.append(out_dir / name)
+        paths.append(write_atomic(out_dir / name, image.getvalue(), mode=0o644))  # never through a link
     return paths

@@ -5,8 +5,9 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
-from prometheus_client import CollectorRegistry, Gauge, write_to_textfile
+from prometheus_client import CollectorRegistry, Gauge, generate_latest
 
+from gridready.artifacts import write_atomic
 from gridready.certify.judge import FleetVerdict
 from gridready.certify.result import GateStatus
 
@@ -59,7 +60,5 @@ def registry(fleet: FleetVerdict) -> CollectorRegistry:
 
 
 def write_prom(fleet: FleetVerdict, path: Path) -> Path:
-    """write_to_textfile renames a temp file into place (atomic for the textfile collector)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_to_textfile(str(path), registry(fleet))
-    return path
+    """The text exposition, renamed into place (atomic for the textfile collector, never through a link)."""
+    return write_atomic(path, generate_latest(registry(fleet)), mode=0o644)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gridready.artifacts import write_atomic, write_json_atomic
+from gridready.artifacts import make_dirs, write_atomic, write_json_atomic
 from gridready.certify.fabric import FabricResult
 from gridready.certify.judge import FleetVerdict
 from gridready.certify.quarantine import write_outputs as write_quarantine
@@ -20,7 +20,7 @@ def write_all(fleet: FleetVerdict, out_dir: Path, *, command: str | None = None,
               fabric: FabricResult | None = None) -> dict[str, Path]:
     """nodes/<node>/certification.json, report.json, junit.xml, ctrf.json (CTRF), report.md, report.html, plots (PNG),
     metrics.prom, quarantine.yml (+ k8s-node-patches.json, slurm-drain.sh). Returns name -> path."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+    make_dirs(out_dir)  # never through a link
     paths: dict[str, Path] = {}
     for node, v in fleet.nodes.items():
         paths[f"certification:{node}"] = write_json_atomic(out_dir / "nodes" / node / "certification.json", v)

@@ -190,7 +190,7 @@ def serve_config_errors(where: str, text: Any, spec: dict[str, Any]) -> list[str
             elif value in dupe_set:
                 errors.append(f"{where}: {at}.{field}: {value!r} used twice")
             dupe_set.add(value)
-        if not re.match(r"^[\w.]+:[\w.]+$", str(app.get("import_path", ""))):
+        if not re.fullmatch(r"[\w.]+:[\w.]+", str(app.get("import_path", "")), re.ASCII):
             errors.append(f"{where}: {at}.import_path: must be module:attribute")
         if str(app.get("import_path", "")).startswith("ray.serve.llm:"):
             errors += _llm_configs_errors(where, at, app.get("args") or {}, gpu_capacity)

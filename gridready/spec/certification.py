@@ -34,7 +34,7 @@ class FailurePolicy(StrEnum):
 class Floors(BaseModel):
     """Overrides of the catalog's floors for this customer (units in the names)."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     bf16_gemm_tflops: NonNegativeFloat | None = None
     fp8_gemm_tflops: NonNegativeFloat | None = None
@@ -60,7 +60,7 @@ CLUSTERMAX_DCGM_MINIMUM = "4.5.3"
 class MinVersions(BaseModel):
     """Minimum software versions (gate `min_versions`), with the severity a version below them gets."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     severity: Literal["fail", "warn", "off"] = Field(
         "warn", description="below a minimum (or a version not readable): fail blocks certification, warn reports, "
@@ -83,7 +83,7 @@ class MinVersions(BaseModel):
 
 
 class NcclSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     collectives: list[Collective] = Field(
         default_factory=lambda: ["all_reduce"], min_length=1,
@@ -106,7 +106,7 @@ class NcclSettings(BaseModel):
 class HostSettings(BaseModel):
     """Host settings asserted and recorded, never changed (ANCH 3.10): the performance setting for bare metal."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     iommu: Literal["off_or_passthrough", "any"] = Field(
         "off_or_passthrough", description="IOMMU off or passthrough (iommu=pt); 'any' records it only"
@@ -121,7 +121,7 @@ class HostSettings(BaseModel):
 class Limits(BaseModel):
     """Error-counter limits (ANCH 3.4-3.8); the defaults follow the stricter anchors."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     sram_ce_aggregate: NonNegativeInt = Field(10_000, description="SRAM correctable, aggregate (AZ 10000)")
     sram_ue_aggregate: NonNegativeInt = Field(0, description="SRAM uncorrectable aggregate above this fails (AZ 0)")
@@ -139,9 +139,9 @@ class Limits(BaseModel):
 
 
 class CertificationSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
-    profile: Profile = Field(Profile.STANDARD, description="quick | standard | burn-in")
+    profile: Profile = Field(Profile.STANDARD, strict=False, description="quick | standard | burn-in")
     dcgm_level: int | None = Field(None, ge=1, le=4, description="default from the profile: 1, 3, 4")
     dcgm_precision: str = Field(
         "h", pattern=r"^[hsd]{1,3}$",
@@ -159,7 +159,7 @@ class CertificationSpec(BaseModel):
     floors: Floors = Field(default_factory=Floors)
     nccl: NcclSettings = Field(default_factory=NcclSettings)
     validity_hours: PositiveInt = Field(24, description="a passing certification stays valid this long")
-    failure_policy: FailurePolicy = FailurePolicy.QUARANTINE
+    failure_policy: FailurePolicy = Field(FailurePolicy.QUARANTINE, strict=False)
     min_certified_nodes: PositiveInt = Field(1, description="with quarantine: fewer certified nodes is exit 5")
     outlier_mad_threshold: float = Field(
         4.0, gt=0, le=100, description="flag a node this many spreads below the median of the other nodes of its "

@@ -20,7 +20,7 @@ from gridready.spec.serving import ServingSpec
 class Nic(BaseModel):
     """One HCA or NIC of a node (InfiniBand, RoCE or plain Ethernet)."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$", description="RDMA device (mlx5_0) or interface name")
     kind: Literal["infiniband", "roce", "ethernet"] = "infiniband"
@@ -34,7 +34,7 @@ class Nic(BaseModel):
 class NodeGroup(BaseModel):
     """A group of identical GPU nodes; `name` is the Ansible group in hosts.yml."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     name: str = Field(pattern=ANSIBLE_NAME, description="Ansible group in hosts.yml")
     sku: str = Field(description="catalog SKU name or PCI device id, e.g. H200-SXM-141GB or 0x2335")
@@ -83,17 +83,17 @@ class NodeGroup(BaseModel):
 class SoftwarePins(BaseModel):
     """Versions every node is provisioned to; checked against gridready/data/version_matrix.yml."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
-    driver_branch: str = Field("580", pattern=r"^\d{3}$", description="NVIDIA driver branch (open modules)")
+    driver_branch: str = Field("580", pattern=r"^[0-9]{3}$", description="NVIDIA driver branch (open modules)")
     driver_version: str | None = Field(
-        None, pattern=r"^\d{3}\.\d+(?:\.\d+)?$",
+        None, pattern=r"^[0-9]{3}\.[0-9]+(?:\.[0-9]+)?$",
         description="exact driver release of the branch every node gets (e.g. 580.95.05); null: the newest the "
                     "repository offers when a node is first provisioned (nodes provisioned later may then differ)")
-    cuda: str = Field("13.0", pattern=r"^\d+\.\d+$")
+    cuda: str = Field("13.0", pattern=r"^[0-9]+\.[0-9]+$")
     dcgm_major: int = Field(4, ge=3, le=4)
-    nccl: str = Field("2.28.9", pattern=r"^\d+\.\d+\.\d+$")
-    nccl_tests: str = Field("2.17.6", pattern=r"^\d+\.\d+\.\d+$")
+    nccl: str = Field("2.28.9", pattern=r"^[0-9]+\.[0-9]+\.[0-9]+$")
+    nccl_tests: str = Field("2.17.6", pattern=r"^[0-9]+\.[0-9]+\.[0-9]+$")
     rdma_stack: Literal["distro", "doca"] = "distro"
     doca_ofed: str | None = Field(None, description="DOCA-OFED version when rdma_stack is doca")
     package_mirror: str | None = Field(None, description="mirror URL of the NVIDIA repository for air-gapped sites "
@@ -109,7 +109,7 @@ class SoftwarePins(BaseModel):
         False, description="accept an http:// python_index (pip's --trusted-host for its host): the packages then "
                            "come unauthenticated, so only on an isolated network you control")
     probe_torch: str | None = Field(
-        "2.9.1", pattern=r"^\d+\.\d+\.\d+$",
+        "2.9.1", pattern=r"^[0-9]+\.[0-9]+\.[0-9]+$",
         description="PyTorch release provision installs for certification's GPU gates (GEMM, HBM, H2D, SDC, goodput), "
                     "from python_index or PyPI; null installs none (bring your own: gridready_certify_python)")
 
@@ -126,7 +126,7 @@ class SoftwarePins(BaseModel):
 class ClusterSpec(BaseModel):
     """The whole of cluster.yml."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, hide_input_in_errors=True)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False, hide_input_in_errors=True)
 
     customer: str = Field(pattern=SLUG, description="slug: inventory dir, artifacts folder, Pulumi stack")
     description: str = ""

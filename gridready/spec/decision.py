@@ -13,14 +13,14 @@ Objective = Literal["goodput", "throughput", "cost"]
 class PrefixReuse(BaseModel):
     """The prefix-reuse shootout: the benchmark's prompts start with one shared system prompt."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     system_prompt_tokens: PositiveInt = Field(description="length of the shared system prompt, in tokens")
     share: float = Field(1.0, gt=0, le=1, description="share of requests that carry it")
 
 
 class DecisionSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     objective: Objective = Field(
         "goodput",

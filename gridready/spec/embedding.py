@@ -27,7 +27,7 @@ TENSOR_NAME = r"^[A-Za-z_][A-Za-z0-9_.:/-]{0,127}$"
 class Tensor(BaseModel):
     """One input or output of the model, without the batch dimension (Triton adds it when max_batch_size > 0)."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     name: str = Field(pattern=TENSOR_NAME, description="the tensor's name in the ONNX graph / TensorRT engine")
     data_type: DataType = Field(description="model_config.proto DataType, e.g. TYPE_INT64")
@@ -45,7 +45,7 @@ class Tensor(BaseModel):
 
 
 class DynamicBatching(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     max_queue_delay_microseconds: NonNegativeInt = Field(
         0, le=10_000_000,
@@ -63,7 +63,7 @@ class DynamicBatching(BaseModel):
 
 
 class InstanceGroup(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     count: PositiveInt = Field(1, le=64, description="model instances (per listed GPU for KIND_GPU)")
     kind: Literal["KIND_GPU", "KIND_CPU"] = "KIND_GPU"
@@ -80,7 +80,7 @@ class InstanceGroup(BaseModel):
 class EmbeddingBench(BaseModel):
     """The benchmark of a fixed-cost tier: Poisson arrivals at each rate, every request one batch item."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     request_rates: list[float] = Field(default_factory=lambda: [20.0, 100.0], min_length=1,
                                        description="requests/s of each level; the SLO gate judges the highest")
@@ -100,7 +100,7 @@ class QueueDelaySweep(BaseModel):
     """Measure the tier at each max_queue_delay_microseconds (the tier is redeployed per setting) at one rate;
     the decision record names the best setting. The tier ends up serving with its own setting again."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     max_queue_delay_microseconds: list[NonNegativeInt] = Field(min_length=2, max_length=12)
     request_rate: float | None = Field(None, gt=0, description="requests/s; default: the highest bench rate")
@@ -116,7 +116,7 @@ class QueueDelaySweep(BaseModel):
 
 
 class EmbeddingSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     backend: Literal["onnxruntime", "tensorrt"] = Field(
         "onnxruntime", description="onnxruntime: an ONNX file; tensorrt: a TensorRT plan built for this GPU and "

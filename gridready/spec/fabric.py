@@ -38,7 +38,7 @@ DEFAULT_COUNTER_LIMITS: dict[str, int] = {
 class RoceSettings(BaseModel):
     """RoCE-only checks; a field left unset is not checked."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     gid_type: str | None = Field("RoCE v2", description="type of the GID at the NIC's gid_index")
     pfc_priorities: list[int] | None = Field(None, description="priorities with PFC enabled (mlnx_qos)")
@@ -51,7 +51,7 @@ class RoceSettings(BaseModel):
 
 
 class FabricSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     enabled: bool = Field(True, description="run the multi-node phase when at least 2 nodes are certified")
     collectives: list[Collective] = Field(

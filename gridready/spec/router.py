@@ -8,7 +8,7 @@ from gridready.spec.names import ANSIBLE_NAME, SLUG
 
 
 class RouteTarget(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     tier: str = Field(pattern=SLUG, description="a tier of serving.tiers")
     weight: int = Field(1, ge=0, le=1000, description=(
@@ -19,7 +19,7 @@ class RouteTarget(BaseModel):
 class Route(BaseModel):
     """A model name clients ask for, and the tiers that serve it."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     model: str = Field(pattern=r"^[A-Za-z0-9_.:/-]+$", description="the `model` clients send to the router")
     targets: list[RouteTarget] = Field(min_length=1, description="tiers and their weights (LiteLLM `weight`)")
@@ -42,7 +42,7 @@ class Route(BaseModel):
 class RouterKey(BaseModel):
     """A client key of the router; the key itself lives in the vault variable named here."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     name: str = Field(pattern=SLUG, description="key alias in metrics and logs")
     vault_var: str = Field(pattern=ANSIBLE_NAME, description="group_vars/all/vault.yml variable of the key")
@@ -51,14 +51,14 @@ class RouterKey(BaseModel):
 
 
 class Canary(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     observe_s: PositiveInt = Field(120, description="how long live canary traffic is benchmarked before deciding")
     requests: PositiveInt = Field(64, description="benchmark requests sent through the router while observing")
 
 
 class RouterSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     enabled: bool = Field(False, description="run the router (hosts: LiteLLM proxy on the first tier's head)")
     port: int = Field(4000, ge=1024, le=65535, description="the router's port")

@@ -210,7 +210,7 @@ def mirror_trust(spec: ClusterSpec) -> Iterator[tuple[str, str]]:
                "(its signing key would come over the same unauthenticated connection)")
 
 
-PYTHON_INDEX_URL = re.compile(r"https?://[A-Za-z0-9.-]+(?::\d{1,5})?(?:/[A-Za-z0-9._~/%+-]*)?")
+PYTHON_INDEX_URL = re.compile(r"https?://[A-Za-z0-9.-]+(?::[0-9]{1,5})?(?:/[A-Za-z0-9._~/%+-]*)?")
 
 
 def python_index_trust(spec: ClusterSpec) -> Iterator[tuple[str, str]]:

@@ -37,7 +37,7 @@ REFUSED_ENGINES = {
 
 
 class ModelSource(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     hf_id: str | None = Field(None, description="Hugging Face id, e.g. meta-llama/Llama-3.1-8B-Instruct")
     revision: str | None = Field(None, description="pinned commit of the Hugging Face repository")
@@ -58,7 +58,7 @@ class ModelSource(BaseModel):
 
 
 class Slo(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     ttft_ms_p99: PositiveFloat | None = Field(None, description="time to first token, p99, ms")
     tpot_ms_p99: PositiveFloat | None = Field(None, description="time per output token, p99, ms")
@@ -67,7 +67,7 @@ class Slo(BaseModel):
 
 
 class LoraAdapter(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$", description="the `model` name clients ask for")
     path: str = Field(description="adapter directory present on every node (or a Hugging Face id)")
@@ -76,7 +76,7 @@ class LoraAdapter(BaseModel):
 class Autoscaling(BaseModel):
     """Ray Serve replica bounds (target kubernetes); on fixed pools min = max = replicas."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     min_replicas: PositiveInt | None = Field(None, description="default: the tier's replicas")
     max_replicas: PositiveInt | None = Field(None, description="default: the tier's replicas")
@@ -96,7 +96,7 @@ API_KEY_ENGINES = frozenset({"vllm", "sglang"})
 
 
 class Tier(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     name: str = Field(pattern=SLUG, description="unit vllm-<name>, RayService <name>; never `vllm`")
     engine: Literal["vllm", "triton-trtllm", "sglang", "triton-embedding"] = Field(
@@ -208,7 +208,7 @@ NAMESPACE = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"  # an RFC 1123 label, as Kub
 class KubernetesServing(BaseModel):
     """Settings of target kubernetes (KubeRay RayService per tier)."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     namespace: str = Field("gridready-serving", pattern=NAMESPACE)
     ray_image: str = Field(
@@ -237,18 +237,18 @@ class KubernetesServing(BaseModel):
     upgrade_strategy: Literal["None", "NewCluster"] = Field(
         "None", description="None on fixed pools; NewCluster needs twice the GPUs during an upgrade"
     )
-    initializing_timeout: str = Field("30m", pattern=r"^\d+[smh]$", description="ray.io/initializing-timeout")
+    initializing_timeout: str = Field("30m", pattern=r"^[0-9]+[smh]$", description="ray.io/initializing-timeout")
     gpu_operator_version: str = Field("v25.10.1", description="NVIDIA GPU Operator Helm chart version")
     kuberay_version: str = Field(KUBERAY_VERSION, description="KubeRay operator Helm chart version")
-    kubernetes_version: str = Field("1.32", pattern=r"^1\.\d+$", description="schemas used to validate manifests")
+    kubernetes_version: str = Field("1.32", pattern=r"^1\.[0-9]+$", description="schemas used to validate manifests")
     storage_class: str | None = Field(
         None, pattern=r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$",
         description="StorageClass of the PVCs gridready makes (Triton's weights and engine cache); null: the "
                     "cluster's default class",
     )
-    weights_volume_size: str = Field("500Gi", pattern=r"^\d+(Ki|Mi|Gi|Ti)$",
+    weights_volume_size: str = Field("500Gi", pattern=r"^[0-9]+(Ki|Mi|Gi|Ti)$",
                                      description="size of a Triton tier's weights PVC (filled from the Hub)")
-    engine_cache_size: str = Field("1Ti", pattern=r"^\d+(Ki|Mi|Gi|Ti)$",
+    engine_cache_size: str = Field("1Ti", pattern=r"^[0-9]+(Ki|Mi|Gi|Ti)$",
                                    description="size of a Triton tier's engine-cache PVC")
     pvc_access_mode: Literal["ReadWriteOnce", "ReadWriteMany"] = Field(
         "ReadWriteMany", description="access mode of those PVCs: ReadWriteMany where a tier spans nodes")
@@ -258,7 +258,7 @@ class EngineHealth(BaseModel):
     """Target hosts: a timer per engine unit asks its health URL and restarts a hung engine (none of vLLM, SGLang
     or Triton notifies systemd's watchdog). On Kubernetes the pods' liveness probes do the same."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     enabled: bool = True
     interval_s: int = Field(15, ge=5, le=3600, description="seconds between two probes of an engine")
@@ -272,7 +272,7 @@ class EngineHealth(BaseModel):
 class RayNodeSizing(BaseModel):
     """What `ray start` offers on each serving node (target hosts); unset: Ray's own detection."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     num_cpus: PositiveInt | None = Field(None, description="--num-cpus (unset: every vCPU of the node)")
     memory_bytes: PositiveInt | None = Field(None, description="--memory in bytes (unset: Ray's default)")
@@ -282,13 +282,14 @@ class RayNodeSizing(BaseModel):
 
 
 class ServingSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     target: Literal["hosts", "kubernetes"] = "hosts"
     kubeconfig: str | None = Field(None, description="path of the kubeconfig (target kubernetes)")
     tiers: list[Tier] = Field(default_factory=list)
-    vllm_version: str = Field(VLLM_VERSION, pattern=r"^\d+\.\d+\.\d+$", description="pinned vLLM (hosts)")
-    ray_version: str = Field(RAY_VERSION, pattern=r"^\d+\.\d+\.\d+$", description="pinned Ray, hosts and image")
+    vllm_version: str = Field(VLLM_VERSION, pattern=r"^[0-9]+\.[0-9]+\.[0-9]+$", description="pinned vLLM (hosts)")
+    ray_version: str = Field(RAY_VERSION, pattern=r"^[0-9]+\.[0-9]+\.[0-9]+$",
+                             description="pinned Ray, hosts and image")
     ray_port: int = Field(6379, ge=1024, le=65535, description="Ray GCS port of every head")
     socket_ifname: str | None = Field(
         None, description="NCCL/Gloo socket interface on hosts; default: the node group's mgmt_interface"

@@ -30,7 +30,7 @@ def problems(quantization: str | None, kv_cache_dtype: str) -> list[str]:
 
 
 class SglangSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     dist_init_port: int = Field(
         50000, ge=1024, le=65535,
@@ -40,5 +40,5 @@ class SglangSettings(BaseModel):
     page_size: PositiveInt = Field(1, description="--page-size: tokens per KV page (SGLang default 1)")
     chunked_prefill_size: int | None = Field(
         None, ge=-1, description="--chunked-prefill-size; -1 disables chunked prefill; default: SGLang's")
-    version: str | None = Field(None, pattern=r"^\d+\.\d+\.\d+(\.post\d+)?$",
+    version: str | None = Field(None, pattern=r"^[0-9]+\.[0-9]+\.[0-9]+(\.post[0-9]+)?$",
                                 description="override the pin of gridready/data/sglang_versions.yml")

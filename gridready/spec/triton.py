@@ -23,7 +23,7 @@ LLMAPI_MODELS = ("tensorrt_llm",)
 class VersionOverride(BaseModel):
     """Replace pins of gridready/data/triton_versions.yml for one tier (all or nothing per key)."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     image: str | None = None
     image_digest: str | None = Field(None, pattern=r"^sha256:[0-9a-f]{64}$")
@@ -34,7 +34,7 @@ class VersionOverride(BaseModel):
 
 
 class TritonSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     mode: Literal["llmapi", "engine"] = Field(
         "llmapi",
@@ -92,7 +92,7 @@ class TritonSettings(BaseModel):
 
 
 class FixedCostOverride(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     image: str | None = None
     image_digest: str | None = Field(None, pattern=r"^sha256:[0-9a-f]{64}$")
@@ -102,7 +102,7 @@ class SitePins(BaseModel):
     """`<inventory>/triton_versions.yml`: the site's replacements of the pins (gridready/serving/triton/versions.py
     says how they apply)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     lines: dict[Literal["llmapi", "engine"], VersionOverride] = Field(default_factory=dict)
     fixed_cost: FixedCostOverride | None = None

@@ -32,7 +32,7 @@ def deployed(inv: Inventory, ctx: RunContext, plans: list[topology.TierPlan]) ->
     if book.serving is None:
         raise InvalidInput(f"bench: no deployment found for {inv.customer}; run `invoke serve` first")
     path = Path(book.serving.summary)
-    summary = contracts.read(path, ServeSummary)
+    summary = contracts.read(path, ServeSummary, ctx.root)
     served = {e.tier: e.heads for e in summary.endpoints}
     planned = {p.tier.name: [r.head for r in p.replicas] for p in plans}
     if served != planned:

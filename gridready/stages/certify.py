@@ -14,14 +14,14 @@ from an earlier run is still inside the validity window are not probed again unl
 
 from __future__ import annotations
 
-import json
+import io
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from gridready import ansible, contracts, evidence, ledger
-from gridready.artifacts import RunContext
+from gridready.artifacts import RunContext, read_json, write_atomic
 from gridready.certify.fabric import FabricResult
 from gridready.certify.hca import hca_verdicts
 from gridready.certify.judge import FleetVerdict, NodeVerdict, judge_fleet, judge_node, still_valid
@@ -50,7 +50,6 @@ def probe_archive(dest: Path) -> Path:
     from gridready import probe
 
     src = Path(probe.__file__).parent
-    dest.parent.mkdir(parents=True, exist_ok=True)
 
     def _clean(ti: tarfile.TarInfo) -> tarfile.TarInfo | None:
         if "__pycache__" in ti.name or ti.name.endswith(".pyc"):
@@ -60,9 +59,10 @@ def probe_archive(dest: Path) -> Path:
         ti.mode = 0o755 if ti.isdir() else 0o644
         return ti
 
-    with tarfile.open(dest, "w:gz") as tar:
+    packed = io.BytesIO()
+    with tarfile.open(fileobj=packed, mode="w:gz") as tar:
         tar.add(src, arcname="gridready_probe", filter=_clean)
-    return dest
+    return write_atomic(dest, packed.getvalue(), mode=0o644)
 
 
 NA_COLLECTORS = {"dcgm": "dcgm", "sdc": "sdc", "training_goodput": "goodput"}  # gate -> probe step (collect.py)
@@ -115,17 +115,20 @@ def reusable(ctx: RunContext, spec: CertificationSpec, hosts: list[str]) -> dict
         entry = book.nodes.get(host)
         if not ledger.usable(entry, spec.validity_hours)[0] or entry is None or not entry.certification:
             continue
-        cert_path = Path(entry.certification)
         try:
-            cert = json.loads(cert_path.read_text())
-        except (OSError, ValueError):
+            cert = read_json(Path(entry.certification), ctx.root)
+        except InvalidInput as err:
+            if "not JSON" not in str(err):  # a link or a FIFO where a certification was: refused, never followed
+                raise
+            continue
+        if not isinstance(cert, dict):
             continue
         if still_valid(cert, spec):
             try:
                 verdict = NodeVerdict.model_validate(cert)
             except ValidationError:
                 continue  # an older certification.json: probe the node again
-            out[host] = (str(cert_path), verdict)
+            out[host] = (entry.certification, verdict)
     return out
 
 
@@ -209,9 +212,9 @@ def judge_probes(inv: Inventory, hosts: list[str], fetch_dir: Path) -> list[Node
     verdicts = []
     for host in hosts:
         path = fetch_dir / host / "probe.json"
-        try:
-            doc = json.loads(path.read_text())
-        except (OSError, ValueError):
+        try:  # what a node sent back: read beneath the run's folder, never through a link, bounded
+            doc = read_json(path, fetch_dir)
+        except InvalidInput:
             doc = None
         group = inv.spec.group(inv.node_group_of(host) or "")
         verdicts.append(judge_node(spec, group, doc, node=host, node_group=group.name if group else None,
@@ -234,11 +237,12 @@ def fabric_results(inv: Inventory, ctx: RunContext, verdicts: list[NodeVerdict],
     members = passed + [p for p in peers if p not in passed]
     probe_hca = {}
     for v in verdicts:
+        stage = ctx.stage_dir(STAGE)
         try:
-            probe_hca[v.node] = json.loads((ctx.stage_dir(STAGE) / PROBES / v.node / "probe.json").read_text()).get(
-                "hca")
-        except (OSError, ValueError):
-            probe_hca[v.node] = None
+            doc = read_json(stage / PROBES / v.node / "probe.json", stage)
+        except InvalidInput:
+            doc = None
+        probe_hca[v.node] = doc.get("hca") if isinstance(doc, dict) else None
     res = run_fabric_phase(inv, ctx, members, probe_hca=probe_hca, alone_blocks=len(inv.gpu_hosts()) > 1)
     res.node_results = {n: r for n, r in res.node_results.items() if n in passed}  # peers keep their verdicts
     return res

@@ -5,14 +5,14 @@ the file when it does not validate (exit 2, nothing written)."""
 
 from __future__ import annotations
 
+import io
 import json
-from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import Field
 
 from gridready import ansible
-from gridready.artifacts import RunContext
+from gridready.artifacts import RunContext, read_json, write_atomic
 from gridready.contracts import HostOutcome, StageSummary
 from gridready.discovery import DiscoveryError, node_group
 from gridready.errors import InvalidInput
@@ -20,6 +20,7 @@ from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory, load
 from gridready.stages.certify import extravars as certify_vars
 from gridready.stages.common import Timer, outcome_from_playbook
+from gridready.yamlio import YamlError, read_capped
 
 STAGE = "discover"
 
@@ -39,7 +40,10 @@ def _write(inv: Inventory, group: dict[str, Any]) -> None:
     from ruamel.yaml import YAML
 
     path = inv.path / "cluster.yml"
-    before = path.read_text()
+    try:
+        before = read_capped(path, root=inv.path).decode()
+    except YamlError as err:
+        raise InvalidInput(f"{path}: {err.where}: {err}") from None
     yaml = YAML()
     yaml.preserve_quotes = True
     doc = yaml.load(before)
@@ -50,14 +54,13 @@ def _write(inv: Inventory, group: dict[str, Any]) -> None:
     else:
         for key, value in group.items():
             old[key] = value
-    tmp = path.with_suffix(".yml.tmp")
-    with tmp.open("w") as fh:
-        yaml.dump(doc, fh)
-    tmp.replace(path)
+    text = io.StringIO()
+    yaml.dump(doc, text)
+    write_atomic(path, text.getvalue(), root=inv.path, mode=0o644)  # never through a link
     try:
         load(inv.path)
     except InvalidInput:
-        path.write_text(before)
+        write_atomic(path, before, root=inv.path, mode=0o644)
         raise
 
 
@@ -82,7 +85,7 @@ def run(inv: Inventory, ctx: RunContext, *, host: str, group: str | None = None,
     probe = fetch_dir / host / "probe.json"
     if code is ExitCode.OK:
         try:
-            found = node_group(json.loads(Path(probe).read_text()), name)
+            found = node_group(read_json(probe, ctx.root), name)
             data["node_group"] = found
             if write:
                 _write(inv, found)

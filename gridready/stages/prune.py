@@ -17,7 +17,7 @@ def run(inv: Inventory, ctx: RunContext, keep: int, dry_run: bool = False) -> di
     protected = ledger.protected_runs(book)
     doomed = prunable(ctx.root, inv.customer, keep, protected)
     if not dry_run:
-        for path in doomed:
+        for path in doomed:  # prunable lists plain folders only; rmtree never follows a link inside one
             shutil.rmtree(path)
     return {"customer": inv.customer, "keep": keep, "dry_run": dry_run, "protected": sorted(protected),
             "removed": [p.name for p in doomed]}

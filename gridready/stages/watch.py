@@ -25,22 +25,23 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from gridready import health, ledger
+from gridready import health, ledger, safefile
 from gridready.artifacts import RunContext, new_run_id
 from gridready.bench.http import HttpError, fetch
 from gridready.contracts import ServeSummary, read
 from gridready.errors import GridreadyError, InvalidInput
 from gridready.health import Action, Policy, Signal
 from gridready.inventory import Inventory
+from gridready.yamlio import MAX_ARTIFACT_BYTES
 
 SIGNALS = TypeAdapter(list[Signal])
 
 
 def read_signals(path: str) -> list[Signal]:
     try:
-        return SIGNALS.validate_json(Path(path).read_bytes())
-    except OSError as err:
-        raise InvalidInput(f"--signals: (flag): {path}: {err.strerror}") from None
+        return SIGNALS.validate_json(safefile.read_bytes(Path(path), MAX_ARTIFACT_BYTES))
+    except safefile.UnsafeFile as err:  # a FIFO or a folder named by the flag: one line, never a hang
+        raise InvalidInput(f"--signals: (flag): {path}: {err}") from None
     except ValidationError as err:
         first = err.errors()[0]
         raise InvalidInput(f"{path}: {'.'.join(map(str, first['loc'])) or '(file)'}: {first['msg']}") from None

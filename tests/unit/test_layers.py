@@ -20,7 +20,7 @@ PKG = Path(__file__).resolve().parents[2] / "gridready"
 
 # docs/architecture.md, "Layers": lower numbers are further down; an import must point strictly down.
 LAYERS: dict[str, int] = {
-    "exitcodes": 0,
+    "exitcodes": 0, "safefile": 0, "charset": 0,
     "errors": 1, "catalog": 1, "yamlio": 1, "console": 1, "secretscan": 1,
     "spec": 2,
     "inventory_checks": 2,

@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from gridready.artifacts import write_atomic, write_json_atomic
+from gridready.artifacts import make_dirs, write_atomic, write_json_atomic
 from gridready.bench import canary_gate
 from gridready.bench.http import Connection, HttpError, Url, fetch
 from gridready.exitcodes import ExitCode
@@ -125,7 +125,7 @@ def rollout(route: Route, canary_tier: str, weight_pct: int, slo: Slo, *, router
 
 
 def write_record(out_dir: Path, record: CanaryRecord) -> None:
-    out_dir.mkdir(parents=True, exist_ok=True)
+    make_dirs(out_dir)  # never through a link
     write_json_atomic(out_dir / "canary.json", record)
     lines = [f"# Canary {record.tier} on {record.model}: {record.decision}", "", record.message, "",
              "| step | at | numbers |", "|---|---|---|"]

@@ -15,6 +15,7 @@ from typing import Any
 
 from gridready import ansible, console, vault
 from gridready import pulumi as gpulumi
+from gridready.artifacts import make_dirs
 from gridready.errors import GridreadyError, InvalidInput
 from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory
@@ -43,7 +44,7 @@ def hosts(rendered: Rendered) -> tuple[str, ExitCode]:
     status, code = "success", ExitCode.OK
     changed: list[str] = []
     for run_vars, limit, tags, run_dir in runs:
-        run_dir.mkdir(parents=True, exist_ok=True)
+        make_dirs(run_dir)
         result = ansible.run_playbook(inv, "serve.yml", run_dir, check=ctx.check, limit=limit, tags=tags,
                                       extravars=run_vars)
         run_status, run_code, run_outcomes = outcome_from_playbook(result)
@@ -85,12 +86,14 @@ def _pulumi_line(stack: str) -> Callable[[str], None]:
 
 
 def kubeconfig(inv: Inventory) -> str:
-    """serving.kubeconfig (relative to the inventory), read; exit 2 naming the key when it cannot be."""
+    """serving.kubeconfig (relative to the inventory, and then read beneath it: no link or `..` out; an absolute
+    path is the operator's choice), read; exit 2 naming the key when it cannot be."""
     path = Path(inv.spec.serving.kubeconfig or "")
+    root = None if path.is_absolute() else inv.path
     path = path if path.is_absolute() else inv.path / path
     where = f"{topology.cluster_file(inv)}: serving.kubeconfig: {path}"
     try:  # a regular file of bounded size: a FIFO would block the deploy, a huge file fill the memory
-        text = read_capped(path).decode("utf-8")
+        text = read_capped(path, root=root).decode("utf-8")
     except YamlError as err:
         raise InvalidInput(f"{where}: {err}") from None
     except UnicodeDecodeError as err:

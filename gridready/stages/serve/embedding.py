@@ -5,7 +5,7 @@ step's queue-delay sweep does once per setting, and the redeploy step once more 
 from __future__ import annotations
 
 from gridready import ansible
-from gridready.artifacts import RunContext
+from gridready.artifacts import RunContext, make_dirs
 from gridready.errors import StageFailed
 from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory
@@ -23,7 +23,7 @@ def redeploy_embedding(inv: Inventory, ctx: RunContext, cert: Certification, pla
     unit_hosts, role_vars, _ = serve_config.embedding_units(inv, cert, plan, stage_dir, delay_us)[0]
     label = "configured" if delay_us is None else f"qd{delay_us}"
     run_dir = stage_dir / f"triton-{plan.tier.name}-{label}"
-    run_dir.mkdir(parents=True, exist_ok=True)
+    make_dirs(run_dir)
     extravars = (serve_config.hosts_extravars(inv, cert, plans) | role_vars
                  | {"gridready_serve_triton_hosts": unit_hosts})
     result = ansible.run_playbook(inv, "serve.yml", run_dir, check=ctx.check, limit=",".join(unit_hosts),

@@ -16,6 +16,7 @@ from typing import Any
 from gridready import ansible
 from gridready.artifacts import RunContext
 from gridready.bench.endpoint import Endpoint
+from gridready.charset import ascii_int
 from gridready.errors import GridreadyError, InvalidInput
 from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory
@@ -38,7 +39,7 @@ def check_flags(inv: Inventory, tier: str | None, weight: str | int | None) -> i
             raise InvalidInput("--weight: (flag): only with --canary <tier>")
         return DEFAULT_WEIGHT
     try:
-        pct = DEFAULT_WEIGHT if weight is None else int(weight)
+        pct = DEFAULT_WEIGHT if weight is None else weight if isinstance(weight, int) else ascii_int(weight)
     except ValueError:
         raise InvalidInput(f"--weight: (flag): {weight!r} is not a whole number of percent") from None
     if not 1 <= pct <= 99:

@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from gridready import ledger, vault
+from gridready.artifacts import read_json
 from gridready.bench.http import HttpError, fetch
 from gridready.bench.router_overhead import measure
 from gridready.errors import InvalidInput
@@ -90,8 +91,14 @@ def _decided(inv: Inventory, root: Path, index: int, route: Route, plans: list[T
                            "fixed weights)" if len(models) <= 1 else f"{where}: the tiers serve different models")
     record = Path(serving.summary).parent / "decision" / models.pop().replace("/", "--") / "decision.json"
     try:
-        return router.split_from_decision(route, json.loads(record.read_text()))
-    except (OSError, ValueError) as err:
+        decision = read_json(record, root)
+    except InvalidInput as err:
+        raise InvalidInput(f"{where}: {err}") from None
+    if decision is None:
+        raise InvalidInput(f"{where}: {record}: no decision record there")
+    try:
+        return router.split_from_decision(route, decision)
+    except ValueError as err:
         raise InvalidInput(f"{where}: {record}: {err}") from err
 
 
