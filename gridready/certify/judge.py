@@ -108,9 +108,10 @@ class NodeVerdict(BaseModel):
         """Merge more results (fleet outliers, fabric gates) applying the spec's waivers, then re-decide."""
         for r in results:
             r = _apply_waiver(r, spec) if spec else r
-            self.gates.append(r)
-            if self._added is not None:
+            if self._added is not None:  # a slim copy keeps the full result for the file, a slim one in memory
                 self._added.append(r)
+                r = _slim_result(r)
+            self.gates.append(r)
         self._decide(spec)
         return self
 
