@@ -226,7 +226,11 @@ def _measurements_md(fleet: FleetVerdict) -> list[str]:
     return out
 
 
-_COLOR = {"pass": "#cfc", "WARN": "#ffc", "FAIL": "#fbb", "ERROR": "#f99", "n/a": "#eee", "": "#fff"}
+# fail (the node measured below its bar) and error (the gate could not judge) in different hues, not two reds
+_COLOR = {"pass": "#cfc", "WARN": "#ffc", "FAIL": "#f99", "ERROR": "#c9b3f2", "n/a": "#eee", "": "#fff"}
+_MEANING = {"pass": "pass", "WARN": "warn", "FAIL": "fail: measured below its bar",
+            "ERROR": "error: the gate could not judge (no data, a probe step failed)",
+            "n/a": "n/a: not applicable, not run"}
 _SHORT = {"pass": "ok", "WARN": "W", "FAIL": "F", "ERROR": "E", "n/a": "-", "": ""}
 _CSS = """body{font-family:sans-serif;margin:16px;max-width:1368px}
 table{border-collapse:collapse;font-size:12px;margin-bottom:1em}td,th{border:1px solid #999;padding:2px 5px}
@@ -234,7 +238,8 @@ table{border-collapse:collapse;font-size:12px;margin-bottom:1em}td,th{border:1px
 .detail{table-layout:fixed;width:100%}.detail td{overflow-wrap:anywhere;vertical-align:top}
 .matrix th.g{writing-mode:vertical-rl;transform:rotate(180deg);white-space:nowrap;font-weight:normal;padding:4px 1px}
 .matrix td{text-align:center;padding:1px 2px;font-size:11px;min-width:20px}.matrix th{font-size:11px}
-.wrap{overflow-x:auto}td.n{text-align:right}img{max-width:100%}.note{font-style:italic;color:#555}"""
+.wrap{overflow-x:auto}td.n{text-align:right}img{max-width:100%}.note{font-style:italic;color:#555}
+.legend span{display:inline-block;min-width:20px;text-align:center;border:1px solid #999;margin-left:8px}"""
 
 
 def _more_html(shown: int, total: int, what: str, where: str) -> str:
@@ -246,7 +251,8 @@ def render_html(fleet: FleetVerdict, plots: Mapping[str, Path | None], command: 
                 notes: Mapping[str, str] | None = None) -> str:
     """`notes`: plot name -> why it was not drawn, said in place of the plot."""
     e = html.escape
-    legend = "ok pass, W warn, F fail, E error, - n/a (not applicable, not run)"
+    legend = '<p class="legend">' + " ".join(
+        f'<span style="background:{_COLOR[k]}">{e(_SHORT[k])}</span> {e(m)}' for k, m in _MEANING.items()) + "</p>"
     gates = _gates(fleet)
     counts = _gate_counts(fleet, gates)
     note = simulated_note(fleet)
@@ -270,7 +276,7 @@ def render_html(fleet: FleetVerdict, plots: Mapping[str, Path | None], command: 
         cells = "".join(f'<td style="background:{_COLOR[_ICON[worst.get(g)]]}">{_SHORT[_ICON[worst.get(g)]]}</td>'
                         for g in gates)
         matrix.append(f"<tr><th>{e(label)}</th><td>{'yes' if ok else '<b>no</b>'}</td>{cells}</tr>")
-    matrix_note = (f"<p>{e(_PATTERNS)}</p>" if len(fleet.nodes) > PER_NODE_UP_TO else "") + f"<p>{e(legend)}</p>"
+    matrix_note = (f"<p>{e(_PATTERNS)}</p>" if len(fleet.nodes) > PER_NODE_UP_TO else "") + legend
     matrix_more = _more_html(ROWS_SHOWN, len(rows), "patterns", _EVERY_NODE)
     found = _problems(fleet)
     probs = "".join(
