@@ -286,7 +286,8 @@ class FleetVerdict(BaseModel):
 def judge_fleet(spec: CertificationSpec, verdicts: Iterable[NodeVerdict], *, reused: Iterable[str] = (),
                 customer: str | None = None, run_id: str | None = None, outliers: bool = True,
                 sdc_consensus: bool = True,
-                extra: Mapping[str, Iterable[GateResult]] | None = None) -> FleetVerdict:
+                extra: Mapping[str, Iterable[GateResult]] | None = None,
+                now: dt.datetime | None = None) -> FleetVerdict:
     """Add fleet outliers (median + MAD per SKU group) and any extra results (fabric gates) to the node verdicts,
     then apply the failure policy: stop -> exit 5 on any uncertified node; quarantine -> exit 0 while at least
     min_certified_nodes are certified (counting nodes still valid from an earlier run), else 5. The SDC consensus
@@ -329,7 +330,7 @@ def judge_fleet(spec: CertificationSpec, verdicts: Iterable[NodeVerdict], *, reu
             msgs.append(f"only {len(certified)} node(s) certified, the spec requires {spec.min_certified_nodes}")
     status: Literal["certified", "degraded", "not-certified"] = (
         "not-certified" if code else "degraded" if quarantined else "certified")
-    return FleetVerdict(customer=customer, run_id=run_id, judged_at=_now().isoformat(timespec="seconds"),
+    return FleetVerdict(customer=customer, run_id=run_id, judged_at=(now or _now()).isoformat(timespec="seconds"),
                         profile=str(spec.profile), failure_policy=str(spec.failure_policy),
                         min_certified_nodes=spec.min_certified_nodes, certified=certified, quarantined=quarantined,
                         reused=reused, exit_code=int(code), status=status, messages=msgs, nodes=nodes,
