@@ -126,7 +126,7 @@ def document_from_log(log: str, where: str) -> dict[str, Any]:
             from None
     try:
         doc = json.loads("\n".join(lines[start + 1:stop]))
-    except ValueError as err:
+    except json.JSONDecodeError as err:
         raise InvalidInput(f"{where}: (log): the probe document is not JSON ({err.msg})") from None
     if not isinstance(doc, dict):
         raise InvalidInput(f"{where}: (log): the probe document is not a JSON object")
