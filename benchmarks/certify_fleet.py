@@ -1,13 +1,16 @@
 """Certification at fleet scale on the controller alone: judging, fleet outliers, the pairwise isolation plan and
-every report format for 100, 300 and 1,000 simulated nodes (no hosts booted).
+every report format for fleets of simulated nodes (no hosts booted).
 
-    PYTHONPATH=$PWD .venv/bin/python benchmarks/certify_fleet.py [--sizes 100 300 1000] [--out DIR] [--json F]
+    PYTHONPATH=$PWD .venv/bin/python benchmarks/certify_fleet.py [--sizes 1000 10000] [--probes DIR] [--json F]
 
-Probe documents come from the simulator's own tools run in-process (sandbox.probe_docs: nvidia-smi,
-dmesg, dcgmi, all_reduce_perf per hardware profile), one faulted node in every 50. Each phase is timed once with
-tracemalloc off, then its peak Python memory is measured in a second run with tracemalloc on. The isolation plan
-runs `isolate()` with a pair function that fails a pair holding a node the judge quarantined (what a bad node
-does to its partner's all-reduce). Time per node should stay flat as the fleet grows.
+Probe documents come from the simulator's own tools run in-process (sandbox.probe_docs: nvidia-smi, dmesg, dcgmi,
+all_reduce_perf per hardware profile), one faulted node in every 50; they are written first as the certify stage
+finds them (probes/<node>/probe.json; --probes keeps them for the next run; not timed). Then a fresh Python
+process per size does what the stage does on the controller, as the stage does it: judge each probe.json in turn,
+keeping its full verdict in a scratch file and a slim copy in memory (gridready.report.writer.Spill), then the fleet
+decision (outliers, SDC consensus, policy), the isolation plan (a pair function that fails any pair holding a node
+the judge quarantined) and every report format. Its peak resident memory (ru_maxrss, the whole process: Python,
+pydantic, matplotlib and the fleet) is the controller's peak.
 """
 
 from __future__ import annotations
@@ -15,92 +18,120 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
+import subprocess
 import sys
 import tempfile
 import time
-import tracemalloc
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gridready import inventory
-from gridready.certify.isolation import isolate
-from gridready.certify.judge import FleetVerdict, NodeVerdict, judge_fleet, judge_node
-from gridready.report.writer import write_all
-from sandbox.probe_docs import fleet_docs
+REPORTS = ("report_json", "report_md", "report_html", "junit", "ctrf", "metrics")
 
 
-def measure(fn: Callable[[], Any]) -> tuple[Any, float, float]:
-    """(result, seconds, peak MiB): timed untraced, then run again under tracemalloc for the peak."""
+def _peak_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+
+
+def _cpu_s() -> float:
+    """CPU seconds of this process (user + system): on a busy shared machine they move far less than wall time."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def write_probes(n: int, probes: Path) -> float:
+    """probes/<host>/probe.json for the first n simulated nodes, skipping those already written; seconds."""
+    from sandbox.probe_docs import fleet_docs
+
     t0 = time.perf_counter()
-    out = fn()
-    seconds = time.perf_counter() - t0
-    tracemalloc.start()
-    fn()
-    peak = tracemalloc.get_traced_memory()[1] / 2**20
-    tracemalloc.stop()
-    return out, seconds, peak
+    missing = [i for i in range(n) if not (probes / f"gpu{i:04d}" / "probe.json").is_file()]
+    if missing:
+        for host, doc in fleet_docs(max(missing) + 1):
+            path = probes / host / "probe.json"
+            if not path.is_file():
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(json.dumps(doc))
+    return time.perf_counter() - t0
 
 
-def row(n: int, out_dir: Path) -> dict[str, Any]:
+def measure(n: int, probes: Path, out: Path) -> dict[str, Any]:
+    """Judge and report n nodes in this process, as the certify stage does (run in a fresh process per size)."""
+    from gridready import inventory
+    from gridready.certify.isolation import isolate
+    from gridready.certify.judge import judge_fleet, judge_node
+    from gridready.report.writer import Spill, write_all
+
     inv = inventory.load("sandbox")
     spec, group = inv.spec.certification, inv.spec.node_groups[0]
+    start_mib = _peak_mib()
+    t0, c0 = time.perf_counter(), _cpu_s()
+    verdicts, spill = [], Spill(out)
+    for i in range(n):
+        host = f"gpu{i:04d}"
+        doc = json.loads((probes / host / "probe.json").read_bytes())
+        v = judge_node(spec, group, doc, node=host, node_group=group.name,
+                       driver_branch=inv.spec.software.driver_branch, evidence=f"probes/{host}/probe.json")
+        del doc
+        verdicts.append(spill.keep(v))
+    judge_s, judge_cpu = time.perf_counter() - t0, _cpu_s() - c0
+    judge_mib = _peak_mib()
     t0 = time.perf_counter()
-    docs = list(fleet_docs(n))
-    gen_s = time.perf_counter() - t0
-
-    def judge_all() -> list[NodeVerdict]:
-        return [judge_node(spec, group, d, node=h, node_group=group.name, driver_branch=inv.spec.software.driver_branch,
-                           evidence=f"probes/{h}/probe.json") for h, d in docs]
-
-    verdicts, judge_s, judge_mb = measure(judge_all)
-
-    def fleet() -> FleetVerdict:
-        return judge_fleet(spec, [v.model_copy(deep=True) for v in verdicts], customer="bench", run_id=f"fleet-{n}")
-
-    fv, fleet_s, fleet_mb = measure(fleet)
-    bad = set(fv.quarantined)
-
-    def plan() -> Any:
-        return isolate(sorted(fv.nodes), lambda a, b: not ({a, b} & bad))
-
-    iso, iso_s, iso_mb = measure(plan)
-    target = out_dir / f"fleet-{n}"
-    paths, report_s, report_mb = measure(lambda: write_all(fv, target, command=f"benchmarks/certify_fleet.py {n}"))
-    sizes = {k: paths[k].stat().st_size for k in ("report_json", "report_md", "report_html", "junit", "metrics")}
-    return {"nodes": n, "faulted": len(bad), "generate_s": round(gen_s, 1),
-            "judge_s": round(judge_s, 2), "judge_mb": round(judge_mb, 1),
-            "fleet_s": round(fleet_s, 3), "fleet_mb": round(fleet_mb, 1),
-            "isolation_s": round(iso_s, 4), "isolation_mb": round(iso_mb, 2), "isolation_runs": iso.run_count,
-            "isolation_rounds": iso.rounds, "isolation_bad": len(iso.bad),
-            "reports_s": round(report_s, 2), "reports_mb": round(report_mb, 1),
-            "sizes_kb": {k: round(v / 1024) for k, v in sizes.items()}, "report_html": str(paths["report_html"])}
+    fleet = judge_fleet(spec, verdicts, customer="bench", run_id=f"fleet-{n}")
+    fleet_s = time.perf_counter() - t0
+    bad = set(fleet.quarantined)
+    t0 = time.perf_counter()
+    iso = isolate(sorted(fleet.nodes), lambda a, b: not ({a, b} & bad))
+    iso_s = time.perf_counter() - t0
+    t0, c0 = time.perf_counter(), _cpu_s()
+    paths = write_all(fleet, out, command=f"benchmarks/certify_fleet.py --sizes {n}", spill=spill)
+    reports_s, reports_cpu = time.perf_counter() - t0, _cpu_s() - c0
+    sizes = {k: paths[k].stat().st_size for k in REPORTS}
+    return {"nodes": n, "faulted": len(bad), "judge_s": round(judge_s, 1), "judge_cpu_s": round(judge_cpu, 1),
+            "fleet_s": round(fleet_s, 2), "isolation_s": round(iso_s, 2), "isolation_runs": iso.run_count,
+            "reports_s": round(reports_s, 1), "reports_cpu_s": round(reports_cpu, 1),
+            "total_s": round(judge_s + fleet_s + iso_s + reports_s, 1), "start_mib": round(start_mib),
+            "judge_peak_mib": round(judge_mib), "peak_mib": round(_peak_mib()),
+            "report_json_bytes_per_node": round(sizes["report_json"] / n),
+            "sizes_kib": {k: round(v / 1024) for k, v in sizes.items()}}
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--sizes", type=int, nargs="+", default=[100, 300, 1000])
-    ap.add_argument("--out", type=Path, help="keep the reports here (default: a temporary directory)")
+    ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
+    ap.add_argument("--probes", type=Path, help="probe documents, kept between runs (default: a temporary folder)")
+    ap.add_argument("--out", type=Path, help="keep the reports here, one folder per size (default: temporary)")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--measure", type=int, help=argparse.SUPPRESS)  # the child process of one size
     a = ap.parse_args()
+    if a.measure:
+        print(json.dumps(measure(a.measure, a.probes, a.out)))
+        return 0
+    rows = []
     with tempfile.TemporaryDirectory() as td:
-        out = a.out or Path(td)
-        rows = [row(n, out) for n in a.sizes]
+        probes = a.probes or Path(td) / "probes"
+        gen_s = write_probes(max(a.sizes), probes)
+        print(f"probe documents written in {gen_s:.0f} s", file=sys.stderr)
+        for n in a.sizes:
+            out = (a.out or Path(td)) / f"fleet-{n}"
+            load = os.getloadavg()[0]
+            child = subprocess.run([sys.executable, __file__, "--measure", str(n), "--probes", str(probes),
+                                    "--out", str(out)], check=True, capture_output=True, text=True)
+            rows.append({**json.loads(child.stdout), "load_before": round(load, 2)})
+            print(json.dumps(rows[-1]), file=sys.stderr)
     if a.json:
-        a.json.write_text(json.dumps({"load": os.getloadavg(), "rows": rows}, indent=1))
-    print(f"loadavg: {os.getloadavg()[0]:.2f}")
-    print("| nodes (faulted) | judge: s (ms/node), peak MiB | fleet outliers + policy | isolation: runs, rounds, s | "
-          "all reports: s (ms/node), peak MiB | report.html / .md / .json KiB |")
-    print("|---|---|---|---|---|---|")
+        a.json.write_text(json.dumps({"rows": rows}, indent=1))
+    print("| nodes (not certified) | judge s (CPU s) | fleet + isolation s | reports s (CPU s) | total s | "
+          "peak MiB (after judge) | report.json per node | report.html / .md / .json / junit KiB | load before |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        n, kb = r["nodes"], r["sizes_kb"]
-        print(f"| {n} ({r['faulted']}) | {r['judge_s']} s ({1000 * r['judge_s'] / n:.1f}), {r['judge_mb']} | "
-              f"{r['fleet_s']} s, {r['fleet_mb']} MiB | {r['isolation_runs']}, {r['isolation_rounds']}, "
-              f"{r['isolation_s']} s ({r['isolation_bad']} quarantined) | {r['reports_s']} s "
-              f"({1000 * r['reports_s'] / n:.1f}), {r['reports_mb']} | {kb['report_html']} / {kb['report_md']} / "
-              f"{kb['report_json']} |")
+        kb = r["sizes_kib"]
+        print(f"| {r['nodes']} ({r['faulted']}) | {r['judge_s']} ({r['judge_cpu_s']}) | {r['fleet_s']} + "
+              f"{r['isolation_s']} | {r['reports_s']} ({r['reports_cpu_s']}) | {r['total_s']} | "
+              f"{r['peak_mib']} ({r['judge_peak_mib']}) | "
+              f"{r['report_json_bytes_per_node']} B | {kb['report_html']} / {kb['report_md']} / {kb['report_json']} / "
+              f"{kb['junit']} | {r['load_before']} |")
     return 0
 
 

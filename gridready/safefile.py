@@ -20,7 +20,9 @@ import errno
 import os
 import secrets
 import stat
+from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 _READ = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_NOCTTY | os.O_CLOEXEC
@@ -203,10 +205,12 @@ def make_dirs(path: Path, root: Path | None = None) -> Path:
     return Path(path)
 
 
-def write_atomic(path: Path, data: bytes, root: Path | None = None, mode: int = 0o600) -> Path:
-    """Write `data` to a create-exclusive temp file in the target's folder (made beneath `root` without following a
-    link), fsync, then rename it over `path`: a link or file at `path` is replaced, never written through; a folder
-    there is refused."""
+@contextlib.contextmanager
+def open_atomic(path: Path, root: Path | None = None, mode: int = 0o600,
+                durable: bool = True) -> Iterator[BinaryIO]:
+    """A create-exclusive temp file in the target's folder (made beneath `root` without following a link), renamed
+    over `path` when the block ends without an error (fsynced first unless `durable` is False, removed when it
+    raises): a link or file at `path` is replaced, never written through; a folder there is refused."""
     target = Path(path)
     if root is None:
         try:
@@ -229,21 +233,34 @@ def write_atomic(path: Path, data: bytes, root: Path | None = None, mode: int = 
             there = None
         if there is not None and stat.S_ISDIR(there.st_mode):
             raise _not_regular(there.st_mode)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=parent)
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode,
+                         dir_fd=parent)
+        except OSError as err:
+            raise UnsafeFile(f"cannot write: {err.strerror}") from None
         try:
             with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
+                yield fh
                 fh.flush()
-                os.fsync(fh.fileno())
+                if durable:
+                    os.fsync(fh.fileno())
             os.replace(tmp, name, src_dir_fd=parent, dst_dir_fd=parent)
         except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(tmp, dir_fd=parent)
             raise
-    except OSError as err:
-        raise UnsafeFile(f"cannot write: {err.strerror}") from None
     finally:
         os.close(parent)
+
+
+def write_atomic(path: Path, data: bytes, root: Path | None = None, mode: int = 0o600,
+                 durable: bool = True) -> Path:
+    """`data` written through open_atomic: a link or file at `path` is replaced, never written through."""
+    try:
+        with open_atomic(path, root, mode, durable) as fh:
+            fh.write(data)
+    except OSError as err:
+        raise UnsafeFile(f"cannot write: {err.strerror}") from None
     return Path(path)
 
 

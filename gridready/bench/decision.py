@@ -1,5 +1,9 @@
 """The decision record: the same workload on two (or more) tiers serving one model, compared by the spec's
-objective, with the numbers side by side and what would change the outcome."""
+objective, with the numbers side by side and what would change the outcome.
+
+Tiers are compared per GPU: a tier on 8 GPUs serving twice the requests of a tier on 1 GPU does not win on goodput
+or throughput, it costs four times as much per request. Goodput and throughput are divided by the tier's GPUs; cost
+per token already counts every GPU. The reason and the record's headline say so and name each tier's GPUs."""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ from gridready.bench.verify import TierReport
 from gridready.spec.decision import DecisionSpec, Objective
 
 ORDER: tuple[Objective, ...] = ("goodput", "throughput", "cost")
-UNITS = {"goodput": "req/s at SLO", "throughput": "output tok/s", "cost": "USD per 1M output tokens"}
+UNITS = {"goodput": "req/s at SLO per GPU", "throughput": "output tok/s per GPU", "cost": "USD per 1M output tokens"}
 
 
 class TierNumbers(BaseModel):
@@ -37,11 +41,11 @@ class TierNumbers(BaseModel):
     prefix_engine_reported: float | None = None  # SGLang's own sglang:cache_hit_rate gauge
 
     def score(self, objective: Objective) -> float | None:
-        """Higher is better; None means not comparable (no price, nothing met the SLO)."""
+        """Higher is better, per GPU; None means not comparable (no price, nothing met the SLO)."""
         if objective == "goodput":
-            return self.capacity_rps_at_slo
+            return self.capacity_rps_at_slo / self.gpus
         if objective == "throughput":
-            return self.max_output_tok_s
+            return self.max_output_tok_s / self.gpus
         return None if self.cost_per_mtok_usd is None else -self.cost_per_mtok_usd
 
 
@@ -146,6 +150,10 @@ def _fmt(objective: Objective, score: float) -> str:
     return f"{score:.2f} {UNITS[objective]}"
 
 
+def _gpus(r: TierNumbers) -> str:
+    return f"{r.gpus} GPU{'s' if r.gpus != 1 else ''}"
+
+
 def _winner_by(rows: list[TierNumbers], objective: Objective) -> str | None:
     ranked = _ranked(rows, objective)
     if not ranked or (objective == "goodput" and ranked[0][0] <= 0):
@@ -179,15 +187,15 @@ def decide(reports: list[TierReport], spec: DecisionSpec | None = None, model: s
         lead = _rel(s1, s2)
         if lead > spec.tie_margin:
             decided_by, winner = obj, r1
-            reason = (f"{r1.tier} wins on {obj}: {_fmt(obj, s1)} vs {_fmt(obj, s2)} for {r2.tier} "
-                      f"({lead:.1%} ahead, tie margin {spec.tie_margin:.0%})")
+            reason = (f"{r1.tier} wins on {obj} per GPU: {_fmt(obj, s1)} on {_gpus(r1)} vs {_fmt(obj, s2)} for "
+                      f"{r2.tier} on {_gpus(r2)} ({lead:.1%} ahead, tie margin {spec.tie_margin:.0%})")
             if obj != spec.objective:
                 reason = f"tie on {spec.objective} (within {spec.tie_margin:.0%}); " + reason
             break
     if decided_by is None:
-        winner = max(rows, key=lambda r: r.max_output_tok_s)
-        reason = (f"no objective separates the tiers by more than {spec.tie_margin:.0%} (or none met its SLO); "
-                  f"{winner.tier} kept for its higher peak throughput")
+        winner = max(rows, key=lambda r: r.max_output_tok_s / r.gpus)
+        reason = (f"no objective separates the tiers per GPU by more than {spec.tie_margin:.0%} (or none met its "
+                  f"SLO); {winner.tier} kept for its higher peak throughput per GPU")
     by: dict[str, str | None] = {o: _winner_by(rows, o) for o in ORDER}
     return Decision(model=model or " / ".join(models), objective=spec.objective, decided_by=decided_by,
                     winner=winner.tier, reason=reason, tiers=rows, by_objective=by,

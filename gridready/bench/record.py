@@ -39,11 +39,26 @@ def _x(reports: list[TierReport]) -> str:
     return "request rate (req/s)" if kinds == {"rate"} else "concurrency (requests in flight)"
 
 
+def _fit_to_data(ax: Axes, metric: str, reports: list[TierReport], limits: list[float]) -> None:
+    """The y axis spans the measured percentiles, not an SLO line far above them (which flattened the data at the
+    bottom); an SLO above the range is said in the axis label instead."""
+    ax.set_ylabel("ms")
+    ys = [y for r in reports for lv in r.levels for q, _ in PCTS if (y := getattr(getattr(lv, metric), q)) is not None]
+    if not ys:
+        return
+    top = max(ys) * 1.15
+    ax.set_ylim(0, top)
+    above = sorted({lim for lim in limits if lim > top})
+    if above:
+        ax.set_ylabel(f"ms (SLO p99 {', '.join(f'{lim:g}' for lim in above)} ms: above this range)")
+
+
 def plot_latency(path: Path, reports: list[TierReport], simulated: bool) -> Path:
     plt = _pyplot()
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.5))
     for ax, metric, title in zip(axes, ("ttft", "tpot", "e2e"), ("TTFT", "TPOT", "End-to-end latency"),
                                  strict=True):
+        limits: list[float] = []
         for i, r in enumerate(reports):
             color = f"C{i}"
             xs = [lv.level.value for lv in r.levels]
@@ -54,9 +69,10 @@ def plot_latency(path: Path, reports: list[TierReport], simulated: bool) -> Path
             limit = {"ttft": r.slo.ttft_ms_p99, "tpot": r.slo.tpot_ms_p99, "e2e": r.slo.e2e_ms_p99}[metric]
             if limit:
                 ax.axhline(limit, color=color, alpha=0.4, linewidth=1)
+                limits.append(limit)
+        _fit_to_data(ax, metric, reports, limits)
         ax.set_title(title + (" (SLO p99: thin line)" if metric == "ttft" else ""))
         ax.set_xlabel(_x(reports))
-        ax.set_ylabel("ms")
         _log_axis(ax, reports)
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=7)
@@ -119,7 +135,9 @@ def markdown(d: Decision, plots: list[str]) -> str:
     if d.simulated:
         lines += ["> **SIMULATED**: these tiers ran gridready's simulated engine, not vLLM/SGLang/TensorRT-LLM on "
                   "GPUs.", ""]
-    lines += [f"**Winner: {d.winner}** (objective: {d.objective}; decided by: {d.decided_by or 'tie'})", "",
+    gpus = ", ".join(f"{r.tier} on {r.gpus} GPU{'s' if r.gpus != 1 else ''}" for r in t)
+    lines += [f"**Winner per GPU: {d.winner}** (objective: {d.objective} per GPU; decided by: "
+              f"{d.decided_by or 'tie'}; compared per GPU: {gpus})", "",
               d.reason + ".", "", "## Numbers side by side", "", head, sep]
     lines += [f"| {name} | " + " | ".join(vals) + " |" for name, vals in rows]
     if d.prefix_reuse is not None:

@@ -8,10 +8,11 @@ block. Fail closed: a missing probe document, a gate without data, or a gate tha
 from __future__ import annotations
 
 import datetime as dt
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from gridready.certify import (
     compute,
@@ -100,13 +101,57 @@ class NodeVerdict(BaseModel):
     blocking: list[str] = Field(default_factory=list, description="one line per blocking result")
     figures: dict[str, Any] = Field(default_factory=dict, description="headline measurements for reports")
     simulated: list[str] = Field(default_factory=list, description="raw outputs that came from simulated tools")
+    # set on a slim copy only (NodeVerdict.slim): the results added since, which the full verdict still lacks
+    _added: list[GateResult] | None = PrivateAttr(None)
 
     def add(self, results: Iterable[GateResult], spec: CertificationSpec | None = None) -> NodeVerdict:
         """Merge more results (fleet outliers, fabric gates) applying the spec's waivers, then re-decide."""
         for r in results:
-            self.gates.append(_apply_waiver(r, spec) if spec else r)
+            r = _apply_waiver(r, spec) if spec else r
+            if self._added is not None:  # a slim copy keeps the full result for the file, a slim one in memory
+                self._added.append(r)
+                r = _slim_result(r)
+            self.gates.append(r)
         self._decide(spec)
         return self
+
+    @property
+    def is_slim(self) -> bool:
+        return self._added is not None
+
+    @property
+    def added_since_slim(self) -> list[GateResult]:
+        return list(self._added or [])
+
+    def slim(self) -> NodeVerdict:
+        """What the fleet decision and the fleet reports need of this node, held in memory for every node while
+        the full verdict stays in its certification.json: every result that is not a plain pass, each HCA's
+        results, and one line per gate for its passing per-GPU results (their figures stay in `figures`)."""
+        kept: list[GateResult] = []
+        folded: dict[str, tuple[int, int]] = {}  # gate -> (index in kept, passing results folded into it)
+        for r in self.gates:
+            if r.status is GateStatus.PASS and not r.waived and r.hca is None and r.gpu is not None:
+                if r.gate in folded:
+                    i, n = folded[r.gate]
+                    folded[r.gate] = (i, n + 1)
+                    continue
+                folded[r.gate] = (len(kept), 1)
+            kept.append(r)
+        for i, n in folded.values():
+            if n > 1:
+                kept[i] = kept[i].model_copy(update={
+                    "gpu": None, "measured": None, "expected": None,
+                    "reason": f"{n} GPUs passed (each GPU's result is in the node's certification.json)"})
+        kept = [_slim_result(r) for r in kept]
+        out = self.model_copy(update={"gates": kept, "probe": {"wall_s": self.probe.get("wall_s")}})
+        out._added = []
+        return out
+
+    def merged_into(self, full: NodeVerdict) -> NodeVerdict:
+        """The full verdict this slim copy was made from, with the results added since and this copy's decision."""
+        full.gates += self.added_since_slim
+        full.blocking, full.certified, full.valid_until = list(self.blocking), self.certified, self.valid_until
+        return full
 
     def _decide(self, spec: CertificationSpec | None) -> None:
         self.blocking = [f"{r.gate}: {r.reason}" for r in self.gates if r.blocks_certification]
@@ -121,6 +166,17 @@ class NodeVerdict(BaseModel):
         order = [GateStatus.ERROR, GateStatus.FAIL, GateStatus.WARN, GateStatus.PASS, GateStatus.SKIPPED]
         got = {r.status for r in self.gates if r.gate == gate}
         return next((s for s in order if s in got), None)
+
+
+def _slim_result(r: GateResult) -> GateResult:
+    """A passing or n/a result keeps the scalars of its measurement (an all-reduce's maximum, not its sweep); the
+    same reason on every node is one string in memory."""
+    update: dict[str, Any] = {"reason": sys.intern(r.reason)}
+    if r.status in (GateStatus.PASS, GateStatus.SKIPPED) and isinstance(r.measured, dict):
+        update["measured"] = {k: v for k, v in r.measured.items() if isinstance(v, (int, float, str, bool))}
+    elif r.status in (GateStatus.PASS, GateStatus.SKIPPED) and isinstance(r.measured, list):
+        update["measured"] = None
+    return r.model_copy(update=update)
 
 
 def _apply_waiver(r: GateResult, spec: CertificationSpec) -> GateResult:
@@ -230,7 +286,8 @@ class FleetVerdict(BaseModel):
 def judge_fleet(spec: CertificationSpec, verdicts: Iterable[NodeVerdict], *, reused: Iterable[str] = (),
                 customer: str | None = None, run_id: str | None = None, outliers: bool = True,
                 sdc_consensus: bool = True,
-                extra: Mapping[str, Iterable[GateResult]] | None = None) -> FleetVerdict:
+                extra: Mapping[str, Iterable[GateResult]] | None = None,
+                now: dt.datetime | None = None) -> FleetVerdict:
     """Add fleet outliers (median + MAD per SKU group) and any extra results (fabric gates) to the node verdicts,
     then apply the failure policy: stop -> exit 5 on any uncertified node; quarantine -> exit 0 while at least
     min_certified_nodes are certified (counting nodes still valid from an earlier run), else 5. The SDC consensus
@@ -268,16 +325,24 @@ def judge_fleet(spec: CertificationSpec, verdicts: Iterable[NodeVerdict], *, reu
         code = ExitCode.OK if len(certified) >= spec.min_certified_nodes else ExitCode.NOT_CERTIFIED
         if quarantined and code is ExitCode.OK:
             msgs.append(f"warning: {len(quarantined)} node(s) quarantined, {len(certified)} certified "
-                        f"(minimum {spec.min_certified_nodes}): {', '.join(sorted(quarantined))}")
+                        f"(minimum {spec.min_certified_nodes}): {_named(sorted(quarantined))}")
         elif code is ExitCode.NOT_CERTIFIED:
             msgs.append(f"only {len(certified)} node(s) certified, the spec requires {spec.min_certified_nodes}")
     status: Literal["certified", "degraded", "not-certified"] = (
         "not-certified" if code else "degraded" if quarantined else "certified")
-    return FleetVerdict(customer=customer, run_id=run_id, judged_at=_now().isoformat(timespec="seconds"),
+    return FleetVerdict(customer=customer, run_id=run_id, judged_at=(now or _now()).isoformat(timespec="seconds"),
                         profile=str(spec.profile), failure_policy=str(spec.failure_policy),
                         min_certified_nodes=spec.min_certified_nodes, certified=certified, quarantined=quarantined,
                         reused=reused, exit_code=int(code), status=status, messages=msgs, nodes=nodes,
                         simulated=sorted(n for n, v in nodes.items() if v.simulated))
+
+
+NAMED_IN_A_MESSAGE = 20  # nodes; a message about more names these and counts the rest (the reports list each)
+
+
+def _named(nodes: list[str]) -> str:
+    more = len(nodes) - NAMED_IN_A_MESSAGE
+    return ", ".join(nodes[:NAMED_IN_A_MESSAGE]) + (f" and {more} more (report.json lists each)" if more > 0 else "")
 
 
 def still_valid(cert: Mapping[str, Any], spec: CertificationSpec, now: dt.datetime | None = None) -> bool:

@@ -15,6 +15,7 @@ even when the node is above every absolute floor (the catalog's and the spec's).
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Mapping
 from statistics import median
@@ -39,6 +40,33 @@ def mad(values: list[float]) -> tuple[float, float]:
     """(median, median absolute deviation)."""
     med = median(values)
     return med, median(abs(v - med) for v in values)
+
+
+def _median_without(ordered: list[float], i: int) -> float:
+    """statistics.median of `ordered` (sorted) without its element at index i, in O(1)."""
+    m = len(ordered) - 1
+
+    def at(k: int) -> float:
+        return ordered[k if k < i else k + 1]
+
+    return at(m // 2) if m % 2 else (at(m // 2 - 1) + at(m // 2)) / 2
+
+
+def leave_one_out_mad(members: Mapping[str, float]) -> dict[str, tuple[float, float]]:
+    """node -> mad() of the other nodes' values, for every node in O(n log n) rather than a sort per node: the
+    median without one value is read off the sorted values, it takes at most three distinct values across the
+    nodes, and for each the sorted deviations give every node's MAD the same way. Equal to mad(peers) exactly."""
+    ordered = sorted(members.values())
+    position = {node: bisect_left(ordered, v) for node, v in members.items()}
+    deviations: dict[float, list[float]] = {}
+    out = {}
+    for node, v in members.items():
+        med = _median_without(ordered, position[node])
+        if med not in deviations:
+            deviations[med] = sorted(abs(x - med) for x in ordered)
+        devs = deviations[med]
+        out[node] = (med, _median_without(devs, bisect_left(devs, abs(v - med))))
+    return out
 
 
 def flag_outliers(
@@ -68,20 +96,21 @@ def flag_outliers(
                     f"(< {min_group}): no fleet comparison",
                 ))
             continue
+        stats = leave_one_out_mad(members)
         for node, v in sorted(members.items()):
-            peers = [x for n, x in members.items() if n != node]
-            med, dev = mad(peers)
+            med, dev = stats[node]
+            peers = len(members) - 1
             spread = max(MAD_SCALE * dev, rel_floor * med)
             bar = med - threshold * spread
             low = v < bar
             out.append(GateResult(
                 gate=f"outlier_{figure}", node=node, status=bad_status if low else GateStatus.PASS,
                 measured=round(v, 3), unit=unit or FIGURES.get(figure),
-                expected=Expected(floor=round(bar, 3), source=f"fleet: median {med:.4g} of the {len(peers)} other "
+                expected=Expected(floor=round(bar, 3), source=f"fleet: median {med:.4g} of the {peers} other "
                                   f"nodes of group {group} - {threshold:g} x spread {spread:.3g} (1.4826 x MAD, at "
                                   f"least {rel_floor:.0%} of the median)"),
                 reason=(f"{figure} {v:.4g} is {(med - v) / spread:.1f} spreads below the {group} median {med:.4g} "
-                        f"(of the {len(peers)} other nodes)" if low else
+                        f"(of the {peers} other nodes)" if low else
                         f"{figure} {v:.4g} within the {group} fleet (median of the others {med:.4g})"),
                 required=action == "fail",
             ))

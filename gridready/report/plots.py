@@ -41,6 +41,18 @@ def _median(vals: list[float]) -> float:
     return s[len(s) // 2] if len(s) % 2 else (s[len(s) // 2 - 1] + s[len(s) // 2]) / 2
 
 
+def _allreduce_verdict(fleet: FleetVerdict, node: str) -> str:
+    """What the all-reduce gate said of this curve (not the node's verdict: a node failed for its PCIe link has a
+    healthy curve)."""
+    got = {r.status for r in fleet.nodes[node].gates if r.gate == "nccl_allreduce"}
+    if GateStatus.ERROR in got:
+        return "all-reduce not judged (error)"
+    if GateStatus.FAIL in got:
+        return "all-reduce below the floor"
+    return "all-reduce at or above the floor" if GateStatus.PASS in got or GateStatus.WARN in got else \
+        "all-reduce not judged"
+
+
 def busbw_plot(fleet: FleetVerdict, path: Path) -> Path | None:
     curves = _best_curves(fleet)
     if not curves:
@@ -59,8 +71,7 @@ def busbw_plot(fleet: FleetVerdict, path: Path) -> Path | None:
         drawn = failed[:LINES_MAX]
     for node in drawn:
         c = curves[node]
-        ax.plot(list(c), list(c.values()), marker="o", ms=3,
-                label=f"{node} ({'ok' if fleet.nodes[node].certified else 'FAIL'})")
+        ax.plot(list(c), list(c.values()), marker="o", ms=3, label=f"{node}: {_allreduce_verdict(fleet, node)}")
     min_bytes = None
     for v in fleet.nodes.values():
         nr = next((r for r in v.gates if r.gate == "nccl_allreduce" and isinstance(r.measured, dict)), None)

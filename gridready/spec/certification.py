@@ -179,6 +179,11 @@ class CertificationSpec(BaseModel):
     probe_timeout_s: PositiveInt = Field(
         1800, description="wall-clock limit for the whole probe on one node (the role kills it after this)"
     )
+    parallel: PositiveInt = Field(
+        25, le=5000,
+        description="nodes probed at once from the controller (Ansible forks for the certify playbook); each costs "
+                    "the controller a worker process, its SSH connection and open files (docs/benchmarks.md, "
+                    "'Fan-out'); certify checks the controller's limits before it starts")
 
     @field_validator("dcgm_precision")
     @classmethod

@@ -53,7 +53,9 @@ def sign_nodes(ctx: RunContext, fleet: FleetVerdict, stage_dir: Path, reports: d
         if probe_path.exists():
             own["probe"] = probe_path
         own = {k: p for k, p in own.items() if p.exists()}
-        stmt = evidence.statement(node, identity, verdict.model_dump(mode="json"), own, stage_dir,
+        # the full verdict as written (the fleet holds a slim copy of each node: NodeVerdict.slim)
+        body = _probe(own["certification"]) if verdict.is_slim and "certification" in own else None
+        stmt = evidence.statement(node, identity, body or verdict.model_dump(mode="json"), own, stage_dir,
                                   customer=ctx.customer, run_id=ctx.run_id)
         envelope = evidence.sign(stmt, key) if key is not None else None
         path = evidence.write_bundle(stage_dir / EVIDENCE / node, envelope, stmt)

@@ -15,6 +15,7 @@ from an earlier run is still inside the validity window are not probed again unl
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,11 +30,12 @@ from gridready.certify.result import GateResult, GateStatus
 from gridready.contracts import CertifySummary, NodeCertification
 from gridready.errors import InvalidInput
 from gridready.exitcodes import ExitCode
-from gridready.inventory import Inventory
+from gridready.inventory import Inventory, display_path
 from gridready.report import write_all
+from gridready.report.writer import Spill
 from gridready.spec.certification import CertificationSpec
 from gridready.spec.gates import FABRIC_GATE_NAMES, FLEET_GATE_NAMES, NODE_GATE_NAMES, is_known_gate
-from gridready.stages import attest
+from gridready.stages import attest, fanout
 from gridready.stages.common import Timer, base_extravars
 from gridready.stages.fabric import run_fabric_phase
 
@@ -196,6 +198,13 @@ def selected_verdict(verdict: NodeVerdict, spec: CertificationSpec, selection: f
 NOT_SELECTED = "not selected for this run (--gates/--skip-gates)"
 
 
+def finished_verdict(verdict: NodeVerdict, spec: CertificationSpec, *, check: bool,
+                     selection: frozenset[str] | None) -> NodeVerdict:
+    """A verdict as this run records it: check mode's, then a gate selection's."""
+    verdict = dry_verdict(verdict, spec) if check else verdict
+    return selected_verdict(verdict, spec, selection) if selection is not None else verdict
+
+
 def dry_verdict(verdict: NodeVerdict, spec: CertificationSpec) -> NodeVerdict:
     """A check-mode verdict: one `not run` line per load gate in place of its results, which check mode never
     collected; the read-only gates decide."""
@@ -207,7 +216,11 @@ def dry_verdict(verdict: NodeVerdict, spec: CertificationSpec) -> NodeVerdict:
     return verdict
 
 
-def judge_probes(inv: Inventory, hosts: list[str], fetch_dir: Path) -> list[NodeVerdict]:
+def judge_probes(inv: Inventory, hosts: list[str], fetch_dir: Path, spill: Spill | None = None,
+                 finish: Callable[[NodeVerdict], NodeVerdict] | None = None) -> list[NodeVerdict]:
+    """Judge each host's fetched probe.json, one document in memory at a time; `finish` adjusts each verdict (check
+    mode, a gate selection). With a `spill` each full verdict goes there as soon as it is judged and its slim copy
+    is kept (gridready.report.writer.Spill): memory stays bounded at any fleet size."""
     spec = inv.spec.certification
     verdicts = []
     for host in hosts:
@@ -217,10 +230,12 @@ def judge_probes(inv: Inventory, hosts: list[str], fetch_dir: Path) -> list[Node
         except InvalidInput:
             doc = None
         group = inv.spec.group(inv.node_group_of(host) or "")
-        verdicts.append(judge_node(spec, group, doc, node=host, node_group=group.name if group else None,
-                                   driver_branch=inv.spec.software.driver_branch,
-                                   rdma_stack=inv.spec.software.rdma_stack,
-                                   evidence=f"{PROBES}/{host}/probe.json"))
+        v = judge_node(spec, group, doc if isinstance(doc, dict) else None, node=host,
+                       node_group=group.name if group else None, driver_branch=inv.spec.software.driver_branch,
+                       rdma_stack=inv.spec.software.rdma_stack, evidence=f"{PROBES}/{host}/probe.json")
+        del doc
+        v = finish(v) if finish else v
+        verdicts.append(spill.keep(v) if spill is not None else v)
     return verdicts
 
 
@@ -253,13 +268,15 @@ def run(inv: Inventory, ctx: RunContext) -> CertifySummary:
     stage_dir = ctx.stage_dir(STAGE)
     spec = inv.spec.certification
     key = evidence.load_private_key()  # a bad key stops the run before any probe (exit 2)
+    # a fan-out the controller cannot hold stops it too; too little memory now is a warning
+    fanout_notes = fanout.check(spec.parallel, f"{display_path(inv.path / 'cluster.yml')}: certification.parallel")
     selection = selected_gates(ctx)  # a diagnostic run of some gates: probes every host asked for, records nothing
     hosts = [h for h in inv.gpu_hosts() if _in_limit(inv, h, ctx.limit)]
     reused = {} if selection is not None else reusable(ctx, spec, hosts)
     todo = [h for h in hosts if h not in reused]
     outside = certified_elsewhere(ctx, spec, inv.gpu_hosts(), hosts)
     fetch_dir = stage_dir / PROBES
-    messages: list[str] = []
+    messages: list[str] = [*fanout_notes]
     unreachable: list[str] = []
     playbook: dict[str, Any] = {}
     if todo:
@@ -269,16 +286,16 @@ def run(inv: Inventory, ctx: RunContext) -> CertifySummary:
             variables["gridready_certify_skip"] = sorted({*variables["gridready_certify_skip"],
                                                           *selection_skip(selection)})
         result = ansible.run_playbook(inv, "certify.yml", stage_dir, check=ctx.check, limit=limit, tags=ctx.tags,
-                                      extravars=variables)
+                                      extravars=variables, forks=spec.parallel)
         unreachable = sorted(result.unreachable_hosts)
         playbook = {"runner_status": result.status, "runner_rc": result.rc, "playbook_seconds": result.seconds}
-    verdicts = judge_probes(inv, todo, fetch_dir)
+    spill = Spill(stage_dir)
+    verdicts = judge_probes(inv, todo, fetch_dir, spill,
+                            finish=lambda v: finished_verdict(v, spec, check=ctx.check, selection=selection))
     if ctx.check:
-        verdicts = [dry_verdict(v, spec) for v in verdicts]
         messages.append("check mode: read-only gates judged; nothing loaded the GPUs or the fabric (load gates and "
                         "the fabric phase not run)")
     if selection is not None:
-        verdicts = [selected_verdict(v, spec, selection) for v in verdicts]
         messages.append(f"a diagnostic run of {len(selection)} gate(s): its verdicts are this run's alone; the ledger "
                         "(what serve reads), the signed evidence and the fleet's certification stay as they were")
     wants_fabric = selection is None or bool(selection & set(FABRIC_GATE_NAMES))
@@ -287,7 +304,7 @@ def run(inv: Inventory, ctx: RunContext) -> CertifySummary:
     extra = fabric.node_results if fabric is not None else {}
     fleet = judge_fleet(spec, verdicts, reused=[*reused, *outside], customer=inv.customer, run_id=ctx.run_id,
                         extra=extra)
-    reports = write_all(fleet, stage_dir, command=f"invoke certify ({inv.name})", fabric=fabric)
+    reports = write_all(fleet, stage_dir, command=f"invoke certify ({inv.name})", fabric=fabric, spill=spill)
     signed, notes = ({}, []) if ctx.check or selection is not None else \
         attest.sign_nodes(ctx, fleet, stage_dir, reports, key, probes=PROBES)
     messages += notes

@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gridready.certify.judge import FleetVerdict
-from gridready.report.writer import write_all
+from tools import render_examples
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = ["h200x1", "h200x2"]
@@ -23,14 +22,30 @@ def test_every_image_of_the_report_is_committed(ex: str) -> None:
     assert sources and all((folder / s).is_file() for s in sources), sources
 
 
-@pytest.mark.parametrize("ex", EXAMPLES)
-def test_the_reports_are_the_current_renderers(ex: str, tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    return render_examples.render(tmp_path_factory.mktemp("examples"))
+
+
+@pytest.mark.parametrize("ex", [*EXAMPLES, render_examples.FAILED])
+def test_the_reports_are_the_current_renderers(ex: str, rendered: dict[str, Path]) -> None:
+    """What tools/render_examples.py makes now is what is committed: the real runs' reports re-rendered, and the
+    failed fleet re-judged from the simulator's probe documents."""
     folder = REPO / "docs" / "examples" / ex
-    fleet = FleetVerdict.model_validate(json.loads((folder / "report.json").read_text()))
-    write_all(fleet, tmp_path, command=f"the verdicts of docs/examples/{ex}/report.json, re-rendered by "
-                                       "gridready.report.writer (2026-12-02)")
-    for name in ("report.md", "report.html", "junit.xml", "quarantine.yml"):
-        assert (tmp_path / name).read_text() == (folder / name).read_text(), f"stale {ex}/{name}: re-render it"
+    for name in render_examples.committed_files(ex):
+        assert (rendered[ex] / name).read_text() == (folder / name).read_text(), \
+            f"stale {ex}/{name}: run {render_examples.COMMAND}"
+
+
+def test_the_failed_example_fails_and_errors_and_names_no_module(rendered: dict[str, Path]) -> None:
+    report = json.loads((REPO / "docs" / "examples" / render_examples.FAILED / "report.json").read_text())
+    assert report["status"] != "certified" and len(report["quarantined"]) == 7
+    assert report["nodes"]["gpu0012"]["failing"] == ["probe"]  # no probe output: an error
+    assert {"pcie_link", "nvlink", "xid", "ecc", "row_remap"} <= {
+        g for line in report["nodes"].values() for g in line["failing"]}
+    for ex in (*EXAMPLES, render_examples.FAILED):
+        page = (REPO / "docs" / "examples" / ex / "report.html").read_text()
+        assert "gridready.report" not in page and "gridready.certify" not in page.split("<h1>", 1)[1]
 
 
 def test_the_committed_decision_record_shows_its_plots_and_says_it_is_simulated() -> None:

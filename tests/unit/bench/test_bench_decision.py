@@ -25,7 +25,7 @@ def reports(tmp_path_factory):
     try:
         a = verify_tier(Endpoint(url=fast.url, model="m"),
                         Tier(name="fast-a", engine="vllm", model={"local_path": "/m"}, served_name="m", slo=SLO,
-                             tensor_parallel=2), WL, gpus=2)
+                             tensor_parallel=1), WL, gpus=1)
         b = verify_tier(Endpoint(url=slow.url, model="m", api=Api.TRITON_GENERATE),
                         Tier(name="trt-b", engine="triton-trtllm", model={"local_path": "/m"}, served_name="m",
                              slo=SLO, tensor_parallel=1), WL, gpus=1)
@@ -40,9 +40,9 @@ def test_goodput_objective_picks_the_faster_tier_and_writes_the_record(reports, 
     d = decide(reports, DecisionSpec(objective="goodput", gpu_hour_price_usd=4.0))
     assert d.winner == "fast-a" and d.decided_by == "goodput" and d.simulated
     a, b = d.tiers
-    assert a.gpus == 2 and b.gpus == 1
+    assert a.gpus == 1 and b.gpus == 1
     assert a.capacity_rps_at_slo > b.capacity_rps_at_slo > 0
-    assert a.cost_per_mtok_usd == pytest.approx(4.0 * 2 / (a.output_tok_s_at_slo * 3600) * 1e6)
+    assert a.cost_per_mtok_usd == pytest.approx(4.0 * 1 / (a.output_tok_s_at_slo * 3600) * 1e6)
     assert any("trt-b would need" in w for w in d.what_would_change)
     assert any("simulated engine" in w for w in d.what_would_change)
 
@@ -50,10 +50,43 @@ def test_goodput_objective_picks_the_faster_tier_and_writes_the_record(reports, 
     for key in ("latency_plot", "throughput_plot"):
         assert paths[key].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and paths[key].stat().st_size > 10_000
     md = paths["md"].read_text()
-    assert "**Winner: fast-a**" in md and "SIMULATED" in md and "| **fast-a** (vllm, 2 GPU)" in md
+    assert "**Winner per GPU: fast-a**" in md and "SIMULATED" in md and "| **fast-a** (vllm, 1 GPU)" in md
     assert "![latency_percentiles.png](latency_percentiles.png)" in md and "What would change" in md
     data = json.loads(paths["json"].read_text())
     assert data["winner"] == "fast-a" and data["tiers"][1]["tier"] == "trt-b"
+
+
+def test_tiers_on_different_gpus_are_compared_per_gpu(reports, tmp_path):
+    """The faster tier on 4 GPUs serves more requests than the slower one on 1, but fewer per GPU: it loses, and the
+    record says the comparison is per GPU and on how many GPUs each tier ran (issue 49: 8 GPUs against 1)."""
+    big = reports[0].model_copy(update={"gpus": 4})
+    d = decide([big, reports[1]], DecisionSpec(objective="goodput"))
+    a, b = d.tiers
+    assert a.capacity_rps_at_slo > b.capacity_rps_at_slo > a.capacity_rps_at_slo / 4
+    assert d.winner == "trt-b" and d.decided_by == "goodput"
+    assert d.reason.startswith("trt-b wins on goodput per GPU: ") and "fast-a on 4 GPUs" in d.reason
+    md = write_decision(tmp_path, d, [big, reports[1]])["md"].read_text()
+    assert "**Winner per GPU: trt-b**" in md and "compared per GPU: fast-a on 4 GPUs, trt-b on 1 GPU" in md
+
+
+def test_the_ttft_panel_is_fitted_to_the_data(reports, tmp_path, monkeypatch):
+    """TTFT of tens of ms under an SLO of 500 ms: the axis ends above the data, not at the SLO line, and says the
+    SLO is above it."""
+    from matplotlib.figure import Figure
+
+    seen: list = []
+    orig = Figure.savefig
+
+    def keep(self, *a, **k):
+        seen.extend(self.axes)
+        orig(self, *a, **k)
+
+    monkeypatch.setattr(Figure, "savefig", keep)
+    write_decision(tmp_path, decide(reports, DecisionSpec(objective="goodput")), reports)
+    ttft = next(ax for ax in seen if ax.get_title().startswith("TTFT"))
+    top = max(y for r in reports for lv in r.levels for y in (lv.ttft.p50, lv.ttft.p90, lv.ttft.p99) if y is not None)
+    assert ttft.get_ylim()[1] < SLO.ttft_ms_p99 and top <= ttft.get_ylim()[1] <= 1.2 * top
+    assert "SLO p99 500 ms: above this range" in ttft.get_ylabel()
 
 
 def test_cost_objective_can_pick_the_cheaper_tier(reports):

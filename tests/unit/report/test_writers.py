@@ -14,6 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from gridready.certify.judge import FleetVerdict, NodeVerdict, judge_fleet, judge_node
 from gridready.report import write_all
+from gridready.report.fleet_json import FleetReport, load_fleet
 from tests.unit.certify.fixtures_io import group, probe_quick, spec
 
 S = spec(not_applicable=["dcgm", "peermem"])
@@ -75,5 +76,8 @@ def test_quarantine_and_certification_json(written: tuple[FleetVerdict, dict[str
     assert list(q["all"]["children"]["gridready_quarantine"]["hosts"]) == ["gpu-b"]
     cert = NodeVerdict.model_validate_json(paths["certification:gpu-a"].read_text())
     assert cert.certified and cert.valid_until
-    report = FleetVerdict.model_validate(json.loads(paths["report_json"].read_text()))
+    report = FleetReport.model_validate(json.loads(paths["report_json"].read_text()))
     assert report.certified == ["gpu-a"] and report.exit_code == fleet.exit_code == 0
+    assert report.nodes["gpu-b"].failing == ["h2d_bandwidth"] and not report.nodes["gpu-b"].certified
+    assert report.nodes["gpu-a"].valid_until == cert.valid_until
+    assert load_fleet(paths["report_json"].parent) == fleet  # report.json and the node files: the whole verdict

@@ -1,0 +1,133 @@
+"""The node probe as a Kubernetes Job per node, for a fleet one Ansible controller cannot fan out to
+(docs/benchmarks.md, 'Fan-out'): every node probes itself at once and the controller only reads the documents
+back and judges them as the certify stage does.
+
+`render` gives a ConfigMap holding the probe package (the same files the role sends) and one batch/v1 Job per node,
+pinned to it by its `kubernetes.io/hostname` label (the inventory's host name), tolerating every taint (a node
+quarantined by an earlier run is probed again), asking for all its GPUs, privileged with the host's PID namespace
+and network (the probe reads dmesg, sysfs, dcgmi and the HCAs as on the host), and running the probe with the
+options the role passes (`probe_argv`, from the same role variables). The container prints the probe document
+between two marker lines and its own log after them; `document_from_log` takes the document out of `kubectl logs`
+as probes/<node>/probe.json, which the stage's judge reads unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from pathlib import Path
+from typing import Any
+
+from gridready.errors import InvalidInput
+
+BEGIN, END = "----- gridready probe document -----", "----- end of the gridready probe document -----"
+PROBE_DIR = "/opt/gridready_probe"
+OUT = "/tmp/probe.json"
+LOG = "/tmp/probe.log"
+CONFIGMAP = "gridready-probe"
+_DNS_LABEL = re.compile(r"[^a-z0-9-]+")
+
+
+def probe_argv(v: dict[str, Any], python: str = "python3") -> list[str]:
+    """The probe's command line from the certify role's variables (gridready.stages.certify.extravars), as the role's
+    'Run the probe' task builds it (roles/gridready_certify/tasks/main.yml; a test holds the two to the same flags)."""
+    argv = ["timeout", "--kill-after=30", str(v["gridready_certify_timeout_s"]), python, "-m", "gridready_probe",
+            "--profile", v["gridready_certify_profile"], "--algo", v["gridready_certify_algo"],
+            "--nccl-min-bytes", str(v["gridready_certify_nccl_min_bytes"]),
+            "--nccl-max-bytes", str(v["gridready_certify_nccl_max_bytes"]),
+            "--best-of", str(v["gridready_certify_best_of"]),
+            "--nccl-check-iters", str(v["gridready_certify_nccl_check_iters"]),
+            "--collectives", ",".join(v["gridready_certify_collectives"]),
+            "--dcgm-precision", v["gridready_certify_dcgm_precision"],
+            "--dcgm-outlier-pcnt", str(v["gridready_certify_dcgm_outlier_pcnt"]),
+            "--timeout", str(v["gridready_certify_gate_timeout_s"]),
+            "--skip", ",".join(dict.fromkeys(v["gridready_certify_skip"])), "--out", OUT]
+    if int(v["gridready_certify_dcgm_level"]) > 0:
+        argv += ["--dcgm-level", str(v["gridready_certify_dcgm_level"])]
+    if v.get("gridready_certify_nccl_tests_dir"):
+        argv += ["--nccl-tests-dir", v["gridready_certify_nccl_tests_dir"]]
+    return argv
+
+
+def job_name(host: str, run_id: str) -> str:
+    """A DNS-1123 label unique per node and run: gridready-probe-<host>-<run>, cut to 63 characters."""
+    base = _DNS_LABEL.sub("-", f"{host}-{run_id}".lower()).strip("-")
+    return f"gridready-probe-{base}"[:63].rstrip("-")
+
+
+def _script(argv: list[str]) -> str:
+    """The probe, then its document between the markers on stdout, then its log on stderr; the probe's exit code."""
+    return (f"{shlex.join(argv)} 2>{LOG}; rc=$?; echo {shlex.quote(BEGIN)}; cat {OUT}; echo; "
+            f"echo {shlex.quote(END)}; cat {LOG} >&2; exit $rc")
+
+
+def job(host: str, *, run_id: str, namespace: str, image: str, gpus: int, argv: list[str],
+        deadline_s: int) -> dict[str, Any]:
+    labels = {"app.kubernetes.io/name": "gridready-probe", "app.kubernetes.io/managed-by": "gridready",
+              "gridready.io/run-id": run_id}
+    return {
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": job_name(host, run_id), "namespace": namespace, "labels": labels,
+                     "annotations": {"gridready.io/node": host}},
+        "spec": {
+            "backoffLimit": 0,  # a probe that failed is a verdict, not something to retry
+            "activeDeadlineSeconds": deadline_s,
+            "ttlSecondsAfterFinished": 86400,
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "nodeSelector": {"kubernetes.io/hostname": host},
+                    "tolerations": [{"operator": "Exists"}],
+                    "hostPID": True, "hostNetwork": True,
+                    "containers": [{
+                        "name": "probe", "image": image,
+                        "command": ["/bin/sh", "-c", _script(argv)],
+                        "workingDir": "/tmp",
+                        "env": [{"name": "PYTHONPATH", "value": str(Path(PROBE_DIR).parent)}],
+                        "resources": {"limits": {"nvidia.com/gpu": gpus}},
+                        "securityContext": {"privileged": True},
+                        "volumeMounts": [{"name": "probe", "mountPath": PROBE_DIR, "readOnly": True}],
+                    }],
+                    "volumes": [{"name": "probe", "configMap": {"name": CONFIGMAP}}],
+                },
+            },
+        },
+    }
+
+
+def probe_configmap(namespace: str) -> dict[str, Any]:
+    """The probe package's modules (gridready/probe, flat: the keys are file names) as a ConfigMap."""
+    from gridready import probe
+
+    src = Path(probe.__file__).parent
+    data = {p.name: p.read_text() for p in sorted(src.glob("*.py"))}
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": CONFIGMAP, "namespace": namespace},
+            "data": data}
+
+
+def render(hosts: dict[str, int], variables: dict[str, Any], *, run_id: str, namespace: str,
+           image: str) -> list[dict[str, Any]]:
+    """The ConfigMap and a Job per host (host -> GPUs per node) for one certify run."""
+    argv = probe_argv(variables)
+    deadline = int(variables["gridready_certify_timeout_s"]) + 120
+    return [probe_configmap(namespace), *(job(h, run_id=run_id, namespace=namespace, image=image, gpus=n,
+                                               argv=argv, deadline_s=deadline) for h, n in hosts.items())]
+
+
+def document_from_log(log: str, where: str) -> dict[str, Any]:
+    """The probe document between the markers of a Job's log; InvalidInput naming `where` when there is none."""
+    lines = log.splitlines()
+    try:
+        start, stop = lines.index(BEGIN), lines.index(END)
+    except ValueError:
+        raise InvalidInput(f"{where}: (log): no probe document between the markers (the probe did not finish)") \
+            from None
+    try:
+        doc = json.loads("\n".join(lines[start + 1:stop]))
+    except json.JSONDecodeError as err:
+        raise InvalidInput(f"{where}: (log): the probe document is not JSON ({err.msg})") from None
+    if not isinstance(doc, dict):
+        raise InvalidInput(f"{where}: (log): the probe document is not a JSON object")
+    return doc
