@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from gridready.artifacts import make_dirs, sync_all, write_atomic, write_json_atomic
@@ -25,9 +26,11 @@ class Spill:
     file flushes it (ext4 auto_da_alloc), which cost more than judging at 10,000 nodes."""
 
     def __init__(self, out_dir: Path) -> None:
-        out_dir.mkdir(parents=True, exist_ok=True)
+        make_dirs(out_dir)
         self.path = out_dir / ".verdicts.jsonl"
-        self._file = self.path.open("w+b")
+        # read back later, so not write_atomic: opened without following a link, in a folder make_dirs walked
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        self._file = os.fdopen(fd, "w+b")
         self._at: dict[str, tuple[int, int]] = {}
 
     def keep(self, verdict: NodeVerdict) -> NodeVerdict:
