@@ -11,7 +11,7 @@ from pathlib import Path
 from gridready import secretscan, vault
 from gridready.errors import InvalidInput
 from gridready.exitcodes import ExitCode
-from gridready.inventory import Inventory, display_path
+from gridready.inventory import Inventory, display_path, invoke_file_problems
 
 MAX_LOCK_WAIT_S = 86400.0  # a day: a CI job waiting longer for the lock is stuck, not patient
 
@@ -75,14 +75,17 @@ def check_limit(inv: Inventory, limit: str | None) -> None:
                            f"{display_path(inv.hosts_file)}")
 
 
-RUNTIME_KEYS = {"inventory": str, "check": bool, "json": bool}
 RUNTIME_SUFFIXES = (".yaml", ".yml")
+# invoke's own variables that the plain `invoke` form still reads: the -f file (checked below) and gridready's
+# section (INVOKE_GRIDREADY_CHECK=1 as --check); any other INVOKE_* sets invoke's own configuration
+INVOKE_ENV_ALLOWED = ("INVOKE_RUNTIME_CONFIG", "INVOKE_GRIDREADY_")
 
 
 def check_runtime_config(raw: str) -> None:
-    """`invoke -f <file>`: a YAML file of at most 1 MiB holding `gridready: {inventory: <name>}` (and invoke's own
-    sections). invoke itself skips a missing file (the default inventory would run instead), runs a `.py` one
-    and shows a traceback for a broken one; InvalidInput naming the file and key here."""
+    """`invoke -f <file>`: a YAML file of at most 1 MiB holding `gridready: {inventory: <name>}` and nothing of
+    invoke's own (inventory.invoke_file_problems). invoke itself skips a missing file (another inventory could
+    run instead), runs a `.py` one, shows a traceback for a broken one and imports what `tasks.executor_class`
+    names; InvalidInput naming the file and key here, before invoke reads it."""
     from gridready.yamlio import YamlError, load_yaml
 
     path = Path(raw)
@@ -95,17 +98,17 @@ def check_runtime_config(raw: str) -> None:
         data = load_yaml(path)
     except YamlError as err:
         raise InvalidInput(f"{shown}: {err.where}: {err}") from None
-    section = data.get("gridready") if isinstance(data, dict) else None
-    if not isinstance(section, dict):
-        raise InvalidInput(f"{shown}: gridready: must be a mapping with inventory: <name> (e.g. gridready: "
-                           "{inventory: acme})")
-    for key, value in section.items():
-        kind = RUNTIME_KEYS.get(key) if isinstance(key, str) else None
-        if kind is None:
-            raise InvalidInput(f"{shown}: gridready.{secretscan.redact(str(key))}: unknown key (expected "
-                               f"{', '.join(RUNTIME_KEYS)})")
-        if not isinstance(value, kind) or (kind is str and not value):
-            raise InvalidInput(f"{shown}: gridready.{key}: must be a {'name' if kind is str else 'boolean'}")
+    problems = invoke_file_problems(data)
+    if problems:
+        raise InvalidInput([f"{shown}: {key}: {problem}" for key, problem in problems])
+
+
+def check_invoke_environment() -> None:
+    """The plain `invoke` form: an INVOKE_* variable that would set invoke's own configuration is refused."""
+    for name in sorted(os.environ):
+        if name.startswith("INVOKE_") and not name.startswith(INVOKE_ENV_ALLOWED):
+            raise InvalidInput(f"{name}: (environment): sets invoke's own configuration, which gridready refuses "
+                               "(unset it; gridready's settings are GRIDREADY_* variables and flags)")
 
 
 def _bad_value_flag(argv: list[str], err: ValueError) -> str:
@@ -145,11 +148,12 @@ def install_usage_errors() -> None:
 
     def guarded_update_config(self: Program, merge: bool = True) -> None:
         raw = self.args.config.value or os.environ.get("INVOKE_RUNTIME_CONFIG")
-        if raw:
-            try:
+        try:
+            check_invoke_environment()
+            if raw:
                 check_runtime_config(raw)
-            except InvalidInput as err:
-                raise fail(err.lines[0]) from None
+        except InvalidInput as err:
+            raise fail(err.lines[0]) from None
         update_config(self, merge)
 
     Program.parse_tasks = guarded_parse_tasks  # type: ignore[method-assign]
