@@ -75,6 +75,8 @@ def validate(c: Context) -> None:
     cli.run_id()
     cli.console.info(f"inventory {inv.name}: valid ({len(inv.gpu_hosts())} GPU nodes, "
                      f"{len(inv.spec.serving.tiers)} serving tiers)")
+    for line in usage.gated_model_warnings(inv):
+        cli.console.warn(line)
 
 
 def _before_stage(inv: cli.Inventory) -> None:

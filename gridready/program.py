@@ -112,7 +112,14 @@ def make_program() -> GridreadyProgram:
                             config_class=SealedConfig)
 
 
+MIN_PYTHON = (3, 11)  # pyproject's requires-python; Ubuntu 22.04's python3 is 3.10
+
+
 def main() -> None:
+    if sys.version_info < MIN_PYTHON:
+        sys.stderr.write(f"error: (controller): gridready needs Python >= {'.'.join(map(str, MIN_PYTHON))}, this is "
+                         f"{sys.version.split()[0]} (docs/getting-started.md)\n")
+        raise SystemExit(int(ExitCode.INVALID))
     make_program().run(sys.argv)
 
 

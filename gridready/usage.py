@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -159,3 +160,23 @@ def install_usage_errors() -> None:
     Program.parse_tasks = guarded_parse_tasks  # type: ignore[method-assign]
     Program.update_config = guarded_update_config  # type: ignore[method-assign]
     Program._gridready_usage_errors = True  # type: ignore[attr-defined]
+
+
+# Hugging Face organisations whose models are gated: the Hub answers 401/403 until the account behind the token has
+# accepted the model's licence (huggingface.co/docs/hub/models-gated). Meta's Llama repositories all are; Google's
+# Gemma and most of Mistral AI's are too.
+GATED_MODELS = re.compile(r"(meta-llama/|google/gemma|mistralai/)", re.IGNORECASE)
+
+
+def gated_model_warnings(inv: Inventory) -> list[str]:
+    """A warning per tier whose model is gated on the Hub while the vault holds no Hugging Face token: the
+    download would fail with 401 at serve time. A warning, not an error: the token may come later, before serve."""
+    gated = [(i, t) for i, t in enumerate(inv.spec.serving.tiers)
+             if t.model.hf_id and GATED_MODELS.match(t.model.hf_id)]
+    if not gated or (vault.vault_path(inv.path).exists() and vault.password_file(inv.path) is not None
+                     and vault.hf_token(inv.customer, inv.path)):
+        return []
+    shown = display_path(inv.path / "cluster.yml")
+    return [f"{shown}: serving.tiers[{i}].model.hf_id: {t.model.hf_id} is gated on Hugging Face: put a "
+            f"token of an account that accepted its licence in the vault as {vault.HF_TOKEN_VAR} "
+            "(docs/getting-started.md), or serve's download fails with 401" for i, t in gated]
