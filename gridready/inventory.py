@@ -128,14 +128,14 @@ def _pydantic_lines(file: str, err: ValidationError) -> list[str]:
         loc = tuple(p for p in e["loc"] if not (isinstance(p, str) and p.startswith("function-")))
         msg = e["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")
         if e["type"] == "extra_forbidden" and loc and isinstance(loc[-1], str):
-            msg = "unknown key" + _did_you_mean(loc[-1], _known_keys(ClusterSpec, loc[:-1]))
+            msg = f"{msg} (unknown key{_did_you_mean(loc[-1], _known_keys(ClusterSpec, loc[:-1]))})"
         lines.append(f"{file}: {render_loc(loc)}: {msg}")
     return lines
 
 
 def _did_you_mean(word: str, choices: set[str]) -> str:
     close = difflib.get_close_matches(word, sorted(choices), n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def _models(annotation: Any) -> list[type[BaseModel]]:
@@ -426,7 +426,7 @@ def invoke_file_problems(data: Any) -> list[tuple[str, str]]:
         kind = INVOKE_FILE_KEYS.get(key) if isinstance(key, str) else None
         if kind is None:
             out.append((f"gridready.{secretscan.redact(str(key))}", "unknown key (expected "
-                        f"{', '.join(INVOKE_FILE_KEYS)})" + _did_you_mean(str(key), set(INVOKE_FILE_KEYS))))
+                        f"{', '.join(INVOKE_FILE_KEYS)}{_did_you_mean(str(key), set(INVOKE_FILE_KEYS))})"))
         elif not isinstance(value, kind) or (kind is str and not value):
             out.append((f"gridready.{key}", f"must be a {'name' if kind is str else 'boolean'}"))
     return out

@@ -201,6 +201,14 @@ YAML_TYPOS = [
      "inventories/acme/host_vars/gpu01.yml: line "),
 ]
 YAML_TYPOS[1] = ("cluster-unquoted-template-in-list", raw("extra: [a, {{ b }}]\n"), C + "line ")
+# an unknown key names the key it most resembles (difflib), where one is close
+YAML_TYPOS += [
+    ("cluster-key-typo-in-tier", at("serving.tiers.0.tensor_paralel", 4),
+     C + "serving.tiers[0].tensor_paralel: Extra inputs are not permitted (unknown key; did you mean "
+         "'tensor_parallel'?)"),
+    ("cluster-key-typo-top", at("node_group", []), C + "node_group: Extra inputs are not permitted (unknown key; "
+                                                      "did you mean 'node_groups'?)"),
+]
 
 TEMPLATES = [
     ("template-description", at("description", "{{ lookup('pipe', 'id') }}"),
