@@ -72,7 +72,7 @@ class GridreadyProgram(Program):
             raise usage_error(err) from None
         except Exit as err:  # gridready.usage's one line for a bad flag value: add the usage line
             if err.code == int(ExitCode.INVALID) and err.message:
-                raise Exit(f"{err.message}\n{USAGE}", code=err.code) from None
+                raise Exit(f"{_hint(err.message)}\n{USAGE}", code=err.code) from None
             raise
 
     def _chosen(self) -> str | None:
@@ -102,7 +102,16 @@ def usage_error(err: Any) -> Exit:
     internal fault)."""
     from gridready import secretscan
 
-    return Exit(f"error: (command line): {secretscan.redact(str(err))}\n{USAGE}", code=int(ExitCode.INVALID))
+    return Exit(f"error: (command line): {_hint(secretscan.redact(str(err)))}\n{USAGE}", code=int(ExitCode.INVALID))
+
+
+def _hint(line: str) -> str:
+    """An Ansible letter given before the task (`gridready -l host provision`) says where it goes."""
+    from gridready.commands import SHORT_FLAGS
+
+    flag = line.split("'")[1] if "No idea what '" in line else ""
+    long = {f"-{short}": name for name, short in SHORT_FLAGS.items()}.get(flag)
+    return f"{line} ({flag} is a task's --{long}: give it after the task)" if long else line
 
 
 def make_program() -> GridreadyProgram:

@@ -85,6 +85,12 @@ def test_the_short_flags_are_ansibles() -> None:
     text = _run("--help", "provision").stdout
     assert "-l STRING, --limit=STRING" in text and "-C, --check" in text and "-t STRING, --tags=STRING" in text
     assert "-f, --force" not in text and "--force" in text
+    before = _run("-i", "acme-h200", "-l", "gpu01", "provision")
+    assert before.returncode == 2 and "(-l is a task's --limit: give it after the task)" in before.stderr
+    after = _run("-i", "acme-h200", "provision", "-l", "nosuch")  # refused before anything runs: proves -l = --limit
+    assert after.returncode == 2
+    assert "--limit: (command line): the pattern 'nosuch' matches no host of inventories/acme-h200/hosts.yml" in (
+        after.stderr)
     core = _run("--help").stdout.split("Subcommands:")[0]
     for gone in ("--dry", "--echo", "--complete", "--config", "--collection", "--debug", "--list-depth"):
         assert gone not in core
