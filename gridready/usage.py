@@ -1,5 +1,5 @@
 """Usage errors of the command line and the environment: one line, exit 2, before anything runs (README "Exit
-codes"). gridready.cli calls these; tasks.py installs the guards on invoke's Program."""
+codes"). gridready.cli calls these; gridready/commands.py installs the guards on invoke's Program."""
 
 from __future__ import annotations
 
@@ -125,8 +125,8 @@ def _bad_value_flag(argv: list[str], err: ValueError) -> str:
 def install_usage_errors() -> None:
     """Usage errors exit 2 with one line, as README's exit codes say: invoke exits 1 on an unknown flag or task,
     shows a traceback for a flag value of the wrong type and for a broken `-f` file. invoke's Program looks its
-    steps up on itself when it calls them, after it imported tasks.py, so wrapping two of them here covers every
-    task's flags and the runtime config file."""
+    steps up on itself when it calls them, after it imported the tasks (gridready/commands.py), so wrapping two
+    of them here covers every task's flags and the runtime config file."""
     from invoke.exceptions import Exit, ParseError
     from invoke.program import Program
 

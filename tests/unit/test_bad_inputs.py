@@ -322,7 +322,9 @@ SERVE_TIME = [
                                                                                       port=8001),
                                                tier(name="cc", tensor_parallel=4, port=8002)),
      C + "serving.tiers[2]: needs 1 whole node(s) of gpu_nodes; 0 left of 2"),
-    ("placement-derive-first", tiers(tier(name="aa", tensor_parallel=8, pipeline_parallel="derive"),
+    # derive's PP is the nodes the weights need: a 671B model in bf16 takes both H200 nodes, none is left
+    ("placement-derive-first", tiers(tier(name="aa", tensor_parallel=8, pipeline_parallel="derive",
+                                          model={"hf_id": "acme/Big-671B-Base", "revision": REV}),
                                      tier(name="bb", tensor_parallel=8, port=8001)),
      C + "serving.tiers[1]: needs 1 whole node(s) of gpu_nodes; 0 left"),
     ("placement-replicas", tiers(tier(name="aa", tensor_parallel=2, replicas=3)),
