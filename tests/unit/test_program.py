@@ -150,3 +150,38 @@ def test_the_task_list_names_the_inventory() -> None:
 def test_the_program_is_installed_as_gridready() -> None:
     scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
     assert scripts == {"gridready": "gridready.program:main"}
+
+
+OWN_FLAGS = {"-i", "--inventory", "--list", "-h", "--help", "-V", "--version"}
+
+
+def _foreign_flags(text: str, tasks: set[str]) -> list[str]:
+    """The flags a `gridready ...` command of `text` gives before its first task that the program does not have."""
+    import re
+    import shlex
+
+    bad = []
+    for m in re.finditer(r"(?:^|[\s`(])(?:\S*/)?gridready((?:[ \t]+[^\s`&;|)#]+)+)", text, re.M):
+        try:
+            words = shlex.split(m.group(1))
+        except ValueError:  # prose after the command (an apostrophe)
+            words = m.group(1).split()
+        for w in words:
+            if w in tasks:
+                break
+            if w.startswith("-") and w.split("=", 1)[0] not in OWN_FLAGS:
+                bad.append(w)
+    return bad
+
+
+def test_the_docs_give_gridready_only_the_flags_it_has() -> None:
+    """Every `gridready ...` command of the user docs uses the program's own flags before its first task."""
+    from tests.unit.test_command_reference import command_reference
+    from tests.unit.test_user_docs import USER_DOCS
+
+    tasks = set(command_reference.task_names())
+    assert _foreign_flags("run `gridready -f x.yaml -i acme validate` and `.venv/bin/gridready --dry serve`",
+                          tasks) == ["-f", "--dry"]
+    assert _foreign_flags("`gridready -i acme provision -l gpu01 --check`", tasks) == []
+    bad = {doc: _foreign_flags((REPO / doc).read_text(), tasks) for doc in USER_DOCS if doc != "CHANGELOG.md"}
+    assert {doc: flags for doc, flags in bad.items() if flags} == {}
