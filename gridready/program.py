@@ -75,6 +75,12 @@ class GridreadyProgram(Program):
                 raise Exit(f"{_hint(err.message)}\n{USAGE}", code=err.code) from None
             raise
 
+    def parse_cleanup(self) -> None:
+        try:
+            super().parse_cleanup()
+        except ParseError as err:  # --help <no such task>
+            raise usage_error(err) from None
+
     def _chosen(self) -> str | None:
         value = self.args.inventory.value
         return value if isinstance(value, str) and value else None

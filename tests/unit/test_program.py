@@ -72,6 +72,8 @@ def test_an_unknown_inventory_lists_the_inventories_there_are() -> None:
     ["-i", "acme-h200", "provision", "-f"],  # of --force (Ansible's forks)
     ["-i", "acme-h200", "provision", "-c"],  # of --check (Ansible's connection)
     ["-i", "acme-h200", "validatee"],
+    ["--help", "validatee"],
+    ["-i", "acme-h200", "serve", "--weight"],  # a value missing
 ])
 def test_flags_that_lie_or_clash_are_usage_errors_with_the_usage_line(argv: list[str]) -> None:
     run = _run(*argv)
