@@ -187,3 +187,33 @@ def test_the_docs_give_gridready_only_the_flags_it_has() -> None:
     assert _foreign_flags("`gridready -i acme provision -l gpu01 --check`", tasks) == []
     bad = {doc: _foreign_flags((REPO / doc).read_text(), tasks) for doc in USER_DOCS if doc != "CHANGELOG.md"}
     assert {doc: flags for doc, flags in bad.items() if flags} == {}
+
+
+def test_serve_down_on_a_terminal_asks_and_a_no_does_nothing(tmp_path: Path) -> None:
+    import pty
+    import select
+
+    leader, follower = pty.openpty()
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("GRIDREADY_INVENTORY", "INVOKE_"))}
+    base["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), base.get("PYTHONPATH", "")) if p)
+    proc = subprocess.Popen([sys.executable, "-m", "gridready.program", "-i", "acme-h200", "serve", "--down"],
+                            cwd=REPO, stdin=follower, stdout=subprocess.PIPE, stderr=follower, text=True,
+                            env={**base, "GRIDREADY_ARTIFACTS": str(tmp_path)})
+    os.close(follower)
+    seen = b""
+    while b"type 'yes' to go on" not in seen:
+        ready, _, _ = select.select([leader], [], [], 60)
+        assert ready, seen  # the prompt never came
+        seen += os.read(leader, 4096)
+    os.write(leader, b"no\n")
+    assert proc.wait(timeout=60) == 2
+    try:
+        while chunk := os.read(leader, 4096):
+            seen += chunk
+    except OSError:  # the terminal closed with the process
+        pass
+    os.close(leader)
+    text = seen.decode(errors="replace")
+    assert "take the serving tiers of acme-h200 down? type 'yes' to go on:" in text
+    assert "--down: (command line): not confirmed; nothing was done" in text
+    assert not list(tmp_path.rglob("serve*"))
