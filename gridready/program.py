@@ -38,6 +38,8 @@ class SealedConfig(Config):  # type: ignore[misc]  # invoke's Config is untyped
     a project file beside the tasks, a runtime file and INVOKE_* variables would let anything outside the package
     set invoke's own settings (`tasks.executor_class` imports any module it names)."""
 
+    SEALED = True  # gridready.usage refuses every INVOKE_* variable rather than ignore it
+
     def _load_file(self, prefix: str, absolute: bool = False, merge: bool = True) -> None:
         if merge:
             self.merge()

@@ -104,12 +104,15 @@ def check_runtime_config(raw: str) -> None:
         raise InvalidInput([f"{shown}: {key}: {problem}" for key, problem in problems])
 
 
-def check_invoke_environment() -> None:
-    """The plain `invoke` form: an INVOKE_* variable that would set invoke's own configuration is refused."""
+def check_invoke_environment(sealed: bool = False) -> None:
+    """An INVOKE_* variable that would set invoke's own configuration is refused; `gridready` (`sealed`: it reads
+    no INVOKE_* variable at all) refuses every one rather than ignore it."""
     for name in sorted(os.environ):
-        if name.startswith("INVOKE_") and not name.startswith(INVOKE_ENV_ALLOWED):
-            raise InvalidInput(f"{name}: (environment): sets invoke's own configuration, which gridready refuses "
-                               "(unset it; gridready's settings are GRIDREADY_* variables and flags)")
+        if name.startswith("INVOKE_") and (sealed or not name.startswith(INVOKE_ENV_ALLOWED)):
+            use = "the task's flag (--check, --json)" if name.startswith("INVOKE_GRIDREADY_") else \
+                "gridready's flags and GRIDREADY_* variables"
+            raise InvalidInput(f"{name}: (environment): an invoke setting, which gridready does not read (unset it; "
+                               f"use {use})")
 
 
 def _bad_value_flag(argv: list[str], err: ValueError) -> str:
@@ -150,7 +153,7 @@ def install_usage_errors() -> None:
     def guarded_update_config(self: Program, merge: bool = True) -> None:
         raw = self.args.config.value or os.environ.get("INVOKE_RUNTIME_CONFIG")
         try:
-            check_invoke_environment()
+            check_invoke_environment(sealed=getattr(self.config, "SEALED", False))
             if raw:
                 check_runtime_config(raw)
         except InvalidInput as err:

@@ -631,7 +631,7 @@ COMMAND_LINE = [
     ("invoke-file-run-setting", _invoke_file("run:\n  shell: /tmp/x\ngridready:\n  inventory: acme\n"),
      ["-f", "inventories/acme/invoke.yaml", "validate"], INV_FILE + "run: an invoke setting"),
     ("invoke-variable", env(INVOKE_TASKS_EXECUTOR_CLASS="os.Exec"), ["validate"],
-     "INVOKE_TASKS_EXECUTOR_CLASS: (environment): sets invoke's own configuration"),
+     "INVOKE_TASKS_EXECUTOR_CLASS: (environment): an invoke setting, which gridready does not read"),
     ("inventory-invoke-file-setting", _invoke_file("tasks:\n  collection_name: evil\n"), ["validate"],
      INV_FILE + "tasks: an invoke setting"),
     ("invoke-file-python", _invoke_file("gridready = {}\n", "invoke.py"),

@@ -140,6 +140,9 @@ def test_nothing_outside_the_package_configures_invoke(tmp_path: Path) -> None:
     assert ok.returncode == 0, ok.stderr
     env = _run("-i", str(inv), "validate", cwd=tmp_path, INVOKE_TASKS_EXECUTOR_CLASS="evil.Executor")
     assert env.returncode == 2 and env.stderr.startswith("error: INVOKE_TASKS_EXECUTOR_CLASS: (environment)")
+    check = _run("-i", str(inv), "validate", cwd=tmp_path, INVOKE_GRIDREADY_CHECK="1")  # never silently ignored
+    assert check.returncode == 2 and "INVOKE_GRIDREADY_CHECK: (environment): an invoke setting, which gridready " \
+                                     "does not read (unset it; use the task's flag (--check, --json))" in check.stderr
     assert not marker.exists()
 
 
