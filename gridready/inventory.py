@@ -432,18 +432,28 @@ def invoke_file_problems(data: Any) -> list[tuple[str, str]]:
     return out
 
 
+# What a plain `invoke` run in the inventory's folder would load as code or as its own configuration: a task
+# module or package, and invoke's project configuration in its other forms (invoke.py is Python)
+INVOKE_CODE = ("tasks.py", "tasks", "invoke.py", "invoke.yml", "invoke.json")
+
+
 def _invoke_file_lines(inv_dir: Path) -> list[str]:
     """An inventory's invoke.yaml is read as data (safe YAML, hardened loader) and holds gridready settings only;
-    gridready's command line never gives it to invoke."""
+    gridready's command line never gives it to invoke. A task module or another invoke configuration file is
+    refused outright: an inventory is data."""
+    lines = [f"{_display(inv_dir / name)}: (file): an inventory holds data only; invoke would load this "
+             f"{'module' if name.startswith('tasks') or name.endswith('.py') else 'configuration'} when run in "
+             "this folder (remove it; gridready -i <customer> names the inventory)"
+             for name in INVOKE_CODE if (inv_dir / name).exists() or (inv_dir / name).is_symlink()]
     path = inv_dir / INVOKE_FILE
     if not path.exists() and not path.is_symlink():
-        return []
+        return lines
     shown = _display(path)
     try:
         data = load_yaml(path)
     except YamlError as err:
-        return [f"{shown}: {err.where}: {err}"]
-    return [f"{shown}: {key}: {problem}" for key, problem in invoke_file_problems(data)]
+        return [*lines, f"{shown}: {err.where}: {err}"]
+    return [*lines, *(f"{shown}: {key}: {problem}" for key, problem in invoke_file_problems(data))]
 
 
 def load(name_or_path: str | os.PathLike[str]) -> Inventory:

@@ -456,6 +456,14 @@ LIMITS = [
 ]
 
 PATHS = [
+    # what a plain `invoke` in the inventory's folder would import or read as its own configuration
+    ("inventory-tasks-module", write("tasks.py", "import os\n"), "inventories/acme/tasks.py: (file): an inventory "
+                                                                  "holds data only; invoke would load this module"),
+    ("inventory-tasks-package", write("tasks/__init__.py", ""), "inventories/acme/tasks: (file): an inventory"),
+    ("inventory-invoke-py", write("invoke.py", "x = 1\n"), "inventories/acme/invoke.py: (file): an inventory"),
+    ("inventory-invoke-yml", write("invoke.yml", "tasks: {}\n"), "inventories/acme/invoke.yml: (file): an inventory "
+                                                                  "holds data only; invoke would load this "
+                                                                  "configuration"),
     ("revision-branch", at("serving.tiers.0.model.revision", "main"), T0 + ".model.revision: must be a "
                                                                          "pinned commit"),
     ("revision-tag", at("serving.tiers.0.model.revision", "v1.0"), T0 + ".model.revision"),
