@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 import sys
 from importlib.metadata import version
 from typing import Any
@@ -114,9 +115,12 @@ def usage_error(err: Any) -> Exit:
 
 
 def _hint(line: str) -> str:
-    """An Ansible letter given before the task (`gridready -l host provision`) says where it goes."""
+    """invoke's words for a flag without its value name the flag as the user wrote it; an Ansible letter given
+    before the task (`gridready -l host provision`) says where it goes."""
     from gridready.commands import SHORT_FLAGS
 
+    line = re.sub(r"Flag <Argument: ([\w-]+)(?: \(\w\))?> needed value and was not given one!",
+                  r"--\1: needs a value", line)
     flag = line.split("'")[1] if "No idea what '" in line else ""
     long = {f"-{short}": name for name, short in SHORT_FLAGS.items()}.get(flag)
     return f"{line} ({flag} is a task's --{long}: give it after the task)" if long else line

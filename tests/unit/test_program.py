@@ -83,6 +83,12 @@ def test_flags_that_lie_or_clash_are_usage_errors_with_the_usage_line(argv: list
     assert "Traceback" not in run.stderr
 
 
+def test_a_flag_without_its_value_is_named() -> None:
+    for argv, flag in ((["-i"], "--inventory"), (["-i", "acme-h200", "serve", "--weight"], "--weight")):
+        run = _run(*argv)
+        assert run.returncode == 2 and run.stderr.startswith(f"error: (command line): {flag}: needs a value\n")
+
+
 def test_the_short_flags_are_ansibles() -> None:
     text = _run("--help", "provision").stdout
     assert "-l STRING, --limit=STRING" in text and "-C, --check" in text and "-t STRING, --tags=STRING" in text
