@@ -26,8 +26,8 @@ if [ -f "$TARBALL" ]; then
 fi
 
 t0=$(date +%s)
-python3 -m invoke -f inventories/local/invoke.yaml certify --json >"$OUT/certify.json" 2>"$OUT/certify.log"
-echo "invoke certify: exit $? in $(( $(date +%s) - t0 )) s" | tee -a "$OUT/machine.txt"
+python3 -m gridready.program -i local certify --json >"$OUT/certify.json" 2>"$OUT/certify.log"
+echo "gridready certify: exit $? in $(( $(date +%s) - t0 )) s" | tee -a "$OUT/machine.txt"
 tar czf "$OUT/certify-artifacts.tgz" -C /tmp/art .
 
 python3 benchmarks/probe_vs_best.py --profile quick --out "$OUT/probe_vs_best.json" --md "$OUT/probe_vs_best.md" \

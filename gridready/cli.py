@@ -1,4 +1,5 @@
-"""What tasks.py calls: resolve the inventory, run a stage, print, and turn outcomes into exit codes."""
+"""What the tasks (gridready/commands.py) call: resolve the inventory, run a stage, print, and turn outcomes
+into exit codes."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from gridready import console, envvars, matrix, secretscan, usage, vault
 from gridready.artifacts import RUN_ID, RunContext, customer_lock, new_run_id, validate_run_id, write_atomic
 from gridready.errors import GridreadyError, InvalidInput
 from gridready.exitcodes import ExitCode
-from gridready.inventory import Inventory, display_path, load, project_root
+from gridready.inventory import Inventory, available_line, display_path, load, project_root
 
 T = TypeVar("T")
 
@@ -37,6 +38,16 @@ def artifacts_root() -> Path:
     return Path(os.environ.get("GRIDREADY_ARTIFACTS") or project_root() / "artifacts")
 
 
+def chosen_inventory(flag: str | None) -> str:
+    """The inventory of this command line: `-i` (gridready.inventory of the configuration), else
+    GRIDREADY_INVENTORY. There is no default: one could boot a fleet the operator did not name."""
+    name = flag or os.environ.get("GRIDREADY_INVENTORY")
+    if not name:
+        raise InvalidInput(f"-i/--inventory: (command line): name the inventory (gridready -i <customer> ..., or "
+                           f"GRIDREADY_INVENTORY); {available_line()}")
+    return name
+
+
 @functools.cache
 def inventory(name: str) -> Inventory:
     """The validated inventory whose software pins are a supported row of the version matrix (exit 2 otherwise:
@@ -44,8 +55,8 @@ def inventory(name: str) -> Inventory:
     what the plain files reference, in an environment whose GRIDREADY_* settings are sound; every task,
     `validate` first, goes through here."""
     if not isinstance(name, str) or not name or any(c in name for c in "\0\n\r"):
-        raise InvalidInput("gridready.inventory: (invoke configuration): must be an inventory name or path "
-                           "(GRIDREADY_INVENTORY or gridready.inventory in invoke.yaml)")
+        raise InvalidInput("-i/--inventory: (command line): must be an inventory name or path (or "
+                           "GRIDREADY_INVENTORY)")
     usage.check_environment(run_id)
     inv = load(name)
     envvars.check(inv, artifacts_root())
@@ -97,6 +108,19 @@ def run_stage(inv: Inventory, ctx: RunContext, run: Callable[[Inventory, RunCont
     of this id has used."""
     with stage_lock(ctx, run.__module__.rsplit(".", 1)[-1]):
         return run(inv, ctx)
+
+
+def confirm(action: str, yes: bool) -> None:
+    """A destructive step goes on with --yes, or when the operator answers `yes` on a terminal; without a terminal
+    and without --yes it is a usage error (exit 2), so that a script never takes anything down by accident."""
+    if yes:
+        return
+    if not (sys.stdin.isatty() and sys.stderr.isatty()):
+        raise InvalidInput(f"--yes: (command line): {action}? there is no terminal to ask; pass --yes to confirm")
+    sys.stderr.write(f"{action}? type 'yes' to go on: ")
+    sys.stderr.flush()
+    if sys.stdin.readline().strip().lower() != "yes":
+        raise InvalidInput("--down: (command line): not confirmed; nothing was done")
 
 
 def guarded(fn: Callable[..., T]) -> Callable[..., T]:

@@ -5,15 +5,17 @@ Every problem becomes one line `<file>: <key.path>: <message>`; values are never
 
 from __future__ import annotations
 
+import difflib
 import glob
 import ipaddress
 import os
 import re
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from gridready import charset, inventory_checks, secretscan
 from gridready.errors import InvalidInput
@@ -65,8 +67,29 @@ def _is_address(value: str) -> bool:
 
 
 def project_root() -> Path:
-    """Where `inventories/` and `artifacts/` live: GRIDREADY_HOME, else the current directory."""
-    return Path(os.environ.get("GRIDREADY_HOME") or Path.cwd()).resolve()
+    """Where `inventories/` and `artifacts/` live: GRIDREADY_HOME, else the current directory or the nearest folder
+    above it that holds `inventories/` (a command line run from a subfolder of the project), else the current
+    directory."""
+    if os.environ.get("GRIDREADY_HOME"):
+        return Path(os.environ["GRIDREADY_HOME"]).resolve()
+    here = Path.cwd().resolve()
+    return next((d for d in (here, *here.parents) if (d / "inventories").is_dir()), here)
+
+
+def available() -> list[str]:
+    """The inventories under <root>/inventories/ (folders holding a cluster.yml), by name."""
+    root = project_root() / "inventories"
+    try:
+        return sorted(d.name for d in root.iterdir() if (d / "cluster.yml").is_file())
+    except OSError:
+        return []
+
+
+def available_line() -> str:
+    """`inventories here: a, b` (or where none was found), for the lines that ask for an inventory."""
+    names = available()
+    where = display_path(project_root() / "inventories")
+    return f"the inventories under {where}/: {', '.join(names)}" if names else f"no inventory under {where}/"
 
 
 def _display(path: Path) -> str:
@@ -130,8 +153,37 @@ def pydantic_lines(file: str, err: ValidationError) -> list[str]:
     lines = []
     for e in err.errors(include_url=False):
         loc = tuple(p for p in e["loc"] if not (isinstance(p, str) and p.startswith("function-")))
-        lines.append(f"{file}: {render_loc(loc)}: {_message(e)}")
+        msg = _message(e)
+        if e["type"] == "extra_forbidden" and loc and isinstance(loc[-1], str):
+            msg = f"{msg} (unknown key{_did_you_mean(loc[-1], _known_keys(ClusterSpec, loc[:-1]))})"
+        lines.append(f"{file}: {render_loc(loc)}: {msg}")
     return lines
+
+
+def _did_you_mean(word: str, choices: set[str]) -> str:
+    close = difflib.get_close_matches(word, sorted(choices), n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def _models(annotation: Any) -> list[type[BaseModel]]:
+    """The pydantic models an annotation holds (through Optional, unions, lists, dicts, Annotated)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [m for arg in typing.get_args(annotation) for m in _models(arg)]
+
+
+def _known_keys(model: type[BaseModel], loc: tuple[int | str, ...]) -> set[str]:
+    """The keys a mapping at `loc` below `model` may hold (every model a union there could be)."""
+    models = [model]
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        found: list[type[BaseModel]] = []
+        for m in models:
+            field = next((f for n, f in m.model_fields.items() if part in (n, f.alias)), None)
+            found += _models(field.annotation) if field is not None else []
+        models = found or models  # a dict key (a tier's name, a tag) keeps the models of its values
+    return {f.alias or n for m in models for n, f in m.model_fields.items()}
 
 
 @dataclass
@@ -408,12 +460,62 @@ def _site_pin_lines(inv_dir: Path) -> list[str]:
     return []
 
 
+INVOKE_FILE = "invoke.yaml"  # the older `invoke -f inventories/<c>/invoke.yaml` form's file
+INVOKE_FILE_KEYS: dict[str, type] = {"inventory": str, "check": bool, "json": bool}
+
+
+def invoke_file_problems(data: Any) -> list[tuple[str, str]]:
+    """(key, problem) of an invoke configuration file as gridready allows one: `gridready:` with the keys of
+    INVOKE_FILE_KEYS and nothing else. Every other section is invoke's own configuration (`tasks.executor_class`
+    makes invoke import the module it names): an inventory is data and selects gridready settings only."""
+    if not isinstance(data, dict):
+        return [("gridready", "must be a mapping with inventory: <name> (e.g. gridready: {inventory: acme})")]
+    out = [(secretscan.redact(str(key)), "an invoke setting: an inventory file may set gridready's own settings "
+                                         "only (name the inventory with gridready -i <customer>)")
+           for key in data if key != "gridready"]
+    section = data.get("gridready")
+    if not isinstance(section, dict):
+        return out or [("gridready", "must be a mapping with inventory: <name> (e.g. gridready: {inventory: acme})")]
+    for key, value in section.items():
+        kind = INVOKE_FILE_KEYS.get(key) if isinstance(key, str) else None
+        if kind is None:
+            out.append((f"gridready.{secretscan.redact(str(key))}", "unknown key (expected "
+                        f"{', '.join(INVOKE_FILE_KEYS)}{_did_you_mean(str(key), set(INVOKE_FILE_KEYS))})"))
+        elif not isinstance(value, kind) or (kind is str and not value):
+            out.append((f"gridready.{key}", f"must be a {'name' if kind is str else 'boolean'}"))
+    return out
+
+
+# What a plain `invoke` run in the inventory's folder would load as code or as its own configuration: a task
+# module or package, and invoke's project configuration in its other forms (invoke.py is Python)
+INVOKE_CODE = ("tasks.py", "tasks", "invoke.py", "invoke.yml", "invoke.json")
+
+
+def _invoke_file_lines(inv_dir: Path) -> list[str]:
+    """An inventory's invoke.yaml is read as data (safe YAML, hardened loader) and holds gridready settings only;
+    gridready's command line never gives it to invoke. A task module or another invoke configuration file is
+    refused outright: an inventory is data."""
+    lines = [f"{_display(inv_dir / name)}: (file): an inventory holds data only; invoke would load this "
+             f"{'module' if name.startswith('tasks') or name.endswith('.py') else 'configuration'} when run in "
+             "this folder (remove it; gridready -i <customer> names the inventory)"
+             for name in INVOKE_CODE if (inv_dir / name).exists() or (inv_dir / name).is_symlink()]
+    path = inv_dir / INVOKE_FILE
+    if not path.exists() and not path.is_symlink():
+        return lines
+    shown = _display(path)
+    try:
+        data = load_yaml(path)
+    except YamlError as err:
+        return [*lines, f"{shown}: {err.where}: {err}"]
+    return [*lines, *(f"{shown}: {key}: {problem}" for key, problem in invoke_file_problems(data))]
+
+
 def load(name_or_path: str | os.PathLike[str]) -> Inventory:
     """Load and validate; raises InvalidInput listing every problem found (nothing is run or written)."""
     inv_dir = resolve(name_or_path)
     shown = _display(inv_dir)
     if not inv_dir.is_dir():
-        raise InvalidInput(f"{shown}: (inventory): no such inventory directory")
+        raise InvalidInput(f"{shown}: (inventory): no such inventory directory ({available_line()})")
     name = inv_dir.name
     errors: list[str] = []
     if not re.fullmatch(SLUG.strip("^$"), name.removeprefix("_")):
@@ -442,6 +544,7 @@ def load(name_or_path: str | os.PathLike[str]) -> Inventory:
     groups, hostvars = _load_hosts(inv_dir / "hosts.yml", errors, refs)
     _check_var_files(inv_dir, errors, refs)
     errors.extend(_site_pin_lines(inv_dir))
+    errors.extend(_invoke_file_lines(inv_dir))
     if spec is not None:
         if not name.startswith("_") and spec.customer != name:
             errors.append(f"{file}: customer: must equal the inventory directory name ({name!r})")

@@ -1,17 +1,18 @@
 """Usage errors of the command line and the environment: one line, exit 2, before anything runs (README "Exit
-codes"). gridready.cli calls these; tasks.py installs the guards on invoke's Program."""
+codes"). gridready.cli calls these; gridready/commands.py installs the guards on invoke's Program."""
 
 from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 
 from gridready import charset, secretscan, vault
 from gridready.errors import InvalidInput
 from gridready.exitcodes import ExitCode
-from gridready.inventory import Inventory, display_path
+from gridready.inventory import Inventory, display_path, invoke_file_problems
 
 MAX_LOCK_WAIT_S = 86400.0  # a day: a CI job waiting longer for the lock is stuck, not patient
 
@@ -75,14 +76,17 @@ def check_limit(inv: Inventory, limit: str | None) -> None:
                            f"{display_path(inv.hosts_file)}")
 
 
-RUNTIME_KEYS = {"inventory": str, "check": bool, "json": bool}
 RUNTIME_SUFFIXES = (".yaml", ".yml")
+# invoke's own variables that the plain `invoke` form still reads: the -f file (checked below) and gridready's
+# section (INVOKE_GRIDREADY_CHECK=1 as --check); any other INVOKE_* sets invoke's own configuration
+INVOKE_ENV_ALLOWED = ("INVOKE_RUNTIME_CONFIG", "INVOKE_GRIDREADY_")
 
 
 def check_runtime_config(raw: str) -> None:
-    """`invoke -f <file>`: a YAML file of at most 1 MiB holding `gridready: {inventory: <name>}` (and invoke's own
-    sections). invoke itself skips a missing file (the default inventory would run instead), runs a `.py` one
-    and shows a traceback for a broken one; InvalidInput naming the file and key here."""
+    """`invoke -f <file>`: a YAML file of at most 1 MiB holding `gridready: {inventory: <name>}` and nothing of
+    invoke's own (inventory.invoke_file_problems). invoke itself skips a missing file (another inventory could
+    run instead), runs a `.py` one, shows a traceback for a broken one and imports what `tasks.executor_class`
+    names; InvalidInput naming the file and key here, before invoke reads it."""
     from gridready.yamlio import YamlError, load_yaml
 
     path = Path(raw)
@@ -95,17 +99,20 @@ def check_runtime_config(raw: str) -> None:
         data = load_yaml(path)
     except YamlError as err:
         raise InvalidInput(f"{shown}: {err.where}: {err}") from None
-    section = data.get("gridready") if isinstance(data, dict) else None
-    if not isinstance(section, dict):
-        raise InvalidInput(f"{shown}: gridready: must be a mapping with inventory: <name> (e.g. gridready: "
-                           "{inventory: acme})")
-    for key, value in section.items():
-        kind = RUNTIME_KEYS.get(key) if isinstance(key, str) else None
-        if kind is None:
-            raise InvalidInput(f"{shown}: gridready.{secretscan.redact(str(key))}: unknown key (expected "
-                               f"{', '.join(RUNTIME_KEYS)})")
-        if not isinstance(value, kind) or (kind is str and not value):
-            raise InvalidInput(f"{shown}: gridready.{key}: must be a {'name' if kind is str else 'boolean'}")
+    problems = invoke_file_problems(data)
+    if problems:
+        raise InvalidInput([f"{shown}: {key}: {problem}" for key, problem in problems])
+
+
+def check_invoke_environment(sealed: bool = False) -> None:
+    """An INVOKE_* variable that would set invoke's own configuration is refused; `gridready` (`sealed`: it reads
+    no INVOKE_* variable at all) refuses every one rather than ignore it."""
+    for name in sorted(os.environ):
+        if name.startswith("INVOKE_") and (sealed or not name.startswith(INVOKE_ENV_ALLOWED)):
+            use = "the task's flag (--check, --json)" if name.startswith("INVOKE_GRIDREADY_") else \
+                "gridready's flags and GRIDREADY_* variables"
+            raise InvalidInput(f"{name}: (environment): an invoke setting, which gridready does not read (unset it; "
+                               f"use {use})")
 
 
 def _bad_value_flag(argv: list[str], err: ValueError) -> str:
@@ -121,8 +128,8 @@ def _bad_value_flag(argv: list[str], err: ValueError) -> str:
 def install_usage_errors() -> None:
     """Usage errors exit 2 with one line, as README's exit codes say: invoke exits 1 on an unknown flag or task,
     shows a traceback for a flag value of the wrong type and for a broken `-f` file. invoke's Program looks its
-    steps up on itself when it calls them, after it imported tasks.py, so wrapping two of them here covers every
-    task's flags and the runtime config file."""
+    steps up on itself when it calls them, after it imported the tasks (gridready/commands.py), so wrapping two
+    of them here covers every task's flags and the runtime config file."""
     from invoke.exceptions import Exit, ParseError
     from invoke.program import Program
 
@@ -150,13 +157,34 @@ def install_usage_errors() -> None:
 
     def guarded_update_config(self: Program, merge: bool = True) -> None:
         raw = self.args.config.value or os.environ.get("INVOKE_RUNTIME_CONFIG")
-        if raw:
-            try:
+        try:
+            check_invoke_environment(sealed=getattr(self.config, "SEALED", False))
+            if raw:
                 check_runtime_config(raw)
-            except InvalidInput as err:
-                raise fail(err.lines[0]) from None
+        except InvalidInput as err:
+            raise fail(err.lines[0]) from None
         update_config(self, merge)
 
     Program.parse_tasks = guarded_parse_tasks  # type: ignore[method-assign]
     Program.update_config = guarded_update_config  # type: ignore[method-assign]
     Program._gridready_usage_errors = True  # type: ignore[attr-defined]
+
+
+# Hugging Face organisations whose models are gated: the Hub answers 401/403 until the account behind the token has
+# accepted the model's licence (huggingface.co/docs/hub/models-gated). Meta's Llama repositories all are; Google's
+# Gemma and most of Mistral AI's are too.
+GATED_MODELS = re.compile(r"(meta-llama/|google/gemma|mistralai/)", re.IGNORECASE)
+
+
+def gated_model_warnings(inv: Inventory) -> list[str]:
+    """A warning per tier whose model is gated on the Hub while the vault holds no Hugging Face token: the
+    download would fail with 401 at serve time. A warning, not an error: the token may come later, before serve."""
+    gated = [(i, t) for i, t in enumerate(inv.spec.serving.tiers)
+             if t.model.hf_id and GATED_MODELS.match(t.model.hf_id)]
+    if not gated or (vault.vault_path(inv.path).exists() and vault.password_file(inv.path) is not None
+                     and vault.hf_token(inv.customer, inv.path)):
+        return []
+    shown = display_path(inv.path / "cluster.yml")
+    return [f"{shown}: serving.tiers[{i}].model.hf_id: {t.model.hf_id} is gated on Hugging Face: put a "
+            f"token of an account that accepted its licence in the vault as {vault.HF_TOKEN_VAR} "
+            "(docs/getting-started.md), or serve's download fails with 401" for i, t in gated]

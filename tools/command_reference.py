@@ -1,5 +1,6 @@
-"""Write docs/reference.md: every task of tasks.py with its docstring and flags, read from the invoke collection the
-command line itself parses with (tests/unit/test_command_reference.py compares it with `--list` and each `--help`).
+"""Write docs/reference.md: every task of gridready/commands.py with its docstring and flags, read from the invoke
+collection the command line itself parses with (tests/unit/test_command_reference.py compares it with `--list`
+and each `--help`).
 
     .venv/bin/python tools/command_reference.py           # rewrite docs/reference.md
     .venv/bin/python tools/command_reference.py --check   # exit 1 when the committed page is stale
@@ -17,17 +18,17 @@ PAGE = REPO / "docs" / "reference.md"
 
 HEAD = """# Command reference
 
-Generated from the task collection (`tasks.py`) by `tools/command_reference.py`; `--help <task>` prints the same.
-Every task runs as `invoke <task>` on the inventory chosen by `-f inventories/<customer>/invoke.yaml` or
-`GRIDREADY_INVENTORY`, or as `gridready -i <customer> <task>`; several tasks on one line run in order
-(`invoke provision certify serve`). Exit codes and environment variables: the README's *Exit codes* and
-*Environment*; what each stage writes: `docs/architecture.md`.
+Generated from the task collection (`gridready/commands.py`) by `tools/command_reference.py`; `--help <task>`
+prints the same. Every task runs as `gridready -i <customer> <task>`, from any folder (`GRIDREADY_INVENTORY` names
+the inventory when `-i` is not given; there is no default); several tasks on one line run in order
+(`gridready -i <customer> provision certify serve`). Exit codes and environment variables: the README's *Exit
+codes* and *Environment*; what each stage writes: `docs/architecture.md`.
 
-The `gridready` program adds one flag to invoke's own:
+The program's own flags (before the first task):
 
 | flag | value | what it does |
 |---|---|---|
-| `-i`, `--inventory` | STRING | {inventory} |
+{core}
 """
 
 
@@ -58,9 +59,9 @@ def task_rows(collection: Any) -> list[tuple[str, str, list[tuple[str, str, str]
 
 def _tasks() -> Any:
     sys.path.insert(0, str(REPO))
-    import tasks
+    from gridready import commands
 
-    return tasks
+    return commands
 
 
 def task_names() -> list[str]:
@@ -69,10 +70,12 @@ def task_names() -> list[str]:
 
 def render() -> str:
     tasks = _tasks()
-    from gridready.program import program
+    from gridready.program import make_program
 
-    core = {a.name: a for a in program.core_args()}
-    parts = [HEAD.format(inventory=_cell(core["inventory"].help))]
+    core = make_program().core_args()
+    rows = "\n".join(f"| {_flags(a.names)} | {_value(a) if a.name != 'help' else '[TASK]'} | {_cell(a.help)} |"
+                     for a in core)
+    parts = [HEAD.format(core=rows)]
     for name, doc, rows in task_rows(tasks.ns):
         parts.append(f"\n## `{name}`\n\n{doc}\n")
         if rows:

@@ -225,7 +225,9 @@ CAPTURES: tuple[tuple[str, str, int, str], ...] = (
     ("tests/fixtures/h200x1/probe_quick_after.json", H200, 1, "passthrough"),
     ("docs/examples/h200x1/probe.json", H200, 1, "passthrough"),
 )
-RUNS = "docs/examples/h200x1/accuracy"
+RUNS = "docs/examples/*/accuracy/*/probe.json"  # one-GPU runs on real machines (benchmarks/h200_accuracy_run.sh)
+# the corpus and the captures are the repository's (tests/fixtures, docs/examples): the checkout gridready runs from
+REPOSITORY = Path(__file__).resolve().parents[2]
 
 
 def _sku_of(path: Path) -> str:
@@ -244,7 +246,7 @@ def report(root: Path) -> tuple[list[Row], list[str]]:
     cases = load_corpus(root / "tests" / "fixtures" / "corpus")
     base_q = (root / "tests" / "fixtures" / "h200x1" / "nvidia-smi-q.txt").read_text()
     paths = [(root / p, sku, n, plat) for p, sku, n, plat in CAPTURES]
-    paths += [(p, _sku_of(p), 1, "passthrough") for p in sorted((root / RUNS).glob("*/probe.json"))]
+    paths += [(p, _sku_of(p), 1, "passthrough") for p in sorted(root.glob(RUNS))]
     captures = load_captures(paths)
     problems = [f"corpus: {c.gate} gives {s.value} where {c.verdict} is documented ({c.source}): "
                 f"{c.line.splitlines()[0][:100]}" for c in cases if not agrees(c, s := judge(c, base_q))]

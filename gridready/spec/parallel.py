@@ -9,10 +9,37 @@ result, and vLLM arguments, the Triton plan, the manifests and the benchmark rea
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 from gridready.spec.cluster import NodeGroup
 from gridready.spec.serving import Tier
+
+# A parameter count in a model's name, in billions: Llama-3.1-8B-Instruct, Qwen2.5-0.5B, Llama-3.1-405B-FP8.
+# An expert count before it (Mixtral-8x7B) is no size: such a name reads as unknown.
+SIZE_IN_NAME = re.compile(r"(?<![A-Za-z0-9.])(\d{1,4}(?:\.\d{1,3})?)[Bb](?![A-Za-z0-9])")
+BYTES_PER_PARAM = {None: 2.0, "fp8": 1.0, "modelopt": 1.0, "compressed-tensors": 1.0, "awq": 0.5, "gptq": 0.5}
+WEIGHTS_SHARE = 0.75  # of the memory an engine may take (gpu_memory_utilization): the rest is KV cache and activations
+
+
+def weights_gib(tier: Tier) -> float | None:
+    """The model's weights in GiB, from the parameter count its name gives and the tier's quantization; None when
+    the name gives no size (a local path, a name without one)."""
+    name = (tier.model.hf_id or tier.model.local_path or "").rstrip("/").rsplit("/", 1)[-1]
+    found = SIZE_IN_NAME.findall(name.replace("_", "-"))
+    if not found:
+        return None
+    return float(found[-1]) * 1e9 * BYTES_PER_PARAM.get(tier.quantization, 2.0) / 2**30
+
+
+def nodes_for_weights(tier: Tier, group: NodeGroup) -> int:
+    """The fewest nodes of `group` whose GPUs hold the tier's weights with room for the KV cache: 1 for a model that
+    fits one node, or whose size its name does not give."""
+    gib = weights_gib(tier)
+    if gib is None:
+        return 1
+    per_node = group.gpus_per_node * group.catalog_sku.memory_gib * tier.gpu_memory_utilization * WEIGHTS_SHARE
+    return max(1, math.ceil(gib / per_node))
 
 
 @dataclass(frozen=True)
@@ -33,10 +60,12 @@ class Parallelism:
 
 
 def resolve(tier: Tier, group: NodeGroup, nodes: int) -> Parallelism:
-    """derive TP: the group's GPUs per node (TP stays inside a node's NVLink domain); derive PP: the `nodes` left
-    for the tier divided by its replicas, at least 1 (one pipeline stage per node)."""
+    """derive TP: the group's GPUs per node (TP stays inside a node's NVLink domain); derive PP: one pipeline stage
+    per node the weights need (nodes_for_weights), so a model that fits one node runs on one node: pipeline
+    parallelism across nodes only where the model needs it, never because more nodes are there (`nodes`, the
+    nodes left for the tier, is kept for the callers' placement check)."""
     tp = group.gpus_per_node if tier.tensor_parallel == "derive" else tier.tensor_parallel
-    pp = max(nodes // tier.replicas, 1) if tier.pipeline_parallel == "derive" else tier.pipeline_parallel
+    pp = nodes_for_weights(tier, group) if tier.pipeline_parallel == "derive" else tier.pipeline_parallel
     return Parallelism(tp, pp, group.gpus_per_node)
 
 

@@ -109,8 +109,8 @@ class Tier(BaseModel):
         "derive", description="derive: the GPUs per node (TP stays inside a node's NVLink domain)"
     )
     pipeline_parallel: PositiveInt | Literal["derive"] = Field(
-        "derive", description="derive: the certified nodes of the group divided by replicas"
-    )
+        "derive", description="derive: 1 (a replica on one node), or the nodes the weights need where the model's "
+                              "name gives its size (405B)")
     replicas: PositiveInt = Field(1, description="model replicas; on hosts each is its own Ray cluster")
     max_model_len: PositiveInt = 8192
     gpu_memory_utilization: float = Field(0.9, gt=0, le=1)

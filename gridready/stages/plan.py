@@ -15,6 +15,7 @@ from gridready.artifacts import RunContext, write_json_atomic
 from gridready.inventory import Inventory
 from gridready.provision_vars import role_vars
 from gridready.spec.gates import FABRIC_GATE_NAMES, FLEET_GATE_NAMES, NODE_GATE_NAMES
+from gridready.spec.parallel import resolve
 from gridready.stages import provision, serve
 
 
@@ -78,18 +79,44 @@ def _gates(inv: Inventory) -> list[str]:
     return [g for g in [*nodes, *FLEET_GATE_NAMES, *fabric] if g not in cert.not_applicable]
 
 
+RDMA_KINDS = ("infiniband", "roce")
+
+
+def _tiers(inv: Inventory) -> dict[str, dict[str, Any]]:
+    """Each tier with the values serve will use: TP, PP, nodes per replica and GPUs resolved by the one resolver
+    (gridready.spec.parallel) as if every node of hosts.yml were certified, tiers taking whole nodes in spec
+    order; a warning where pipeline stages would cross nodes without an RDMA NIC."""
+    left = {g.name: len(inv.groups.get(g.name, [])) for g in inv.spec.node_groups}
+    out: dict[str, dict[str, Any]] = {}
+    for t in inv.spec.serving.tiers:
+        group = inv.spec.group(t.node_group) if t.node_group else inv.spec.node_groups[0]
+        assert group is not None  # inventory.load checked every tier's node group
+        par = resolve(t, group, left[group.name])
+        nodes = par.nodes_per_replica * t.replicas
+        left[group.name] = max(left[group.name] - nodes, 0)
+        warnings = []
+        if par.nodes_per_replica > 1 and not any(n.kind in RDMA_KINDS for n in group.nics):
+            warnings.append(f"warning: tier {t.name}: pipeline parallel {par.pipeline} spans "
+                            f"{par.nodes_per_replica} nodes of {group.name}, which has no RDMA NIC (InfiniBand or "
+                            "RoCE): activations cross nodes over TCP; pipeline_parallel: 1 keeps a replica on one "
+                            "node")
+        out[t.name] = {
+            "engine": t.engine, "model": t.model.source, "served_name": t.served_name, "node_group": group.name,
+            "target": inv.spec.serving.target, "tensor_parallel": par.tensor, "pipeline_parallel": par.pipeline,
+            "derived": [k for k in ("tensor_parallel", "pipeline_parallel") if getattr(t, k) == "derive"],
+            "replicas": t.replicas, "nodes_per_replica": par.nodes_per_replica, "nodes": nodes,
+            "gpus": par.world_size * t.replicas, "port": t.port, "warnings": warnings,
+            "placement": "chosen at serve time among the certified nodes of the group"}
+    return out
+
+
 def offline(inv: Inventory) -> dict[str, Any]:
     """The plan from the inventory alone: nothing is contacted."""
     groups = {g.name: role_vars(inv.spec, g) for g in inv.spec.node_groups}
     hosts = {h: {"group": inv.node_group_of(h), "roles": _roles(groups[inv.node_group_of(h)])}
              for h in inv.gpu_hosts() if inv.node_group_of(h) in groups}
     cert = inv.spec.certification
-    tiers = {t.name: {"engine": t.engine, "model": t.model.source, "served_name": t.served_name,
-                      "node_group": t.node_group or inv.spec.node_groups[0].name,
-                      "target": inv.spec.serving.target, "tensor_parallel": t.tensor_parallel,
-                      "pipeline_parallel": t.pipeline_parallel, "replicas": t.replicas, "port": t.port,
-                      "placement": "chosen at serve time among the certified nodes of the group"}
-             for t in inv.spec.serving.tiers}
+    tiers = _tiers(inv)
     return {
         "offline": True,
         "provision": {"hosts": hosts},
@@ -137,9 +164,13 @@ def _print(result: dict[str, Any], as_json: bool, plan_dir: Any) -> None:
         console.info(f"certify: profile {cert['profile']}, DCGM level {cert['dcgm_level']}, "
                      f"{len(cert['gates'])} gates: {', '.join(cert['gates'])}")
         for name, t in result["serve"]["tiers"].items():
+            derived = f" (derived: {', '.join(t['derived'])})" if t["derived"] else ""
             console.info(f"serve {name}: {t['engine']} {t['model']} as {t['served_name']} on {t['node_group']} "
-                         f"({t['target']}), TP {t['tensor_parallel']} x PP {t['pipeline_parallel']}, "
-                         f"{t['replicas']} replica(s), port {t['port']}")
+                         f"({t['target']}), TP {t['tensor_parallel']} x PP {t['pipeline_parallel']}{derived}, "
+                         f"{t['replicas']} replica(s) x {t['nodes_per_replica']} node(s) = {t['gpus']} GPUs, "
+                         f"port {t['port']}")
+            for line in t["warnings"]:
+                console.info(f"  {line}")
     else:
         for host, changes in sorted(result["provision"]["changes"].items()):
             console.info(f"provision {host}: {len(changes)} change(s) pending")

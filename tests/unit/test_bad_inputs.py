@@ -201,6 +201,14 @@ YAML_TYPOS = [
      "inventories/acme/host_vars/gpu01.yml: line "),
 ]
 YAML_TYPOS[1] = ("cluster-unquoted-template-in-list", raw("extra: [a, {{ b }}]\n"), C + "line ")
+# an unknown key names the key it most resembles (difflib), where one is close
+YAML_TYPOS += [
+    ("cluster-key-typo-in-tier", at("serving.tiers.0.tensor_paralel", 4),
+     C + "serving.tiers[0].tensor_paralel: Extra inputs are not permitted (unknown key; did you mean "
+         "'tensor_parallel'?)"),
+    ("cluster-key-typo-top", at("node_group", []), C + "node_group: Extra inputs are not permitted (unknown key; "
+                                                      "did you mean 'node_groups'?)"),
+]
 
 TEMPLATES = [
     ("template-description", at("description", "{{ lookup('pipe', 'id') }}"),
@@ -314,7 +322,9 @@ SERVE_TIME = [
                                                                                       port=8001),
                                                tier(name="cc", tensor_parallel=4, port=8002)),
      C + "serving.tiers[2]: needs 1 whole node(s) of gpu_nodes; 0 left of 2"),
-    ("placement-derive-first", tiers(tier(name="aa", tensor_parallel=8, pipeline_parallel="derive"),
+    # derive's PP is the nodes the weights need: a 671B model in bf16 takes both H200 nodes, none is left
+    ("placement-derive-first", tiers(tier(name="aa", tensor_parallel=8, pipeline_parallel="derive",
+                                          model={"hf_id": "acme/Big-671B-Base", "revision": REV}),
                                      tier(name="bb", tensor_parallel=8, port=8001)),
      C + "serving.tiers[1]: needs 1 whole node(s) of gpu_nodes; 0 left"),
     ("placement-replicas", tiers(tier(name="aa", tensor_parallel=2, replicas=3)),
@@ -446,6 +456,14 @@ LIMITS = [
 ]
 
 PATHS = [
+    # what a plain `invoke` in the inventory's folder would import or read as its own configuration
+    ("inventory-tasks-module", write("tasks.py", "import os\n"), "inventories/acme/tasks.py: (file): an inventory "
+                                                                  "holds data only; invoke would load this module"),
+    ("inventory-tasks-package", write("tasks/__init__.py", ""), "inventories/acme/tasks: (file): an inventory"),
+    ("inventory-invoke-py", write("invoke.py", "x = 1\n"), "inventories/acme/invoke.py: (file): an inventory"),
+    ("inventory-invoke-yml", write("invoke.yml", "tasks: {}\n"), "inventories/acme/invoke.yml: (file): an inventory "
+                                                                  "holds data only; invoke would load this "
+                                                                  "configuration"),
     ("revision-branch", at("serving.tiers.0.model.revision", "main"), T0 + ".model.revision: must be a "
                                                                          "pinned commit"),
     ("revision-tag", at("serving.tiers.0.model.revision", "v1.0"), T0 + ".model.revision"),
@@ -619,6 +637,14 @@ COMMAND_LINE = [
      ["-f", "inventories/acme/invoke.yaml", "validate"], INV_FILE + "gridready.inventory: must be a name"),
     ("invoke-file-unknown-key", _invoke_file("gridready:\n  inventroy: acme\n"),
      ["-f", "inventories/acme/invoke.yaml", "validate"], INV_FILE + "gridready.inventroy: unknown key"),
+    ("invoke-file-invoke-setting", _invoke_file("gridready:\n  inventory: acme\ntasks:\n  executor_class: os.Exec\n"),
+     ["-f", "inventories/acme/invoke.yaml", "validate"], INV_FILE + "tasks: an invoke setting"),
+    ("invoke-file-run-setting", _invoke_file("run:\n  shell: /tmp/x\ngridready:\n  inventory: acme\n"),
+     ["-f", "inventories/acme/invoke.yaml", "validate"], INV_FILE + "run: an invoke setting"),
+    ("invoke-variable", env(INVOKE_TASKS_EXECUTOR_CLASS="os.Exec"), ["validate"],
+     "INVOKE_TASKS_EXECUTOR_CLASS: (environment): an invoke setting, which gridready does not read"),
+    ("inventory-invoke-file-setting", _invoke_file("tasks:\n  collection_name: evil\n"), ["validate"],
+     INV_FILE + "tasks: an invoke setting"),
     ("invoke-file-python", _invoke_file("gridready = {}\n", "invoke.py"),
      ["-f", "inventories/acme/invoke.py", "validate"], "inventories/acme/invoke.py: (file): gridready reads a YAML"),
     ("invoke-file-device", lambda inv, e: (inv / "invoke.yaml").symlink_to("/dev/zero"),
@@ -649,8 +675,10 @@ def test_the_command_line_and_environment_exit_2_with_one_line(tmp_path, case, s
     proc = subprocess.run([sys.executable, "-m", "invoke", "--search-root", str(REPO), *argv], cwd=tmp_path,
                           env=run_env, capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 2, (proc.returncode, proc.stderr)
-    # `validate` runs before every stage and says so; the stage's own refusal follows
-    err = "\n".join(ln for ln in proc.stderr.splitlines() if not (ln.startswith("inventory ") and ": valid (" in ln))
+    # `validate` runs before every stage and says so (with its warnings: a gated model without a token); the
+    # stage's own refusal follows
+    err = "\n".join(ln for ln in proc.stderr.splitlines()
+                    if not (ln.startswith("inventory ") and ": valid (" in ln) and not ln.startswith("warning: "))
     _lines_ok(err, expected)
     assert _files(tmp_path) == before
 

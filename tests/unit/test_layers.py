@@ -33,7 +33,8 @@ LAYERS: dict[str, int] = {
     "pulumi": 8,
     "stages": 9,
     "cli": 10,
-    "program": 11,
+    "commands": 11,
+    "program": 12,
 }
 # The spec's floor: the standard library, pydantic, yaml and these parts of gridready.
 SPEC_MAY_IMPORT = {"catalog"}

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-import tasks
 from gridready import ansible, inventory
+from gridready import commands as tasks
 from gridready.artifacts import RunContext
 from gridready.errors import InvalidInput
 from gridready.stages import plan, provision

@@ -39,13 +39,15 @@ def vllm_tier(**over: Any) -> dict[str, Any]:
 
 @pytest.fixture
 def make_inv(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[..., Inventory]:
-    """make_inv(nodes, tiers, target) -> a loaded inventory named `acme` with nodes gpu01..gpuNN."""
+    """make_inv(nodes, tiers, target) -> a loaded inventory named `acme` with nodes gpu01..gpuNN; without tiers, one
+    vLLM tier whose replica spans every node (pipeline_parallel given: derive puts a 70B model on one node)."""
     monkeypatch.chdir(tmp_path)
 
     def make(nodes: int, tiers: list[dict[str, Any]] | None = None, target: str = "hosts") -> Inventory:
         inv_dir = tmp_path / "inventories" / "acme"
         inv_dir.mkdir(parents=True, exist_ok=True)
-        (inv_dir / "cluster.yml").write_text(yaml.safe_dump(cluster_yml("acme", tiers or [vllm_tier()], target)))
+        tiers = tiers or [vllm_tier(pipeline_parallel=nodes)]
+        (inv_dir / "cluster.yml").write_text(yaml.safe_dump(cluster_yml("acme", tiers, target)))
         hosts = {f"gpu{i:02d}": {"ansible_host": f"10.77.0.{10 + i}"} for i in range(1, nodes + 1)}
         (inv_dir / "hosts.yml").write_text(yaml.safe_dump({"all": {"children": {"gpu_nodes": {"hosts": hosts}}}}))
         # the site's Triton image digests (gridready.inventory.site_pins), as a customer pins them

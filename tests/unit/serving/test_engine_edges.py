@@ -17,7 +17,7 @@ NO_HCA_ENV = {"NCCL_SOCKET_IFNAME": "bond0", "GLOO_SOCKET_IFNAME": "bond0", "NCC
 
 
 def _plan(make_inv, nodes: int, **tier):
-    inv = make_inv(nodes, [vllm_tier(**tier)])
+    inv = make_inv(nodes, [vllm_tier(**{"pipeline_parallel": nodes, **tier})])  # a replica spans the nodes
     cert = topology.read_certification(inv, certified_ledger(inv, inv.gpu_hosts()))
     (plan,) = topology.plan_tiers(inv, cert)
     return inv, cert, plan
@@ -55,11 +55,11 @@ def test_ib_stays_on_where_hcas_certified_and_a_single_node_needs_no_switch(make
 
 
 def test_ray_serve_min_replicas_default_to_the_tiers_replicas(make_inv):
-    _, _, plan = _plan(make_inv, 2, replicas=2)
+    _, _, plan = _plan(make_inv, 2, replicas=2, pipeline_parallel=1)
     assert plan.nodes_per_replica == 1 and plan.tier.autoscaling.min_replicas is None
     auto = vllm.llm_config(plan)["deployment_config"]["autoscaling_config"]
     assert (auto["min_replicas"], auto["max_replicas"]) == (2, 2)
-    _, _, plan = _plan(make_inv, 2, replicas=2, autoscaling={"min_replicas": 1, "max_replicas": 3})
+    _, _, plan = _plan(make_inv, 2, replicas=2, pipeline_parallel=1, autoscaling={"min_replicas": 1, "max_replicas": 3})
     auto = vllm.llm_config(plan)["deployment_config"]["autoscaling_config"]
     assert (auto["min_replicas"], auto["max_replicas"]) == (1, 3)
 

@@ -121,7 +121,7 @@ def test_hosts_target_runs_serve_yml_on_certified_nodes_only(make_inv, write_cer
     captured: dict[str, Any] = {}
     monkeypatch.setattr(serve_deploy.ansible, "run_playbook", _fake_playbook(captured))
     monkeypatch.setenv("GRIDREADY_SERVE_SKIP_BENCH", "1")
-    inv = make_inv(3)
+    inv = make_inv(3, [vllm_tier(pipeline_parallel=2)])
     root = write_certify(inv, ["gpu01", "gpu03"], ["gpu02"])
     result = serve.run(inv, _ctx(root))
     assert result.exit_code == 0, result.messages

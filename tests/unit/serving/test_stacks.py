@@ -15,7 +15,7 @@ from tests.unit.serving.conftest import vllm_tier
 
 @pytest.fixture
 def k8s(make_inv):
-    inv = make_inv(4, [vllm_tier()], target="kubernetes")
+    inv = make_inv(4, [vllm_tier(pipeline_parallel=3)], target="kubernetes")
     cert = topology.read_certification(inv, certified_ledger(inv, ["gpu01", "gpu02", "gpu04"], ["gpu03"]))
     plans = topology.plan_tiers(inv, cert)
     configs = serve_config.stack_configs(inv, cert, plans)

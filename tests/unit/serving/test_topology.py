@@ -17,22 +17,43 @@ def _cert(inv, *args, **kwargs):
     return topology.read_certification(inv, certified_ledger(inv, *args, **kwargs))
 
 
-@pytest.mark.parametrize(("nodes", "pp"), [(1, 1), (2, 2), (4, 4)])
-def test_derive_tp_is_gpus_per_node_and_pp_the_certified_nodes(make_inv, nodes, pp):
-    inv = make_inv(nodes)
+@pytest.mark.parametrize("nodes", [1, 2, 4])
+def test_derive_puts_a_model_that_fits_one_node_on_one_node(make_inv, nodes):
+    """Issue 49: derive once made PP the certified nodes (an 8B or 70B model on two hosts: TP 8 x PP 2, pipeline
+    stages over the network). A model whose weights fit one node runs on one node, however many there are."""
+    inv = make_inv(nodes, [vllm_tier()])
+    (plan,) = topology.plan_tiers(inv, _cert(inv, inv.gpu_hosts()))
+    assert (plan.tensor_parallel, plan.pipeline_parallel, plan.nodes_per_replica, plan.gpus) == (8, 1, 1, 8)
+    assert plan.accelerator_type == "H200"
+    (replica,) = plan.replicas
+    assert replica.nodes == ("gpu01",)
+
+
+@pytest.mark.parametrize(("hf_id", "quantization", "pp"), [
+    ("acme/Big-671B-Base", None, 2),  # 1,250 GiB of bf16 weights: two H200 nodes
+    ("acme/Big-671B-Base", "fp8", 1),  # one byte a parameter: one node
+    ("mistralai/Mixtral-8x7B-v0.1", None, 1),  # an expert count is no size: one node
+])
+def test_derive_spans_nodes_only_for_weights_one_node_cannot_hold(make_inv, hf_id, quantization, pp):
+    tier = vllm_tier(model={"hf_id": hf_id, "revision": "6f6073b423013f6a7d4d9f39144961bfbfbc386b"},
+                     quantization=quantization)
+    inv = make_inv(4, [tier])
+    (plan,) = topology.plan_tiers(inv, _cert(inv, inv.gpu_hosts()))
+    assert (plan.tensor_parallel, plan.pipeline_parallel, plan.nodes_per_replica) == (8, pp, pp)
+
+
+def test_a_replica_spans_the_nodes_pipeline_parallel_names(make_inv):
+    inv = make_inv(4)  # pipeline_parallel: 4
     hosts = inv.gpu_hosts()
     (plan,) = topology.plan_tiers(inv, _cert(inv, hosts))
-    assert (plan.tensor_parallel, plan.pipeline_parallel) == (8, pp)
-    assert plan.nodes_per_replica == nodes
-    assert plan.world_size == 8 * nodes
-    assert plan.accelerator_type == "H200"
+    assert (plan.tensor_parallel, plan.pipeline_parallel, plan.world_size) == (8, 4, 32)
     (replica,) = plan.replicas
     assert replica.head == "gpu01"
     assert list(replica.workers) == hosts[1:]
 
 
 def test_replicas_split_the_nodes_into_ray_clusters(make_inv):
-    inv = make_inv(4, [vllm_tier(replicas=2)])
+    inv = make_inv(4, [vllm_tier(replicas=2, pipeline_parallel=2)])
     (plan,) = topology.plan_tiers(inv, _cert(inv, inv.gpu_hosts()))
     assert plan.pipeline_parallel == 2
     assert [r.nodes for r in plan.replicas] == [("gpu01", "gpu02"), ("gpu03", "gpu04")]
@@ -62,13 +83,15 @@ def test_pipeline_stages_may_share_a_node(make_inv):
     assert (plan.tensor_parallel, plan.pipeline_parallel, plan.nodes_per_replica, plan.gpus) == (4, 2, 1, 8)
 
 
-def test_quarantined_node_is_refused_and_the_tier_sized_on_what_remains(make_inv):
-    inv = make_inv(4)
+def test_quarantined_node_is_refused_and_the_tier_placed_on_what_remains(make_inv):
+    inv = make_inv(4, [vllm_tier(pipeline_parallel=3)])
     cert = _cert(inv, ["gpu01", "gpu02", "gpu04"], ["gpu03"])
     assert cert.quarantined == ["gpu03"]
     (plan,) = topology.plan_tiers(inv, cert)
-    assert plan.pipeline_parallel == 3
-    assert "gpu03" not in plan.nodes
+    assert plan.nodes == ("gpu01", "gpu02", "gpu04")
+    derived = make_inv(2, [vllm_tier()])
+    (one,) = topology.plan_tiers(derived, _cert(derived, ["gpu02"], ["gpu01"]))
+    assert one.nodes == ("gpu02",)
 
 
 def test_too_few_certified_nodes_left_is_exit_5(make_inv):
@@ -107,7 +130,7 @@ def test_only_hcas_that_passed_reach_nccl(make_inv):
 
 
 def test_a_node_whose_hcas_all_failed_stays_out_of_multi_node_tiers(make_inv):
-    inv = make_inv(3)
+    inv = make_inv(3, [vllm_tier(pipeline_parallel=2)])
     cert = _cert(inv, ["gpu01", "gpu02", "gpu03"], hcas={"gpu02": []})
     (plan,) = topology.plan_tiers(inv, cert)
     assert plan.nodes == ("gpu01", "gpu03")

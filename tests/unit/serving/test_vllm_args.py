@@ -12,7 +12,7 @@ from tests.unit.serving.conftest import vllm_tier
 
 
 def _plan(make_inv, nodes: int, **tier):
-    inv = make_inv(nodes, [vllm_tier(**tier)])
+    inv = make_inv(nodes, [vllm_tier(**{"pipeline_parallel": nodes, **tier})])  # a replica spans the nodes
     cert = topology.read_certification(inv, certified_ledger(inv, inv.gpu_hosts()))
     (plan,) = topology.plan_tiers(inv, cert)
     return inv, cert, plan

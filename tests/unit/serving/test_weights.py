@@ -24,7 +24,7 @@ COMMIT = "0e9e39f249a16976918f6564b8830bc894c89659"
 
 
 def _plan(make_inv, nodes: int):
-    inv = make_inv(nodes, [vllm_tier()])
+    inv = make_inv(nodes, [vllm_tier(pipeline_parallel=nodes)])
     cert = topology.read_certification(inv, certified_ledger(inv, inv.gpu_hosts()))
     (plan,) = topology.plan_tiers(inv, cert)
     return inv, cert, plan

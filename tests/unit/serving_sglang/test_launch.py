@@ -21,7 +21,7 @@ def sglang_tier(**over):
 
 
 def _plan(make_inv, nodes: int, **tier):
-    inv = make_inv(nodes, [sglang_tier(**tier)])
+    inv = make_inv(nodes, [sglang_tier(**{"pipeline_parallel": nodes, **tier})])  # a replica spans the nodes
     cert = topology.read_certification(inv, certified_ledger(inv, inv.gpu_hosts()))
     (plan,) = topology.plan_tiers(inv, cert)
     return inv, cert, plan
