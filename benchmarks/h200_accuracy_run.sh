@@ -11,8 +11,8 @@
 # process wall, stage seconds, probe wall), timings.md (min/median/max), accuracy.md and accuracy.json (the per-gate
 # table with these runs), runs.tgz (per run: probe.json, certification.json, summary.json, certify.log),
 # pytest-gpu.txt, run.log.
-# To publish: unpack runs.tgz into docs/examples/h200x1/accuracy/ (run-NN/probe.json is what the table reads) and
-# record the figures in docs/examples/h200x1/README.md.
+# To publish: unpack runs.tgz into docs/examples/<gpu>x1/accuracy/ (h200x1 or h100x1; run-NN/probe.json is what the
+# table reads) and record the figures in that folder's README.md.
 set -uo pipefail
 OUT=${OUT:?set OUT to the directory for the results}
 RUNS=${RUNS:-20}
@@ -29,7 +29,8 @@ export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:$PATH
 
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 case "$gpu" in  # the inventory names the SKU; an H100 machine certifies as the H100 it is (issue 46's H100 runs)
-  *H100*) sed -i 's/sku: H200-SXM-141GB/sku: H100-SXM5-80GB/' inventories/local/cluster.yml ;;
+  *H100*) sed -i 's/sku: H200-SXM-141GB/sku: H100-SXM5-80GB/' inventories/local/cluster.yml; runs=h100x1 ;;
+  *) runs=h200x1 ;;
 esac
 { nvidia-smi -L; nvidia-smi --query-gpu=driver_version --format=csv,noheader
   "$GRIDREADY_PROBE_PYTHON" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'
@@ -38,14 +39,14 @@ esac
 cat "$OUT/machine.txt"
 
 printf 'run\texit\tprocess_s\tstage_s\tprobe_s\tcertified\n' > "$OUT/timings.tsv"
-mkdir -p /tmp/runs docs/examples/h200x1/accuracy
+mkdir -p /tmp/runs docs/examples/$runs/accuracy
 last=0
 for i in $(seq -w 1 "$RUNS"); do
   if [ $(( $(elapsed) + last )) -gt $(( BUDGET_S - SUITE_S )) ]; then echo "budget: stopped before run $i"; break; fi
   id="acc46-run-$i" dir=/tmp/runs/run-$i
   mkdir -p "$dir"
   s=$(date +%s.%N)
-  GRIDREADY_RUN_ID=$id python3 -m invoke -f inventories/local/invoke.yaml certify --force --json \
+  GRIDREADY_RUN_ID=$id python3 -m gridready.program -i local certify --force --json \
     >"$dir/summary.json" 2>"$dir/certify.log"
   rc=$?
   wall=$(python3 -c "import time; print(round(time.time() - $s, 1))")
@@ -66,8 +67,8 @@ s, p, c = read("summary.json"), read("probe.json"), read("certification.json")
 print(f"{run}\t{rc}\t{wall}\t{s.get('seconds')}\t{p.get('wall_s')}\t{c.get('certified')}")
 PY
   tail -1 "$OUT/timings.tsv"
-  [ -f "$dir/probe.json" ] && mkdir -p "docs/examples/h200x1/accuracy/run-$i" \
-    && cp "$dir/probe.json" "docs/examples/h200x1/accuracy/run-$i/probe.json"
+  [ -f "$dir/probe.json" ] && mkdir -p "docs/examples/$runs/accuracy/run-$i" \
+    && cp "$dir/probe.json" "docs/examples/$runs/accuracy/run-$i/probe.json"
 done
 
 python3 - "$OUT/timings.tsv" >"$OUT/timings.md" <<'PY'
@@ -82,8 +83,8 @@ for key in ("process_s", "stage_s", "probe_s"):
 PY
 cat "$OUT/timings.md"
 
-python3 -m invoke -f inventories/local/invoke.yaml certify --accuracy >"$OUT/accuracy.md"; echo "accuracy: exit $?"
-python3 -m invoke -f inventories/local/invoke.yaml certify --accuracy --json >"$OUT/accuracy.json" 2>/dev/null
+python3 -m gridready.program -i local certify --accuracy >"$OUT/accuracy.md"; echo "accuracy: exit $?"
+python3 -m gridready.program -i local certify --accuracy --json >"$OUT/accuracy.json" 2>/dev/null
 tar czf "$OUT/runs.tgz" -C /tmp/runs .
 
 left=$(( BUDGET_S - $(elapsed) - 15 ))

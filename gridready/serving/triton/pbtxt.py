@@ -11,12 +11,12 @@ import difflib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
-
-from google.protobuf import text_format
-from tritonclient.grpc import model_config_pb2
+from typing import TYPE_CHECKING, Any
 
 from gridready.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from tritonclient.grpc import model_config_pb2
 
 PLACEHOLDER = re.compile(r"\$\{[^}]*\}")
 # Map fields of ModelConfig (and of ensemble steps): written as repeated {key value} entries.
@@ -87,6 +87,11 @@ def dumps(msg: Mapping[str, Any]) -> str:
 
 def parse(text: str, source: str) -> model_config_pb2.ModelConfig:
     """Parse config.pbtxt text; a bad field, enum or syntax raises RepositoryError `source:line:col: ...`."""
+    # imported on use: the Triton package is imported wherever its pins are read (the sandbox's images, a GPU
+    # machine's test run), which need neither protobuf nor tritonclient
+    from google.protobuf import text_format
+    from tritonclient.grpc import model_config_pb2
+
     cfg = model_config_pb2.ModelConfig()
     try:
         text_format.Parse(text, cfg)
@@ -127,6 +132,8 @@ def render(msg: Mapping[str, Any], source: str, known_parameters: frozenset[str]
     check_placeholders(text, source)
     cfg = parse(text, source)
     check_parameters(cfg, known_parameters, source)
+    from google.protobuf import text_format
+
     canonical = text_format.MessageToString(cfg)
     parse(canonical, source)  # the round trip must hold
     return canonical, cfg
