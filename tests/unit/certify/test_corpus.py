@@ -89,7 +89,7 @@ def test_report_names_each_misjudged_line_and_false_fail(tmp_path: Path) -> None
     (tmp_path / "tests/fixtures/corpus").mkdir(parents=True)
     wrong = CORPUS[0].model_copy(update={"verdict": "fail"})
     (tmp_path / "tests/fixtures/corpus/c.yml").write_text(json.dumps({"cases": [wrong.model_dump(exclude_none=True)]}))
-    run = tmp_path / accuracy.RUNS / "run-01" / "probe.json"
+    run = tmp_path / "docs/examples/h200x1/accuracy/run-01/probe.json"
     run.parent.mkdir(parents=True)
     doc = json.loads((ROOT / "tests/fixtures/h200x1/probe_quick_after.json").read_text())
     run.write_text(json.dumps({**doc, "kernel_log": {"source": "dmesg", "lines": 0}}))
