@@ -23,7 +23,7 @@ from gridready.inventory import Inventory
 from gridready.serving import mpi_ssh, topology
 from gridready.serving.topology import Certification, TierPlan
 from gridready.spec import API_KEY_ENGINES
-from gridready.stages import serve_config, serve_router
+from gridready.stages import serve_config, serve_k8s_wait, serve_router
 from gridready.stages.common import outcome_from_playbook
 from gridready.stages.serve_config import STAGE
 from gridready.yamlio import YamlError, read_capped
@@ -161,5 +161,9 @@ def kubernetes(inv: Inventory, ctx: RunContext, cert: Certification, plans: list
         outputs[stack] = gpulumi.up(stack, inv.customer, config, wanted, state, preview=ctx.check,
                                     on_output=_pulumi_line(stack))
     data["pulumi"] = outputs
+    if not ctx.check:  # pulumi up returns before the custom resources serve (pulumi-kubernetes #3143)
+        serve_k8s_wait.after_up(secrets["kubeconfig"], f"{topology.cluster_file(inv)}: serving.kubeconfig",
+                                stage_dir / "render" / "serving" / "manifests.yaml",
+                                inv.spec.serving.ready_timeout_s, data, messages)
     messages.append("kubernetes: bench runs from inside the cluster (endpoints are ClusterIP Services)")
     return "success", ExitCode.OK

@@ -81,6 +81,8 @@ def test_kubernetes_target_with_the_cli_goes_through_the_automation_api(make_inv
 
     monkeypatch.setattr(serve_deploy.gpulumi, "cli_available", lambda: True)
     monkeypatch.setattr(serve_deploy.gpulumi, "up", up)
+    # the wait for the tiers after `up` has its own tests (test_k8s_wait.py, through a fake API)
+    monkeypatch.setattr(serve_deploy.serve_k8s_wait, "after_up", lambda *a, **k: None)
     monkeypatch.setenv("GRIDREADY_HF_TOKEN", "hf_from_the_environment")  # not a source: the vault only
     inv = make_inv(1, target="kubernetes")
     (inv.path / "kubeconfig.yml").write_text("apiVersion: v1\nkind: Config\n")
