@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from gridready.errors import InvalidInput
-from gridready.serving import weights
+from gridready.serving import k8s_startup, weights
 from gridready.serving.topology import Certification, CertifiedNode, TierPlan, common_hcas, rdma_hcas
 from gridready.spec.rules import tier_ports
 from gridready.spec.serving import ServingSpec
@@ -308,7 +308,8 @@ def serving_stack_config(
                 "worker_cpu": k.worker_cpu,
                 "worker_memory": k.worker_memory,
                 "upgrade_strategy": k.upgrade_strategy,
-                "initializing_timeout": k.initializing_timeout,
+                "initializing_timeout": (k.initializing_timeout
+                                         or k8s_startup.initializing_timeout(tier.model, k.hub_bandwidth_mbps)),
                 "gpu_product_label": k.gpu_product_label,
             })
         elif tier.engine == "triton-trtllm":

@@ -42,6 +42,9 @@ class ModelSource(BaseModel):
     hf_id: str | None = Field(None, description="Hugging Face id, e.g. meta-llama/Llama-3.1-8B-Instruct")
     revision: str | None = Field(None, description="pinned commit of the Hugging Face repository")
     local_path: str | None = Field(None, description="a path present on every node instead of hf_id")
+    weights_gb: PositiveFloat | None = Field(
+        None, description="size of the weights on disk, GB; unset: from the parameter count in the name (70B: "
+                          "140 GB at bf16). Kubernetes: sizes KubeRay's initializing timeout")
 
     @model_validator(mode="after")
     def _one_source(self) -> ModelSource:
@@ -234,7 +237,12 @@ class KubernetesServing(BaseModel):
     upgrade_strategy: Literal["None", "NewCluster"] = Field(
         "None", description="None on fixed pools; NewCluster needs twice the GPUs during an upgrade"
     )
-    initializing_timeout: str = Field("30m", pattern=r"^\d+[smh]$", description="ray.io/initializing-timeout")
+    initializing_timeout: str | None = Field(
+        None, pattern=r"^\d+[smh]$",
+        description="ray.io/initializing-timeout; unset: from each tier's model size and hub_bandwidth_mbps "
+                    "(gridready/serving/k8s_startup.py)")
+    hub_bandwidth_mbps: PositiveInt = Field(
+        1000, description="Hugging Face download bandwidth of a GPU node, Mbit/s: sizes the initializing timeout")
     gpu_operator_version: str = Field("v25.10.1", description="NVIDIA GPU Operator Helm chart version")
     kuberay_version: str = Field(KUBERAY_VERSION, description="KubeRay operator Helm chart version")
     kubernetes_version: str = Field("1.32", pattern=r"^1\.\d+$", description="schemas used to validate manifests")
