@@ -328,4 +328,5 @@ def serving_stack_config(
             })
     return {"customer": customer, "namespace": k.namespace, "hf_token_secret": k.hf_token_secret,
             "clients": list(serving.firewall_clients), "client_namespaces": list(k.client_namespaces),
+            "monitoring_namespaces": list(k.monitoring_namespaces),
             "vllm_tiers": vllm_tiers, "triton_tiers": triton_tiers}

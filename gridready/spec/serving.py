@@ -221,6 +221,10 @@ class KubernetesServing(BaseModel):
         description="namespaces whose pods may reach the tiers' serving ports (the Gateway's, Prometheus'); the "
                     "tiers' NetworkPolicies admit these and serving.firewall_clients, and nothing else",
     )
+    monitoring_namespaces: list[Annotated[str, StringConstraints(pattern=NAMESPACE)]] = Field(
+        default_factory=lambda: ["monitoring"],
+        description="namespaces of the Prometheus that scrapes the tiers (kube-prometheus-stack's): the tiers' "
+                    "NetworkPolicies admit them to each tier's metrics port only")
     rdma_resource: str | None = Field("rdma/ib", description="device-plugin resource per worker pod; null: none")
     socket_ifname: str = Field("eth0", description="pod interface for NCCL/Gloo bootstrap sockets")
     gpu_product_label: str | None = Field(None, description="nodeSelector nvidia.com/gpu.product, e.g. NVIDIA-H200")

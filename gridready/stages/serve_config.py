@@ -183,7 +183,8 @@ def render_manifests(inv: Inventory, cert: Certification, plans: list[TierPlan],
     k = inv.spec.serving.kubernetes
     monitors = kubernetes_monitors(inv.customer, [p.tier for p in plans], k.namespace)
     errors += consistency.check([*docs, *monitors], releases,
-                                external_controllers={"monitoring.coreos.com": "the customer's Prometheus operator"})
+                                external_controllers={"monitoring.coreos.com": "the customer's Prometheus operator"},
+                                monitoring_namespaces=k.monitoring_namespaces)
     if errors:
         raise GridreadyError("rendered manifests do not validate:\n" + "\n".join(errors), ExitCode.STAGE_FAILED)
     return {"files": written, "counts": counts, "validated_against": f"kubernetes {k8s_version} + CRDs"}

@@ -68,6 +68,8 @@ class ServingConfig(BaseModel):
     clients: list[str] = Field(default_factory=list, description="CIDRs admitted to the serving ports")
     client_namespaces: list[str] = Field(default_factory=list, description="namespaces admitted to the serving ports")
     kuberay_namespace: str = Field("kuberay-system", description="the KubeRay operator's namespace")
+    monitoring_namespaces: list[str] = Field(
+        default_factory=list, description="Prometheus' namespaces, admitted to each tier's scraped metrics port")
     vllm_tiers: list[RayServiceTier] = Field(default_factory=list)
     triton_tiers: list[dict[str, Any]] = Field(default_factory=list, description="opaque to this module")
     sglang_tiers: list[dict[str, Any]] = Field(default_factory=list, description="gridready/stacks/serving/sglang.py")
@@ -215,6 +217,12 @@ class VllmRayService(pulumi.ComponentResource):
         self.register_outputs({"endpoint": self.endpoint, "served_name": tier.served_name})
 
 
+def triton_metrics_port(ports: dict[str, int]) -> int:
+    """The port a Triton tier's ServiceMonitor scrapes (gridready.monitoring.prometheus): `metrics`, or the
+    OpenAI frontend's port where Triton serves it."""
+    return ports.get("metrics") or ports.get("openai") or next(iter(ports.values()))
+
+
 def build_triton(tier: dict[str, Any], namespace: str, hf_secret: str, parent: pulumi.Resource) -> Any:
     """Hand a Triton tier to gridready/stacks/serving/triton.py (`build_tier`, see docs/serving.md)."""
     return triton.build_tier(tier, namespace=namespace, hf_secret=hf_secret,
@@ -276,10 +284,11 @@ class ServingTiers(pulumi.ComponentResource):
                        if config.router else None)
         fronted = front.LABELS if self.router else None
         self.policies = [self._policy(config, t.name, [METRICS_PORT] if fronted else [SERVE_PORT, METRICS_PORT],
-                                      config.kuberay_namespace, fronted, [SERVE_PORT])
+                                      config.kuberay_namespace, fronted, [SERVE_PORT], [METRICS_PORT])
                          for t in config.vllm_tiers]
-        self.policies += [self._policy(config, c.config.name, list(c.config.ports.values())) for c in self.triton]
-        self.policies += [self._policy(config, t["name"], [t["port"]], None, fronted, [t["port"]])
+        self.policies += [self._policy(config, c.config.name, list(c.config.ports.values()),
+                                       metrics_ports=[triton_metrics_port(c.config.ports)]) for c in self.triton]
+        self.policies += [self._policy(config, t["name"], [t["port"]], None, fronted, [t["port"]], [t["port"]])
                           for t in config.sglang_tiers]
         if self.router:  # the front itself: the clients reach its port, nothing else
             rules = network.ingress_rules(front.LABELS, [config.router.get("port", 4000)], config.clients,
@@ -297,10 +306,12 @@ class ServingTiers(pulumi.ComponentResource):
         self.register_outputs({"endpoints": self.endpoints})
 
     def _policy(self, config: ServingConfig, tier: str, ports: list[int], operator_ns: str | None = None,
-                front_labels: dict[str, str] | None = None, front_ports: list[int] | None = None) -> Any:
+                front_labels: dict[str, str] | None = None, front_ports: list[int] | None = None,
+                metrics_ports: list[int] | None = None) -> Any:
         labels = {TIER_LABEL: tier}
         rules = network.ingress_rules(labels, ports, config.clients, config.client_namespaces, operator_ns,
-                                      front_labels, front_ports or [])
+                                      front_labels, front_ports or [], config.monitoring_namespaces,
+                                      metrics_ports or [])
         return network.tier_policy(tier, config.namespace, labels, rules, self)
 
 

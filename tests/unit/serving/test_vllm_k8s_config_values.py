@@ -40,7 +40,8 @@ def test_the_example_vllm_tier_is_one_two_node_replica_of_tp8_pp2(acme_k8s):
     cfg = vllm.serving_stack_config(inv.customer, inv.spec.serving, cert, plans)
     assert {k: v for k, v in cfg.items() if k not in ("vllm_tiers", "triton_tiers")} == {
         "customer": "acme-h200-k8s", "namespace": "gridready-serving", "hf_token_secret": "hf-token",
-        "clients": ["192.0.2.0/24"], "client_namespaces": ["gateway-system"]}
+        "clients": ["192.0.2.0/24"], "client_namespaces": ["gateway-system"],
+        "monitoring_namespaces": ["monitoring"]}
     (tier,) = cfg["vllm_tiers"]
     llm = tier.pop("llm_config")
     assert tier == {
