@@ -112,10 +112,14 @@ def _names(value: str | None) -> tuple[str, ...]:
                                       "roll back (exit 3)",
                             "weight": "the canary's share of its route in % (1..99, default 10)",
                             "down": "take the tiers down: stop and disable the serving units on the hosts (the "
-                                    "firewall stays), or destroy the serving stack on Kubernetes"})
+                                    "firewall stays), or destroy the serving stack on Kubernetes (its weights and "
+                                    "engine-cache claims are kept)",
+                            "purge-volumes": "with --down on Kubernetes: delete the kept weights and engine-cache "
+                                             "claims too (the next serve downloads and builds again)"})
 @cli.guarded
 def serve(c: Context, check: bool = False, limit: str | None = None, render: bool = False,
-          json: bool = False, canary: str | None = None, weight: str | None = None, down: bool = False) -> None:
+          json: bool = False, canary: str | None = None, weight: str | None = None, down: bool = False,
+          purge_volumes: bool = False) -> None:
     """Deploy the serving tiers on certified nodes, then readiness, smoke, benchmark and SLO gate."""
     from gridready.stages import serve as stage
     from gridready.stages import serve_canary
@@ -126,8 +130,12 @@ def serve(c: Context, check: bool = False, limit: str | None = None, render: boo
 
         if render or canary or weight:
             raise InvalidInput("--down: (command line): takes no --render, --canary or --weight")
-        _stage(c, serve_down.run, check=check, limit=limit, json=json)
+        _stage(c, serve_down.run, check=check, limit=limit, json=json, purge_volumes=purge_volumes)
         return
+    if purge_volumes:
+        from gridready.errors import InvalidInput
+
+        raise InvalidInput("--purge-volumes: (command line): only with --down")
     pct = serve_canary.check_flags(_inv(c), canary, weight)
     _stage(c, stage.run, check=check, limit=limit, render=render, json=json, canary=canary, canary_weight=pct)
 

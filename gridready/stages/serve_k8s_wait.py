@@ -104,17 +104,21 @@ class ApiReader:
             raise InvalidInput(f"{where}: the cluster's CA or the client certificate cannot be used: {err}") from None
         return ctx
 
-    def __call__(self, watch: Watch) -> Mapping[str, Any] | None:
-        request = urllib.request.Request(self.server + object_path(watch), headers=self.headers)
+    def call(self, method: str, path: str, what: str) -> Mapping[str, Any] | None:
+        """One request (JSON answer); None on 404; StageFailed naming `what` otherwise."""
+        request = urllib.request.Request(self.server + path, headers=self.headers, method=method)
         try:
             with urllib.request.urlopen(request, timeout=REQUEST_TIMEOUT_S, context=self.context) as answer:
                 return json.loads(answer.read())  # type: ignore[no-any-return]
         except urllib.error.HTTPError as err:
             if err.code == 404:
                 return None
-            raise StageFailed(f"Kubernetes API: GET {watch.ref}: HTTP {err.code} {err.reason}") from None
+            raise StageFailed(f"Kubernetes API: {method} {what}: HTTP {err.code} {err.reason}") from None
         except (urllib.error.URLError, OSError, ValueError) as err:
-            raise StageFailed(f"Kubernetes API {self.server}: GET {watch.ref}: {err}") from None
+            raise StageFailed(f"Kubernetes API {self.server}: {method} {what}: {err}") from None
+
+    def __call__(self, watch: Watch) -> Mapping[str, Any] | None:
+        return self.call("GET", object_path(watch), watch.ref)
 
 
 def wait_ready(read: Reader, watches: list[Watch], *, poll_s: float = POLL_S,

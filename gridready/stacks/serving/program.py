@@ -223,10 +223,11 @@ def triton_metrics_port(ports: dict[str, int]) -> int:
     return ports.get("metrics") or ports.get("openai") or next(iter(ports.values()))
 
 
-def build_triton(tier: dict[str, Any], namespace: str, hf_secret: str, parent: pulumi.Resource) -> Any:
+def build_triton(tier: dict[str, Any], namespace: str, hf_secret: str, parent: pulumi.Resource,
+                 claims_provider: pulumi.ProviderResource | None = None) -> Any:
     """Hand a Triton tier to gridready/stacks/serving/triton.py (`build_tier`, see docs/serving.md)."""
     return triton.build_tier(tier, namespace=namespace, hf_secret=hf_secret,
-                             opts=pulumi.ResourceOptions(parent=parent))
+                             opts=pulumi.ResourceOptions(parent=parent), claims_provider=claims_provider)
 
 
 class ServingTiers(pulumi.ComponentResource):
@@ -234,7 +235,8 @@ class ServingTiers(pulumi.ComponentResource):
 
     def __init__(self, name: str, config: ServingConfig, hf_token: pulumi.Input[str],
                  api_key: pulumi.Input[str], opts: pulumi.ResourceOptions | None = None, *,
-                 mpi_ssh_keys: pulumi.Input[str] | None = None, router_keys: pulumi.Input[str] | None = None) -> None:
+                 mpi_ssh_keys: pulumi.Input[str] | None = None, router_keys: pulumi.Input[str] | None = None,
+                 claims_provider: pulumi.ProviderResource | None = None) -> None:
         super().__init__("gridready:serving:ServingTiers", name, None, opts)
         self.hf_secret = k8s.core.v1.Secret(
             "hf-token",
@@ -274,7 +276,8 @@ class ServingTiers(pulumi.ComponentResource):
         after = pulumi.ResourceOptions(parent=self, depends_on=secrets)
         self.vllm = [VllmRayService(t.name, t, config.namespace, config.hf_token_secret, config.api_key_secret,
                                     after) for t in config.vllm_tiers]
-        self.triton = [build_triton(t, config.namespace, config.hf_token_secret, self) for t in config.triton_tiers]
+        self.triton = [build_triton(t, config.namespace, config.hf_token_secret, self, claims_provider)
+                       for t in config.triton_tiers]
         self.sglang = [sglang.build_tier(t, namespace=config.namespace, hf_secret=config.hf_token_secret, opts=after)
                        for t in config.sglang_tiers]
         # Ray Serve LLM checks no key: with the front, a vLLM tier's Serve port admits the router's pods only and
@@ -320,8 +323,11 @@ def program() -> None:
     cfg = pulumi.Config()
     config = ServingConfig.model_validate(cfg.require_object("stack"))
     provider = k8s.Provider("k8s", kubeconfig=cfg.require_secret("kubeconfig"), enable_server_side_apply=True)
+    # the kept claims only (triton.KEPT_VOLUME_LABEL): adopted again after `serve --down` instead of AlreadyExists
+    claims = k8s.Provider("k8s-kept-claims", kubeconfig=cfg.require_secret("kubeconfig"),
+                          enable_server_side_apply=True, upsert_existing_objects=True)
     tiers = ServingTiers(config.customer, config, cfg.require_secret("hfToken"), cfg.require_secret("vllmApiKey"),
                          pulumi.ResourceOptions(providers=[provider]), mpi_ssh_keys=cfg.require_secret("mpiSshKeys"),
-                         router_keys=cfg.require_secret("routerKeys"))
+                         router_keys=cfg.require_secret("routerKeys"), claims_provider=claims)
     pulumi.export("endpoints", tiers.endpoints)
     pulumi.export("namespace", config.namespace)

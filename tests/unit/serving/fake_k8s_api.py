@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import unquote
 
 TOKEN = "fake-token"
 
@@ -35,18 +36,23 @@ def rayservice(name: str, ready: str, reason: str, message: str = "") -> dict[st
 
 
 @contextmanager
-def serve(objects: dict[str, dict[str, Any]]) -> Iterator[str]:
-    """objects: API path -> object. Yields the server's URL."""
-    seen: list[str] = []
+def serve(objects: dict[str, dict[str, Any]], seen: list[str] | None = None) -> Iterator[str]:
+    """objects: API path (with its query, for a list) -> object; DELETE removes one. Yields the server's URL;
+    `seen` collects "METHOD path" of every request."""
+    seen = [] if seen is None else seen
 
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            seen.append(self.path)
+        def do_DELETE(self) -> None:
+            self.do_GET(objects.pop(unquote(self.path), None))
+
+        def do_GET(self, deleted: dict[str, Any] | None = None) -> None:
+            path = unquote(self.path)  # as the API server reads a query's escaped label selector
+            seen.append(f"{self.command} {path}")
             if self.headers.get("Authorization") != f"Bearer {TOKEN}":
                 self.send_response(401)
                 self.end_headers()
                 return
-            body = objects.get(self.path)
+            body = deleted if self.command == "DELETE" else objects.get(path)
             self.send_response(200 if body is not None else 404)
             self.send_header("Content-Type", "application/json")
             self.end_headers()
