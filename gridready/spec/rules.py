@@ -375,7 +375,30 @@ def placement(spec: ClusterSpec, nodes: dict[str, int]) -> Iterator[tuple[str, s
         left[group.name] = have - need
 
 
+def triton_nodes(spec: ClusterSpec, nodes: dict[str, int]) -> Iterator[tuple[str, str]]:
+    """A Triton TRT-LLM tier across nodes needs MPI between containers: on hosts the role runs one node only
+    (roles/gridready_triton_trtllm asserts it, after the weights download), and on Kubernetes mpirun reaches the
+    LeaderWorkerSet's workers over ssh, which the stock tritonserver image cannot serve (no sshd)."""
+    for i, tier in enumerate(spec.serving.tiers):
+        group = spec.group(tier.node_group) if tier.node_group else spec.node_groups[0]
+        if tier.engine != "triton-trtllm" or group is None:
+            continue
+        span = resolve(tier, group, nodes.get(group.name, 0) or 1).nodes_per_replica
+        if span <= 1:
+            continue
+        where = f"serving.tiers[{i}]"
+        if spec.serving.target == "hosts":
+            yield where, (f"a Triton TRT-LLM replica across {span} nodes runs only on target kubernetes (a "
+                          "LeaderWorkerSet): on hosts the role serves one node per replica; lower tensor_parallel x "
+                          "pipeline_parallel to one node's GPUs")
+        elif spec.serving.kubernetes.triton_mpi_image is None:
+            yield where, (f"a Triton TRT-LLM replica across {span} nodes needs serving.kubernetes.triton_mpi_image: "
+                          "mpirun starts the workers' ranks over ssh and the stock tritonserver image has no sshd "
+                          "(build one with docs/kubernetes.md's recipe)")
+
+
 def check(spec: ClusterSpec, nodes: dict[str, int]) -> list[tuple[str, str]]:
     """Every rule but placement, which inventory.load runs last, once nothing else is wrong (its message
     assumes tiers that each fit their group)."""
-    return [*one_line(spec), *field_patterns(spec), *ranges(spec), *hardware(spec), *cross_tier(spec, nodes)]
+    return [*one_line(spec), *field_patterns(spec), *ranges(spec), *hardware(spec), *cross_tier(spec, nodes),
+            *triton_nodes(spec, nodes)]

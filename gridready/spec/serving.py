@@ -247,6 +247,11 @@ class KubernetesServing(BaseModel):
                     "(gridready/serving/k8s_startup.py)")
     hub_bandwidth_mbps: PositiveInt = Field(
         1000, description="Hugging Face download bandwidth of a GPU node, Mbit/s: sizes the initializing timeout")
+    triton_mpi_image: str | None = Field(
+        None, pattern=IMAGE_REF,
+        description="multi-node Triton tiers: an image built FROM the tier's pinned tritonserver image with "
+                    "openssh-server and openssh-client and a checked /opt/hpcx/ompi/bin/mpirun (docs/kubernetes.md "
+                    "recipe); the stock image has no sshd, so without it such a tier is refused at validate")
     gpu_operator_version: str = Field("v25.10.1", description="NVIDIA GPU Operator Helm chart version")
     kuberay_version: str = Field(KUBERAY_VERSION, description="KubeRay operator Helm chart version")
     kubernetes_version: str = Field("1.32", pattern=r"^1\.\d+$", description="schemas used to validate manifests")

@@ -146,6 +146,7 @@ def stack_configs(inv: Inventory, cert: Certification, plans: list[TierPlan], ro
             triton_stack.tier_config(triton.plan_for(p, site_pins=site_pins(inv.path),
                                                      source=topology.cluster_file(inv)), k.namespace,
                                      env=vllm.pod_env(p, cert, serving), rdma_resource=k.rdma_resource,
+                                     mpi_image=k.triton_mpi_image,
                                      gpu_product_label=k.gpu_product_label, storage_class=k.storage_class,
                                      weights_size=k.weights_volume_size, engine_cache_size=k.engine_cache_size,
                                      engine_cache_access_mode=k.pvc_access_mode)

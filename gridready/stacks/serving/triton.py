@@ -79,9 +79,10 @@ class TritonTierConfig(BaseModel):
 
 
 def tier_config(plan: TritonPlan, namespace: str, *, env: dict[str, str] | None = None,
-                **options: Any) -> dict[str, Any]:
+                mpi_image: str | None = None, **options: Any) -> dict[str, Any]:
     """The stack config entry of one tier, from its plan (options: the optional fields of TritonTierConfig);
-    `env` reaches every pod and, through mpirun -x, every remote rank."""
+    `env` reaches every pod and, through mpirun -x, every remote rank. `mpi_image`: a multi-node tier's image
+    (serving.kubernetes.triton_mpi_image: the pinned one plus sshd, validate refuses the tier without it)."""
     env = dict(env or {})
     repo = triton.render_repository(plan)
     build = triton.build_script(plan).text if plan.mode == "engine" else ""
@@ -92,7 +93,7 @@ def tier_config(plan: TritonPlan, namespace: str, *, env: dict[str, str] | None 
         served_model=repo.manifest["served_model"],
         mode=plan.mode,
         frontend=plan.settings.frontend,
-        image=plan.release.image_ref,
+        image=mpi_image if plan.nodes > 1 and mpi_image else plan.release.image_ref,
         nodes=plan.nodes,
         gpus_on_node=plan.gpus_on_node,
         world_size=plan.world_size,
