@@ -22,7 +22,7 @@ from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory
 from gridready.serving import topology
 from gridready.serving.topology import Certification
-from gridready.stages import serve_canary, serve_config, serve_deploy, serve_verify
+from gridready.stages import serve_canary, serve_config, serve_deploy, serve_render_hosts, serve_verify
 from gridready.stages.common import Timer
 from gridready.stages.serve_config import STAGE
 
@@ -70,6 +70,8 @@ def run(inv: Inventory, ctx: RunContext) -> ServeSummary:
                 status, code = serve_verify.verify_tiers(inv, ctx, cert, plans, data, messages, stage=STAGE)
             if code == ExitCode.OK and not ctx.check and ctx.canary:
                 status, code = serve_canary.on_hosts(inv, ctx, cert, plans, data, messages)
+        elif inv.spec.serving.target == "hosts":  # --render: what the hosts would run, never manifests
+            status, code = serve_render_hosts.render(inv, ctx, cert, plans, data, messages)
         else:
             status, code = serve_deploy.kubernetes(inv, ctx, cert, plans, data, messages)
     except GridreadyError as err:
