@@ -163,6 +163,9 @@ def field_patterns(spec: ClusterSpec) -> Iterator[tuple[str, str]]:
             yield from _no_traversal(tier.embedding.model_file, f"{key}.embedding.model_file")
         for j, adapter in enumerate(tier.lora_adapters):
             where = f"{key}.lora_adapters[{j}].path"
+            if serving.target == "kubernetes" and tier.engine == "sglang":
+                yield from _sglang_k8s_adapter(adapter.path, where, serving.kubernetes.model_cache_path)
+                continue
             remote = serving.target == "kubernetes" and OBJECT_URI.fullmatch(adapter.path)
             if not (ABS_PATH.fullmatch(adapter.path) or HF_ID.fullmatch(adapter.path) or remote):
                 yield where, ("must be an absolute path or a Hugging Face repo id" +
@@ -171,6 +174,23 @@ def field_patterns(spec: ClusterSpec) -> Iterator[tuple[str, str]]:
             elif not remote:
                 yield from _no_traversal(adapter.path, where)
         yield from engine_args(key, tier.extra_engine_args)
+
+
+def _sglang_k8s_adapter(path: str, where: str, cache: str) -> Iterator[tuple[str, str]]:
+    """What an SGLang pod can load as a LoRA adapter. SGLang 0.5.19 loads `--lora-paths name=path` from a local
+    directory and takes any other path for a Hugging Face repository id (it has no object-storage loader), and its
+    pods mount only the node's Hugging Face cache (serving.kubernetes.model_cache_path)."""
+    if OBJECT_URI.fullmatch(path):
+        yield where, ("SGLang loads no adapter from object storage (a path that is no local directory is taken "
+                      "for a Hugging Face repo id): use a Hugging Face repo id, or sync the adapter into "
+                      f"serving.kubernetes.model_cache_path ({cache}) on every node and name that directory")
+    elif ABS_PATH.fullmatch(path) and not (path.rstrip("/") + "/").startswith(cache.rstrip("/") + "/"):
+        yield where, (f"the SGLang pods mount only the node's Hugging Face cache ({cache}, "
+                      "serving.kubernetes.model_cache_path): a node-local adapter must lie beneath it")
+    elif not (ABS_PATH.fullmatch(path) or HF_ID.fullmatch(path)):
+        yield where, "must be a Hugging Face repo id or an absolute path beneath serving.kubernetes.model_cache_path"
+    else:
+        yield from _no_traversal(path, where)
 
 
 def mirror_trust(spec: ClusterSpec) -> Iterator[tuple[str, str]]:
