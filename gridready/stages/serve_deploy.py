@@ -23,7 +23,7 @@ from gridready.inventory import Inventory
 from gridready.serving import mpi_ssh, topology
 from gridready.serving.topology import Certification, TierPlan
 from gridready.spec import API_KEY_ENGINES
-from gridready.stages import serve_config, serve_k8s_wait, serve_router
+from gridready.stages import serve_config, serve_k8s_bucket, serve_k8s_wait, serve_router
 from gridready.stages.common import outcome_from_playbook
 from gridready.stages.serve_config import STAGE
 from gridready.yamlio import YamlError, read_capped
@@ -135,6 +135,8 @@ def _secrets(inv: Inventory) -> dict[str, str]:
             "vllmApiKey": vault.ensure_api_key(inv.customer, inv.path),
             # mpirun's ssh between the pods of a multi-node Triton tier (gridready/serving/mpi_ssh.py)
             "routerKeys": serve_router.client_key_digests(inv),
+            # object-storage LoRA adapters of the vLLM tiers: the bucket's credentials, env of the Ray pods
+            "loraBucketEnv": serve_k8s_bucket.env_json(inv.customer, inv.path),
             "mpiSshKeys": mpi_ssh.keys_json(*(vault.ensure_ssh_key(inv.customer, inv.path, var, mpi_ssh.new_private_key)
                                               for var in (vault.MPI_CLIENT_KEY_VAR, vault.MPI_HOST_KEY_VAR)))}
 

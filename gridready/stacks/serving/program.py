@@ -7,6 +7,7 @@ are built by the component in `gridready/stacks/serving/triton.py`, called throu
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pulumi
@@ -90,12 +91,24 @@ def serve_config(tier: RayServiceTier) -> str:
     return yaml.safe_dump({"applications": [app]}, sort_keys=False)
 
 
+BUCKET_SECRET = "lora-bucket"  # the object store's credentials (gridready/stages/serve_k8s_bucket.py)
+
+
+def bucket_env(text: str) -> dict[str, str]:
+    """The secret config `loraBucketEnv` (JSON): a render's placeholder holds no credentials."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {}
+    return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
+
+
 class VllmRayService(pulumi.ComponentResource):
     """A RayService (Ray Serve LLM over vLLM) and a Service in front of its Serve proxies."""
 
     def __init__(
         self, name: str, tier: RayServiceTier, namespace: str, hf_secret: str, api_key_secret: str,
-        opts: pulumi.ResourceOptions | None = None,
+        opts: pulumi.ResourceOptions | None = None, bucket_secret: str | None = None,
     ) -> None:
         super().__init__("gridready:serving:VllmRayService", name, None, opts)
         labels = {TIER_LABEL: tier.name, "app.kubernetes.io/managed-by": "gridready"}
@@ -106,6 +119,8 @@ class VllmRayService(pulumi.ComponentResource):
                # LLM's OpenAI ingress does not read it (ray-project/ray#55369, #59578: no built-in API key
                # check), so on this target the NetworkPolicy is what keeps non-clients out.
                {"name": API_KEY_ENV, "valueFrom": {"secretKeyRef": {"name": api_key_secret, "key": API_KEY_ENV}}}]
+        # Ray Serve LLM downloads LoRA adapters from object storage in the replicas' processes (any pod)
+        env_from = [{"secretRef": {"name": bucket_secret}}] if bucket_secret else []
         selector = {CERTIFIED_LABEL: "true"}
         if tier.gpu_product_label:
             selector["nvidia.com/gpu.product"] = tier.gpu_product_label
@@ -130,6 +145,7 @@ class VllmRayService(pulumi.ComponentResource):
                             {"name": "metrics", "containerPort": 8080},
                         ],
                         "env": env,
+                        **({"envFrom": env_from} if env_from else {}),
                         "resources": {"requests": {"cpu": "4", "memory": "16Gi"},
                                       "limits": {"cpu": "4", "memory": "16Gi"}},
                     }],
@@ -164,6 +180,7 @@ class VllmRayService(pulumi.ComponentResource):
                         "name": "ray-worker",
                         "image": tier.image,
                         "env": [*env, *model_cache.env(tier.model_cache_path)],
+                        **({"envFrom": env_from} if env_from else {}),
                         # Ray's metrics agent on every node exports the engine's metrics (the PodMonitor's port)
                         "ports": [{"name": "metrics", "containerPort": METRICS_PORT}],
                         "resources": {"requests": requests, "limits": dict(gpu_res)},
@@ -236,7 +253,8 @@ class ServingTiers(pulumi.ComponentResource):
     def __init__(self, name: str, config: ServingConfig, hf_token: pulumi.Input[str],
                  api_key: pulumi.Input[str], opts: pulumi.ResourceOptions | None = None, *,
                  mpi_ssh_keys: pulumi.Input[str] | None = None, router_keys: pulumi.Input[str] | None = None,
-                 claims_provider: pulumi.ProviderResource | None = None) -> None:
+                 claims_provider: pulumi.ProviderResource | None = None,
+                 bucket_env_json: pulumi.Input[str] | None = None) -> None:
         super().__init__("gridready:serving:ServingTiers", name, None, opts)
         self.hf_secret = k8s.core.v1.Secret(
             "hf-token",
@@ -273,9 +291,20 @@ class ServingTiers(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self),
             )
             secrets.append(self.mpi_ssh_secret)
+        buckets = [t for t in config.vllm_tiers if "lora_config" in t.llm_config]
+        if buckets and bucket_env_json is not None:  # object-storage adapters: the store's credentials
+            self.bucket_secret = k8s.core.v1.Secret(
+                BUCKET_SECRET,
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=BUCKET_SECRET, namespace=config.namespace),
+                type="Opaque",
+                string_data=pulumi.Output.from_input(bucket_env_json).apply(bucket_env),
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            secrets.append(self.bucket_secret)
         after = pulumi.ResourceOptions(parent=self, depends_on=secrets)
         self.vllm = [VllmRayService(t.name, t, config.namespace, config.hf_token_secret, config.api_key_secret,
-                                    after) for t in config.vllm_tiers]
+                                    after, BUCKET_SECRET if t in buckets and bucket_env_json is not None else None)
+                     for t in config.vllm_tiers]
         self.triton = [build_triton(t, config.namespace, config.hf_token_secret, self, claims_provider)
                        for t in config.triton_tiers]
         self.sglang = [sglang.build_tier(t, namespace=config.namespace, hf_secret=config.hf_token_secret, opts=after)
@@ -328,6 +357,7 @@ def program() -> None:
                           enable_server_side_apply=True, upsert_existing_objects=True)
     tiers = ServingTiers(config.customer, config, cfg.require_secret("hfToken"), cfg.require_secret("vllmApiKey"),
                          pulumi.ResourceOptions(providers=[provider]), mpi_ssh_keys=cfg.require_secret("mpiSshKeys"),
-                         router_keys=cfg.require_secret("routerKeys"), claims_provider=claims)
+                         router_keys=cfg.require_secret("routerKeys"), claims_provider=claims,
+                         bucket_env_json=cfg.require_secret("loraBucketEnv"))
     pulumi.export("endpoints", tiers.endpoints)
     pulumi.export("namespace", config.namespace)

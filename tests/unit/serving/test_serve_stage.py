@@ -91,7 +91,8 @@ def test_kubernetes_target_with_the_cli_goes_through_the_automation_api(make_inv
     result = serve.run(inv, _ctx(root))
     assert result.exit_code == 0, result.messages
     assert calls == [("platform", "acme", ["kubeconfig"], False),
-                     ("serving", "acme", ["hfToken", "kubeconfig", "mpiSshKeys", "routerKeys", "vllmApiKey"],
+                     ("serving", "acme", ["hfToken", "kubeconfig", "loraBucketEnv", "mpiSshKeys", "routerKeys",
+                                          "vllmApiKey"],
                       False)]
     assert tokens == [None, "hf_fromthevault"]  # a Pulumi secret config value of the serving stack only
     # the vLLM API key comes from the customer's vault (made there on first use) as Pulumi secret config; the
