@@ -29,7 +29,8 @@ def test_the_ray_pods_take_the_bucket_secret_as_environment(make_inv) -> None:
     assert secret["metadata"]["namespace"] == "gridready-serving"
     (rs,) = [d for d in docs if d["kind"] == "RayService"]
     rc = rs["spec"]["rayClusterConfig"]
-    containers = [c for g in [rc["headGroupSpec"], *rc["workerGroupSpecs"]] for c in g["template"]["spec"]["containers"]]
+    groups = [rc["headGroupSpec"], *rc["workerGroupSpecs"]]
+    containers = [c for g in groups for c in g["template"]["spec"]["containers"]]
     assert all(c["envFrom"] == [{"secretRef": {"name": BUCKET_SECRET}}] for c in containers)
 
 
