@@ -96,7 +96,7 @@ def watches(docs: Iterable[Mapping[str, Any]], default_timeout_s: int) -> list[W
 def _condition(obj: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
     for cond in (obj.get("status") or {}).get("conditions") or []:
         if cond.get("type") == kind:
-            return cond  # type: ignore[no-any-return]
+            return cond
     return None
 
 

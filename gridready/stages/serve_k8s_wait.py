@@ -109,7 +109,8 @@ class ApiReader:
         request = urllib.request.Request(self.server + path, headers=self.headers, method=method)
         try:
             with urllib.request.urlopen(request, timeout=REQUEST_TIMEOUT_S, context=self.context) as answer:
-                return json.loads(answer.read())  # type: ignore[no-any-return]
+                answer_json: Mapping[str, Any] = json.loads(answer.read())
+                return answer_json
         except urllib.error.HTTPError as err:
             if err.code == 404:
                 return None
