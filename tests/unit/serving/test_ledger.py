@@ -107,6 +107,8 @@ def test_bench_reads_the_deployment_never_a_render_or_refused_serve(make_inv, mo
     certification(inv, ["gpu01"], run_id=A)
     assert serve.run(inv, RunContext(customer=customer, run_id=B, root=root)).exit_code == 0
     monkeypatch.setattr(serve_deploy, "kubernetes", lambda *a, **k: ("error", ExitCode.INVALID))
+    # a hosts inventory's render goes through serve_render_hosts (issue 44), a Kubernetes one through kubernetes()
+    monkeypatch.setattr(serve.serve_render_hosts, "render", lambda *a, **k: ("error", ExitCode.INVALID))
     refused = serve.run(inv, RunContext(customer=customer, run_id=C, root=root, render=True))
     assert refused.exit_code == 2
     _, book = ledger.read(root, customer)
