@@ -156,6 +156,9 @@ def kubernetes(inv: Inventory, ctx: RunContext, cert: Certification, plans: list
                         f"{stage_dir / 'render'}")
         return "success", ExitCode.OK
     secrets = _secrets(inv)
+    where = f"{topology.cluster_file(inv)}: serving.kubeconfig"
+    # the status reader's kubeconfig is checked (exit 2) before anything is applied
+    api = None if ctx.check else serve_k8s_wait.ApiReader(secrets["kubeconfig"], where)
     state = gpulumi.state_dir(inv.customer)  # apart from artifacts/, which CI uploads
     outputs: dict[str, Any] = {}
     for stack, config in configs.items():
@@ -163,9 +166,8 @@ def kubernetes(inv: Inventory, ctx: RunContext, cert: Certification, plans: list
         outputs[stack] = gpulumi.up(stack, inv.customer, config, wanted, state, preview=ctx.check,
                                     on_output=_pulumi_line(stack))
     data["pulumi"] = outputs
-    if not ctx.check:  # pulumi up returns before the custom resources serve (pulumi-kubernetes #3143)
-        serve_k8s_wait.after_up(secrets["kubeconfig"], f"{topology.cluster_file(inv)}: serving.kubeconfig",
-                                stage_dir / "render" / "serving" / "manifests.yaml",
-                                inv.spec.serving.ready_timeout_s, data, messages)
+    if api is not None:  # pulumi up returns before the custom resources serve (pulumi-kubernetes #3143)
+        serve_k8s_wait.after_up(secrets["kubeconfig"], where, stage_dir / "render" / "serving" / "manifests.yaml",
+                                inv.spec.serving.ready_timeout_s, data, messages, reader=api)
     messages.append("kubernetes: bench runs from inside the cluster (endpoints are ClusterIP Services)")
     return "success", ExitCode.OK

@@ -118,3 +118,15 @@ def test_a_kubeconfig_with_a_credential_plugin_is_refused_naming_the_key(tmp_pat
         serve_k8s_wait.ApiReader(text, "cluster.yml: serving.kubeconfig")
     assert getattr(err.value, "code", None) == ExitCode.INVALID
     assert "serving.kubeconfig" in str(err.value) and "exec" in str(err.value)
+
+
+def test_a_kubeconfig_the_reader_cannot_use_stops_serve_before_pulumi_up(make_inv, write_certify, monkeypatch):
+    ups: list[str] = []
+    monkeypatch.setattr(serve_deploy.gpulumi, "cli_available", lambda: True)
+    monkeypatch.setattr(serve_deploy.gpulumi, "up", lambda stack, *a, **k: ups.append(stack) or {})
+    inv = make_inv(1, target="kubernetes")
+    (inv.path / "kubeconfig.yml").write_text("apiVersion: v1\nkind: Config\n")  # no current-context
+    root = write_certify(inv, ["gpu01"])
+    result = serve.run(inv, RunContext(customer="acme", run_id="20261130T040000Z-bbbb", root=root))
+    assert result.exit_code == ExitCode.INVALID and ups == []
+    assert "serving.kubeconfig: current-context is not set" in result.messages[-1]

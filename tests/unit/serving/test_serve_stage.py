@@ -13,6 +13,7 @@ from gridready.artifacts import RunContext
 from gridready.exitcodes import ExitCode
 from gridready.serving import manifests
 from gridready.stages import serve, serve_deploy
+from tests.unit.serving import fake_k8s_api
 from tests.unit.serving.conftest import vllm_tier
 
 
@@ -85,7 +86,7 @@ def test_kubernetes_target_with_the_cli_goes_through_the_automation_api(make_inv
     monkeypatch.setattr(serve_deploy.serve_k8s_wait, "after_up", lambda *a, **k: None)
     monkeypatch.setenv("GRIDREADY_HF_TOKEN", "hf_from_the_environment")  # not a source: the vault only
     inv = make_inv(1, target="kubernetes")
-    (inv.path / "kubeconfig.yml").write_text("apiVersion: v1\nkind: Config\n")
+    (inv.path / "kubeconfig.yml").write_text(fake_k8s_api.kubeconfig("https://127.0.0.1:6443"))  # read before up
     vault.write(inv.customer, inv.path, {vault.HF_TOKEN_VAR: "hf_fromthevault"})
     root = write_certify(inv, ["gpu01"])
     result = serve.run(inv, _ctx(root))
