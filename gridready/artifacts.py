@@ -154,6 +154,7 @@ class RunContext:
     render: bool = False
     canary: str | None = None  # serve: the tier `invoke serve --canary` rolls out through the router
     canary_weight: int = 10  # serve: the canary's share of its route, %
+    purge_volumes: bool = False  # serve --down: also delete the kept weights and engine-cache claims (Kubernetes)
     gates: tuple[str, ...] = ()  # certify: run and judge only these gates (a diagnostic run)
     skip_gates: tuple[str, ...] = ()  # certify: every gate but these (a diagnostic run)
 

@@ -149,35 +149,40 @@ def _names(value: str | None) -> tuple[str, ...]:
 
 
 @task(pre=[validate], help={**_pick("check", "limit", "json"),
-                            "render": "write the Kubernetes manifests only (no cluster needed)",
+                            "render": "write what the target would run, nothing applied: the Kubernetes manifests, "
+                                      "or serve.yml's variables on hosts",
                             "canary": "roll this tier out through the router: split, observe its SLOs, promote or "
                                       "roll back (exit 3)",
                             "weight": "the canary's share of its route in % (1..99, default 10)",
                             "down": "take the tiers down: stop and disable the serving units on the hosts (the "
-                                    "firewall stays), or destroy the serving stack on Kubernetes; asks first on a "
-                                    "terminal, else needs --yes",
-                            "yes": "with --down: take the tiers down without asking"})
+                                    "firewall stays), or destroy the serving stack on Kubernetes (its weights and "
+                                    "engine-cache claims are kept); asks first on a terminal, else needs --yes",
+                            "yes": "with --down: take the tiers down without asking",
+                            "purge-volumes": "with --down on Kubernetes: delete the kept weights and engine-cache "
+                                             "claims too (the next serve downloads and builds again)"})
 @cli.guarded
 def serve(c: Context, check: bool = False, limit: str | None = None, render: bool = False,
           json: bool = False, canary: str | None = None, weight: str | None = None, down: bool = False,
-          yes: bool = False) -> None:
+          yes: bool = False, purge_volumes: bool = False) -> None:
     """Deploy the serving tiers on certified nodes, then readiness, smoke, benchmark and SLO gate."""
     from gridready.errors import InvalidInput
     from gridready.stages import serve as stage
-    from gridready.stages import serve_canary
+    from gridready.stages.serve import rollout as serve_canary
 
     if yes and not down:
         raise InvalidInput("--yes: (command line): confirms --down only")
 
     if down:
-        from gridready.stages import serve_down
+        from gridready.stages.serve import down as serve_down
 
         if render or canary or weight:
             raise InvalidInput("--down: (command line): takes no --render, --canary or --weight")
         if not check:
             cli.confirm(f"take the serving tiers of {_inv(c).customer} down", yes)
-        _stage(c, serve_down.run, check=check, limit=limit, json=json)
+        _stage(c, serve_down.run, check=check, limit=limit, json=json, purge_volumes=purge_volumes)
         return
+    if purge_volumes:
+        raise InvalidInput("--purge-volumes: (command line): only with --down")
     pct = serve_canary.check_flags(_inv(c), canary, weight)
     _stage(c, stage.run, check=check, limit=limit, render=render, json=json, canary=canary, canary_weight=pct)
 

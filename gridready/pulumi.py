@@ -33,7 +33,7 @@ PROGRAMS: dict[str, Callable[[], None]] = {"platform": platform_stack.program,
                                                "serving": serving_stack.program}
 PROJECTS = {"platform": "gridready-platform", "serving": "gridready-serving"}
 SECRET_KEYS = {"platform": ("kubeconfig",), "serving": ("kubeconfig", "hfToken", "vllmApiKey", "mpiSshKeys",
-                                                          "routerKeys")}
+                                                          "routerKeys", "loraBucketEnv")}
 REDACTED = "<redacted: set by gridready from the vault at deploy time>"
 HELM_TYPES = ("kubernetes:helm.sh/v3:Release", "kubernetes:helm.sh/v4:Chart")
 

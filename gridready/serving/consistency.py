@@ -22,7 +22,10 @@ unreachable or unscraped although every object validates on its own.
   authenticating router's pods (app.kubernetes.io/name=gridready-router);
 - every serving tier's pod template (label gridready.io/tier) is selected by an Ingress NetworkPolicy of its
   namespace, and no rule of those policies admits a peer beyond the tier's own pods to every port, to Ray's GCS,
-  client or worker ports, or to the Ray dashboard ports unless the peer is the KubeRay operator's namespace.
+  client or worker ports, or to the Ray dashboard ports unless the peer is the KubeRay operator's namespace;
+- (given the monitoring namespaces) every port a PodMonitor or ServiceMonitor scrapes on a tier's pods is admitted
+  from those namespaces by a NetworkPolicy selecting the pods, and every RayService's pods admit the KubeRay
+  operator's namespace to the Serve proxy (8000), whose health check decides whether the head serves.
 
 One line per problem: `<Kind>/<name>: <path>: <message>`.
 """
@@ -418,7 +421,100 @@ def _header_errors(docs: list[Mapping[str, Any]], external: Mapping[str, str]) -
     return errors
 
 
-def _unauthenticated_errors(docs: list[Mapping[str, Any]], pods: list[PodTemplate]) -> list[str]:
+def _container_port(spec: Mapping[str, Any], port: Any) -> int | None:
+    """A named or numbered port of a pod template, as a number (None: the template has no such port)."""
+    if isinstance(port, int):
+        return port
+    for c in spec.get("containers") or []:
+        for cp in c.get("ports") or []:
+            if cp.get("name") == port:
+                return int(cp["containerPort"])
+    return None
+
+
+def _admits(policies: list[Mapping[str, Any]], namespace: str, port: int, name: str | None) -> bool:
+    """Whether one ingress rule of `policies` lets pods of `namespace` reach `port` (named `name` in the pod)."""
+    for d in policies:
+        for rule in (d.get("spec") or {}).get("ingress") or []:
+            peers = rule.get("from")
+            from_ns = not peers or any(
+                "ipBlock" not in peer and not ((peer.get("podSelector") or {}).get("matchLabels"))
+                and "namespaceSelector" in peer
+                and _selects(peer["namespaceSelector"], {NAMESPACE_LABEL: namespace}) for peer in peers)
+            ports = rule.get("ports")
+            on_port = not ports or any(p.get("port") in (port, name) or
+                                       (isinstance(p.get("port"), int) and p["port"] <= port <= (p.get("endPort")
+                                                                                                 or p["port"]))
+                                       for p in ports)
+            if from_ns and on_port:
+                return True
+    return False
+
+
+def _ingress_policies(docs: list[Mapping[str, Any]], pod: PodTemplate) -> list[Mapping[str, Any]]:
+    return [d for d in docs if d.get("kind") == "NetworkPolicy" and _ns(d) == pod.namespace
+            and "Ingress" in ((d.get("spec") or {}).get("policyTypes") or ["Ingress"])
+            and _selects((d.get("spec") or {}).get("podSelector") or {}, pod.labels)]
+
+
+def _scraped(docs: list[Mapping[str, Any]], pods: list[PodTemplate]) -> list[tuple[str, PodTemplate, Any]]:
+    """(monitor, pod template, container port name or number) for every port a monitor scrapes on a tier's pods."""
+    out = []
+    for mon in (d for d in docs if d.get("kind") in ("ServiceMonitor", "PodMonitor")):
+        spec, namespaces = mon.get("spec") or {}, _monitor_namespaces(mon)
+        selector = spec.get("selector") or {}
+        if mon["kind"] == "PodMonitor":
+            for p in pods:
+                if (namespaces is None or p.namespace in namespaces) and _selects(selector, p.labels):
+                    out += [(_where(mon), p, e.get("port")) for e in spec.get("podMetricsEndpoints") or []]
+            continue
+        for svc in (d for d in docs if d.get("kind") == "Service"):
+            if not ((namespaces is None or _ns(svc) in namespaces)
+                    and _selects(selector, svc["metadata"].get("labels") or {})):
+                continue
+            svc_spec = svc.get("spec") or {}
+            by_name = {sp.get("name"): sp.get("targetPort", sp.get("port")) for sp in svc_spec.get("ports") or []}
+            for p in pods:
+                if p.namespace == _ns(svc) and svc_spec.get("selector") and \
+                        _selects({"matchLabels": svc_spec["selector"]}, p.labels):
+                    out += [(_where(mon), p, by_name[e.get("port")]) for e in spec.get("endpoints") or []
+                            if e.get("port") in by_name]
+    return out
+
+
+def _scrape_errors(docs: list[Mapping[str, Any]], pods: list[PodTemplate], monitoring: list[str]) -> list[str]:
+    """Prometheus (in `monitoring`) reaches every port its monitors scrape on a tier's pods."""
+    errors = []
+    for mon, pod, port in _scraped(docs, pods):
+        if not pod.labels.get(TIER_LABEL):
+            continue
+        number = _container_port(pod.spec, port)
+        policies = _ingress_policies(docs, pod)
+        if number is None or not policies:
+            continue  # a missing port or policy has its own error
+        if not any(_admits(policies, ns, number, port if isinstance(port, str) else None) for ns in monitoring):
+            errors.append(f"{pod.owner}: {pod.path}: no NetworkPolicy admits the monitoring namespaces "
+                          f"{monitoring} to port {port} ({number}), which {mon} scrapes: Prometheus' scrapes are "
+                          f"dropped")
+    return errors
+
+
+def _operator_health_errors(docs: list[Mapping[str, Any]], pods: list[PodTemplate], operators: set[str]) -> list[str]:
+    """The KubeRay operator asks each RayService head's Serve proxy (8000) for its health."""
+    errors = []
+    for pod in pods:
+        if not pod.owner.startswith("RayService/") or "headGroupSpec" not in pod.path:
+            continue
+        policies = _ingress_policies(docs, pod)
+        if policies and not any(_admits(policies, ns, RAY_SERVE_PORT, None) for ns in operators):
+            errors.append(f"{pod.owner}: {pod.path}: no NetworkPolicy admits the KubeRay operator's namespace "
+                          f"{sorted(operators)} to the Serve proxy ({RAY_SERVE_PORT}): its health check fails and the "
+                          "RayService never gets Ready")
+    return errors
+
+
+def _unauthenticated_errors(docs: list[Mapping[str, Any]], pods: list[PodTemplate],
+                            operators: set[str]) -> list[str]:
     """Ray Serve LLM's ingress checks no key (ray-project/ray#55369): only the tier and the router reach it."""
     errors = []
     tiers = {p.labels.get(TIER_LABEL) for p in pods if p.owner.startswith("RayService/")} - {None}
@@ -436,6 +532,8 @@ def _unauthenticated_errors(docs: list[Mapping[str, Any]], pods: list[PodTemplat
                 sel = (peer.get("podSelector") or {}).get("matchLabels") or {}
                 if set(peer) == {"podSelector"} and (sel.get(TIER_LABEL) == tier or ROUTER_POD.items() <= sel.items()):
                     continue
+                if _operator_only([peer], operators):
+                    continue  # the KubeRay operator's health check of the Serve proxy
                 errors.append(f"{_where(d)}: spec.ingress[{i}]: admits {peer or 'every source'} to the Serve port "
                               f"{RAY_SERVE_PORT} of tier {tier!r}, which checks no API key: only the authenticating "
                               f"router may reach it")
@@ -468,12 +566,13 @@ def _route_errors(docs: list[Mapping[str, Any]]) -> list[str]:
 
 def check(docs: Iterable[Mapping[str, Any]], helm_releases: Iterable[Mapping[str, Any]] = (), *,
           external_controllers: Mapping[str, str] | None = None,
-          external_objects: Iterable[tuple[str, str, str]] = ()) -> list[str]:
+          external_objects: Iterable[tuple[str, str, str]] = (),
+          monitoring_namespaces: Iterable[str] | None = None) -> list[str]:
     """Problems of one deployment's objects (platform and serving together) and the platform's Helm releases.
 
     external_controllers: API group -> who provides its controller outside gridready (e.g. the customer's
     kube-prometheus-stack); external_objects: (kind, namespace, name) made outside the stacks (a Secret the
-    operator creates by hand, say)."""
+    operator creates by hand, say); monitoring_namespaces: where Prometheus runs (None: scrapes not checked)."""
     docs = list(docs)
     docs += [{"kind": k, "metadata": {"namespace": ns, "name": n}} for k, ns, n in external_objects]
     releases = list(helm_releases)
@@ -485,5 +584,7 @@ def check(docs: Iterable[Mapping[str, Any]], helm_releases: Iterable[Mapping[str
             + _controller_errors(docs, releases, external_controllers or {})
             + _ref_errors(docs, pods) + _gpu_pod_errors(pods) + _hostpath_errors(pods) + _timeout_errors(docs)
             + _route_errors(docs) + _header_errors(docs, external_controllers or {})
-            + _unauthenticated_errors(docs, pods)
-            + _policy_errors(docs, pods, operators or {"kuberay-system"}))
+            + _unauthenticated_errors(docs, pods, operators or {"kuberay-system"})
+            + _policy_errors(docs, pods, operators or {"kuberay-system"})
+            + _operator_health_errors(docs, pods, operators or {"kuberay-system"})
+            + (_scrape_errors(docs, pods, list(monitoring_namespaces)) if monitoring_namespaces is not None else []))

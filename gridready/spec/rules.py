@@ -178,6 +178,9 @@ def field_patterns(spec: ClusterSpec) -> Iterator[tuple[str, str]]:
             yield from _no_traversal(tier.embedding.model_file, f"{key}.embedding.model_file")
         for j, adapter in enumerate(tier.lora_adapters):
             where = f"{key}.lora_adapters[{j}].path"
+            if serving.target == "kubernetes" and tier.engine == "sglang":
+                yield from _sglang_k8s_adapter(adapter.path, where, serving.kubernetes.model_cache_path)
+                continue
             remote = serving.target == "kubernetes" and OBJECT_URI.fullmatch(adapter.path)
             if not (ABS_PATH.fullmatch(adapter.path) or HF_ID.fullmatch(adapter.path) or remote):
                 yield where, ("must be an absolute path or a Hugging Face repo id" +
@@ -186,6 +189,23 @@ def field_patterns(spec: ClusterSpec) -> Iterator[tuple[str, str]]:
             elif not remote:
                 yield from _no_traversal(adapter.path, where)
         yield from tier_engine_args(key, tier, serving)
+
+
+def _sglang_k8s_adapter(path: str, where: str, cache: str) -> Iterator[tuple[str, str]]:
+    """What an SGLang pod can load as a LoRA adapter. SGLang 0.5.19 loads `--lora-paths name=path` from a local
+    directory and takes any other path for a Hugging Face repository id (it has no object-storage loader), and its
+    pods mount only the node's Hugging Face cache (serving.kubernetes.model_cache_path)."""
+    if OBJECT_URI.fullmatch(path):
+        yield where, ("SGLang loads no adapter from object storage (a path that is no local directory is taken "
+                      "for a Hugging Face repo id): use a Hugging Face repo id, or sync the adapter into "
+                      f"serving.kubernetes.model_cache_path ({cache}) on every node and name that directory")
+    elif ABS_PATH.fullmatch(path) and not (path.rstrip("/") + "/").startswith(cache.rstrip("/") + "/"):
+        yield where, (f"the SGLang pods mount only the node's Hugging Face cache ({cache}, "
+                      "serving.kubernetes.model_cache_path): a node-local adapter must lie beneath it")
+    elif not (ABS_PATH.fullmatch(path) or HF_ID.fullmatch(path)):
+        yield where, "must be a Hugging Face repo id or an absolute path beneath serving.kubernetes.model_cache_path"
+    else:
+        yield from _no_traversal(path, where)
 
 
 def mirror_trust(spec: ClusterSpec) -> Iterator[tuple[str, str]]:
@@ -390,8 +410,30 @@ def placement(spec: ClusterSpec, nodes: dict[str, int]) -> Iterator[tuple[str, s
         left[group.name] = have - need
 
 
+def triton_nodes(spec: ClusterSpec, nodes: dict[str, int]) -> Iterator[tuple[str, str]]:
+    """A Triton TRT-LLM tier across nodes needs MPI between containers: on hosts the role runs one node only
+    (roles/gridready_triton_trtllm asserts it, after the weights download), and on Kubernetes mpirun reaches the
+    LeaderWorkerSet's workers over ssh, which the stock tritonserver image cannot serve (no sshd)."""
+    for i, tier in enumerate(spec.serving.tiers):
+        group = spec.group(tier.node_group) if tier.node_group else spec.node_groups[0]
+        if tier.engine != "triton-trtllm" or group is None:
+            continue
+        span = resolve(tier, group, nodes.get(group.name, 0) or 1).nodes_per_replica
+        if span <= 1:
+            continue
+        where = f"serving.tiers[{i}]"
+        if spec.serving.target == "hosts":
+            yield where, (f"a Triton TRT-LLM replica across {span} nodes runs only on target kubernetes (a "
+                          "LeaderWorkerSet): on hosts the role serves one node per replica; lower tensor_parallel x "
+                          "pipeline_parallel to one node's GPUs")
+        elif spec.serving.kubernetes.triton_mpi_image is None:
+            yield where, (f"a Triton TRT-LLM replica across {span} nodes needs serving.kubernetes.triton_mpi_image: "
+                          "mpirun starts the workers' ranks over ssh and the stock tritonserver image has no sshd "
+                          "(build one with docs/kubernetes.md's recipe)")
+
+
 def check(spec: ClusterSpec, nodes: dict[str, int]) -> list[tuple[str, str]]:
     """Every rule but placement, which inventory.load runs last, once nothing else is wrong (its message
     assumes tiers that each fit their group)."""
     return [*one_line(spec), *field_patterns(spec), *ranges(spec), *hardware(spec), *cross_tier(spec, nodes),
-            *kubernetes(spec), *lora(spec)]
+            *kubernetes(spec), *lora(spec), *triton_nodes(spec, nodes)]

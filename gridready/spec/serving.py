@@ -42,6 +42,9 @@ class ModelSource(BaseModel):
     hf_id: str | None = Field(None, description="Hugging Face id, e.g. meta-llama/Llama-3.1-8B-Instruct")
     revision: str | None = Field(None, description="pinned commit of the Hugging Face repository")
     local_path: str | None = Field(None, description="a path present on every node instead of hf_id")
+    weights_gb: PositiveFloat | None = Field(
+        None, description="size of the weights on disk, GB; unset: from the parameter count in the name (70B: "
+                          "140 GB at bf16). Kubernetes: sizes KubeRay's initializing timeout")
 
     @model_validator(mode="after")
     def _one_source(self) -> ModelSource:
@@ -221,6 +224,10 @@ class KubernetesServing(BaseModel):
         description="namespaces whose pods may reach the tiers' serving ports (the Gateway's, Prometheus'); the "
                     "tiers' NetworkPolicies admit these and serving.firewall_clients, and nothing else",
     )
+    monitoring_namespaces: list[Annotated[str, StringConstraints(pattern=NAMESPACE)]] = Field(
+        default_factory=lambda: ["monitoring"],
+        description="namespaces of the Prometheus that scrapes the tiers (kube-prometheus-stack's): the tiers' "
+                    "NetworkPolicies admit them to each tier's metrics port only")
     rdma_resource: str | None = Field("rdma/ib", description="device-plugin resource per worker pod; null: none")
     socket_ifname: str = Field("eth0", description="pod interface for NCCL/Gloo bootstrap sockets")
     gpu_product_label: str | None = Field(None, description="nodeSelector nvidia.com/gpu.product, e.g. NVIDIA-H200")
@@ -237,7 +244,17 @@ class KubernetesServing(BaseModel):
     upgrade_strategy: Literal["None", "NewCluster"] = Field(
         "None", description="None on fixed pools; NewCluster needs twice the GPUs during an upgrade"
     )
-    initializing_timeout: str = Field("30m", pattern=r"^[0-9]+[smh]$", description="ray.io/initializing-timeout")
+    initializing_timeout: str | None = Field(
+        None, pattern=r"^[0-9]+[smh]$",
+        description="ray.io/initializing-timeout; unset: from each tier's model size and hub_bandwidth_mbps "
+                    "(gridready/serving/k8s_startup.py)")
+    hub_bandwidth_mbps: PositiveInt = Field(
+        1000, description="Hugging Face download bandwidth of a GPU node, Mbit/s: sizes the initializing timeout")
+    triton_mpi_image: str | None = Field(
+        None, pattern=IMAGE_REF,
+        description="multi-node Triton tiers: an image built FROM the tier's pinned tritonserver image with "
+                    "openssh-server and openssh-client and a checked /opt/hpcx/ompi/bin/mpirun (docs/kubernetes.md "
+                    "recipe); the stock image has no sshd, so without it such a tier is refused at validate")
     gpu_operator_version: str = Field("v25.10.1", description="NVIDIA GPU Operator Helm chart version")
     kuberay_version: str = Field(KUBERAY_VERSION, description="KubeRay operator Helm chart version")
     kubernetes_version: str = Field("1.32", pattern=r"^1\.[0-9]+$", description="schemas used to validate manifests")

@@ -659,6 +659,7 @@ COMMAND_LINE = [
     ("run-id-newline-stage", env(GRIDREADY_RUN_ID="ci-1\n"), ["provision"], "GRIDREADY_RUN_ID: (run id)"),
     ("vault-password-device-stage", env(GRIDREADY_VAULT_PASSWORD_FILE="/dev/zero"), ["serve"], PW),
     ("canary-weight-not-number", None, ["serve", "--canary", "llama", "--weight", "ten"], "--weight"),
+    ("purge-volumes-without-down", None, ["serve", "--purge-volumes"], "--purge-volumes: (command line): only with"),
 ]
 
 

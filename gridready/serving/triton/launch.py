@@ -97,11 +97,18 @@ def _openai(plan: TritonPlan, bind: str = ANY_ADDRESS) -> list[str]:
     ]
 
 
+# Open MPI of the TensorRT-LLM images (HPC-X), checked by the multi-node image recipe (docs/kubernetes.md). Called
+# by its absolute path across nodes: that implies --prefix, so the non-interactive ssh session on a worker (no
+# image ENV, no login PATH) finds orted and the libraries (Open MPI mpirun(1), "--prefix": "the absolute pathname
+# to mpirun ... is equivalent to --prefix").
+MPIRUN_ACROSS_NODES = "/opt/hpcx/ompi/bin/mpirun"
+
+
 def _mpirun(plan: TritonPlan, hosts: Sequence[str], env_keys: Sequence[str] = ()) -> list[str]:
     """mpirun starts remote ranks over ssh with their own environment: `-x NAME` exports the tier's NCCL/Gloo
     settings to every rank (Open MPI mpirun(1), "-x <env>: Export the specified environment variables to the
     remote nodes before executing the program", https://docs.open-mpi.org/en/main/man-openmpi/man1/mpirun.1.html)."""
-    cmd = ["mpirun", "--allow-run-as-root"]
+    cmd = [MPIRUN_ACROSS_NODES if plan.nodes > 1 else "mpirun", "--allow-run-as-root"]
     for key in sorted(env_keys):
         cmd += ["-x", key]
     if plan.nodes > 1:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from gridready.errors import InvalidInput
-from gridready.serving import weights
+from gridready.serving import k8s_startup, weights
 from gridready.serving.topology import Certification, CertifiedNode, TierPlan, common_hcas, rdma_hcas
 from gridready.spec import engine_options
 from gridready.spec.rules import tier_ports
@@ -311,7 +311,8 @@ def serving_stack_config(
                 "worker_cpu": k.worker_cpu,
                 "worker_memory": k.worker_memory,
                 "upgrade_strategy": k.upgrade_strategy,
-                "initializing_timeout": k.initializing_timeout,
+                "initializing_timeout": (k.initializing_timeout
+                                         or k8s_startup.initializing_timeout(tier.model, k.hub_bandwidth_mbps)),
                 "gpu_product_label": k.gpu_product_label,
             })
         elif tier.engine == "triton-trtllm":
@@ -330,6 +331,7 @@ def serving_stack_config(
             })
     return {"customer": customer, "namespace": k.namespace, "hf_token_secret": k.hf_token_secret,
             "clients": list(serving.firewall_clients), "client_namespaces": list(k.client_namespaces),
+            "monitoring_namespaces": list(k.monitoring_namespaces),
             "vllm_tiers": vllm_tiers, "triton_tiers": triton_tiers}
 
 

@@ -22,6 +22,10 @@ import pulumi_kubernetes as k8s
 NAMESPACE_LABEL = "kubernetes.io/metadata.name"
 # the Ray head's dashboard (Serve REST API, job submission) and the dashboard agent: Ray "Configuring Ray", ports
 RAY_OPERATOR_PORTS = (8265, 52365)
+# the head's Serve proxy, whose /-/healthz the KubeRay operator asks before it labels the head ray.io/serve=true
+# (KubeRay v1.7.0 rayservice_controller: the head's proxy health check; a RayService whose head is not labelled
+# has no Serve endpoint and never gets Ready)
+RAY_SERVE_PROXY_PORT = 8000
 
 
 def _ports(ports: Iterable[int | str]) -> list[dict[str, Any]]:
@@ -30,10 +34,14 @@ def _ports(ports: Iterable[int | str]) -> list[dict[str, Any]]:
 
 def ingress_rules(tier_labels: Mapping[str, str], client_ports: Iterable[int | str], clients: Iterable[str],
                   client_namespaces: Iterable[str], operator_namespace: str | None = None,
-                  front_labels: Mapping[str, str] | None = None, front_ports: Iterable[int | str] = ()
+                  front_labels: Mapping[str, str] | None = None, front_ports: Iterable[int | str] = (),
+                  monitoring_namespaces: Iterable[str] = (), metrics_ports: Iterable[int | str] = ()
                   ) -> list[dict[str, Any]]:
     """The ingress rules of a tier (pure: tests read them without Pulumi). `front_labels`: the pods of the
-    authenticating router, the only peers admitted to `front_ports` (the clients get `client_ports` only)."""
+    authenticating router, the only peers admitted to `front_ports` (the clients get `client_ports` only).
+    `monitoring_namespaces`: Prometheus' namespaces, admitted to `metrics_ports` (what the tier's PodMonitor or
+    ServiceMonitor scrapes). With `operator_namespace` (a RayService), the operator reaches the dashboard ports
+    and the Serve proxy's health check."""
     rules: list[dict[str, Any]] = [{"from": [{"podSelector": {"matchLabels": dict(tier_labels)}}]}]
     front_ports = list(front_ports)
     if front_labels and front_ports:
@@ -43,9 +51,13 @@ def ingress_rules(tier_labels: Mapping[str, str], client_ports: Iterable[int | s
     client_ports = list(client_ports)
     if peers and client_ports:
         rules.append({"from": peers, "ports": _ports(client_ports)})
+    scrapers = [{"namespaceSelector": {"matchLabels": {NAMESPACE_LABEL: ns}}} for ns in monitoring_namespaces]
+    metrics_ports = list(metrics_ports)
+    if scrapers and metrics_ports:
+        rules.append({"from": scrapers, "ports": _ports(metrics_ports)})
     if operator_namespace:
         rules.append({"from": [{"namespaceSelector": {"matchLabels": {NAMESPACE_LABEL: operator_namespace}}}],
-                      "ports": _ports(RAY_OPERATOR_PORTS)})
+                      "ports": _ports((*RAY_OPERATOR_PORTS, RAY_SERVE_PROXY_PORT))})
     return rules
 
 

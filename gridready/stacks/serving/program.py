@@ -7,6 +7,7 @@ are built by the component in `gridready/stacks/serving/triton.py`, called throu
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pulumi
@@ -68,6 +69,8 @@ class ServingConfig(BaseModel):
     clients: list[str] = Field(default_factory=list, description="CIDRs admitted to the serving ports")
     client_namespaces: list[str] = Field(default_factory=list, description="namespaces admitted to the serving ports")
     kuberay_namespace: str = Field("kuberay-system", description="the KubeRay operator's namespace")
+    monitoring_namespaces: list[str] = Field(
+        default_factory=list, description="Prometheus' namespaces, admitted to each tier's scraped metrics port")
     vllm_tiers: list[RayServiceTier] = Field(default_factory=list)
     triton_tiers: list[dict[str, Any]] = Field(default_factory=list, description="opaque to this module")
     sglang_tiers: list[dict[str, Any]] = Field(default_factory=list, description="gridready/stacks/serving/sglang.py")
@@ -88,12 +91,24 @@ def serve_config(tier: RayServiceTier) -> str:
     return yaml.safe_dump({"applications": [app]}, sort_keys=False)
 
 
+BUCKET_SECRET = "lora-bucket"  # the object store's credentials (gridready/stages/serve/k8s_bucket.py)
+
+
+def bucket_env(text: str) -> dict[str, str]:
+    """The secret config `loraBucketEnv` (JSON): a render's placeholder holds no credentials."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {}
+    return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
+
+
 class VllmRayService(pulumi.ComponentResource):
     """A RayService (Ray Serve LLM over vLLM) and a Service in front of its Serve proxies."""
 
     def __init__(
         self, name: str, tier: RayServiceTier, namespace: str, hf_secret: str, api_key_secret: str,
-        opts: pulumi.ResourceOptions | None = None,
+        opts: pulumi.ResourceOptions | None = None, bucket_secret: str | None = None,
     ) -> None:
         super().__init__("gridready:serving:VllmRayService", name, None, opts)
         labels = {TIER_LABEL: tier.name, "app.kubernetes.io/managed-by": "gridready"}
@@ -104,6 +119,8 @@ class VllmRayService(pulumi.ComponentResource):
                # LLM's OpenAI ingress does not read it (ray-project/ray#55369, #59578: no built-in API key
                # check), so on this target the NetworkPolicy is what keeps non-clients out.
                {"name": API_KEY_ENV, "valueFrom": {"secretKeyRef": {"name": api_key_secret, "key": API_KEY_ENV}}}]
+        # Ray Serve LLM downloads LoRA adapters from object storage in the replicas' processes (any pod)
+        env_from = [{"secretRef": {"name": bucket_secret}}] if bucket_secret else []
         selector = {CERTIFIED_LABEL: "true"}
         if tier.gpu_product_label:
             selector["nvidia.com/gpu.product"] = tier.gpu_product_label
@@ -128,6 +145,7 @@ class VllmRayService(pulumi.ComponentResource):
                             {"name": "metrics", "containerPort": 8080},
                         ],
                         "env": env,
+                        **({"envFrom": env_from} if env_from else {}),
                         "resources": {"requests": {"cpu": "4", "memory": "16Gi"},
                                       "limits": {"cpu": "4", "memory": "16Gi"}},
                     }],
@@ -162,6 +180,7 @@ class VllmRayService(pulumi.ComponentResource):
                         "name": "ray-worker",
                         "image": tier.image,
                         "env": [*env, *model_cache.env(tier.model_cache_path)],
+                        **({"envFrom": env_from} if env_from else {}),
                         # Ray's metrics agent on every node exports the engine's metrics (the PodMonitor's port)
                         "ports": [{"name": "metrics", "containerPort": METRICS_PORT}],
                         "resources": {"requests": requests, "limits": dict(gpu_res)},
@@ -215,10 +234,17 @@ class VllmRayService(pulumi.ComponentResource):
         self.register_outputs({"endpoint": self.endpoint, "served_name": tier.served_name})
 
 
-def build_triton(tier: dict[str, Any], namespace: str, hf_secret: str, parent: pulumi.Resource) -> Any:
+def triton_metrics_port(ports: dict[str, int]) -> int:
+    """The port a Triton tier's ServiceMonitor scrapes (gridready.monitoring.prometheus): `metrics`, or the
+    OpenAI frontend's port where Triton serves it."""
+    return ports.get("metrics") or ports.get("openai") or next(iter(ports.values()))
+
+
+def build_triton(tier: dict[str, Any], namespace: str, hf_secret: str, parent: pulumi.Resource,
+                 claims_provider: pulumi.ProviderResource | None = None) -> Any:
     """Hand a Triton tier to gridready/stacks/serving/triton.py (`build_tier`, see docs/serving.md)."""
     return triton.build_tier(tier, namespace=namespace, hf_secret=hf_secret,
-                             opts=pulumi.ResourceOptions(parent=parent))
+                             opts=pulumi.ResourceOptions(parent=parent), claims_provider=claims_provider)
 
 
 class ServingTiers(pulumi.ComponentResource):
@@ -226,7 +252,9 @@ class ServingTiers(pulumi.ComponentResource):
 
     def __init__(self, name: str, config: ServingConfig, hf_token: pulumi.Input[str],
                  api_key: pulumi.Input[str], opts: pulumi.ResourceOptions | None = None, *,
-                 mpi_ssh_keys: pulumi.Input[str] | None = None, router_keys: pulumi.Input[str] | None = None) -> None:
+                 mpi_ssh_keys: pulumi.Input[str] | None = None, router_keys: pulumi.Input[str] | None = None,
+                 claims_provider: pulumi.ProviderResource | None = None,
+                 bucket_env_json: pulumi.Input[str] | None = None) -> None:
         super().__init__("gridready:serving:ServingTiers", name, None, opts)
         self.hf_secret = k8s.core.v1.Secret(
             "hf-token",
@@ -263,10 +291,22 @@ class ServingTiers(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self),
             )
             secrets.append(self.mpi_ssh_secret)
+        buckets = [t for t in config.vllm_tiers if "lora_config" in t.llm_config]
+        if buckets and bucket_env_json is not None:  # object-storage adapters: the store's credentials
+            self.bucket_secret = k8s.core.v1.Secret(
+                BUCKET_SECRET,
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=BUCKET_SECRET, namespace=config.namespace),
+                type="Opaque",
+                string_data=pulumi.Output.from_input(bucket_env_json).apply(bucket_env),
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            secrets.append(self.bucket_secret)
         after = pulumi.ResourceOptions(parent=self, depends_on=secrets)
         self.vllm = [VllmRayService(t.name, t, config.namespace, config.hf_token_secret, config.api_key_secret,
-                                    after) for t in config.vllm_tiers]
-        self.triton = [build_triton(t, config.namespace, config.hf_token_secret, self) for t in config.triton_tiers]
+                                    after, BUCKET_SECRET if t in buckets and bucket_env_json is not None else None)
+                     for t in config.vllm_tiers]
+        self.triton = [build_triton(t, config.namespace, config.hf_token_secret, self, claims_provider)
+                       for t in config.triton_tiers]
         self.sglang = [sglang.build_tier(t, namespace=config.namespace, hf_secret=config.hf_token_secret, opts=after)
                        for t in config.sglang_tiers]
         # Ray Serve LLM checks no key: with the front, a vLLM tier's Serve port admits the router's pods only and
@@ -276,10 +316,11 @@ class ServingTiers(pulumi.ComponentResource):
                        if config.router else None)
         fronted = front.LABELS if self.router else None
         self.policies = [self._policy(config, t.name, [METRICS_PORT] if fronted else [SERVE_PORT, METRICS_PORT],
-                                      config.kuberay_namespace, fronted, [SERVE_PORT])
+                                      config.kuberay_namespace, fronted, [SERVE_PORT], [METRICS_PORT])
                          for t in config.vllm_tiers]
-        self.policies += [self._policy(config, c.config.name, list(c.config.ports.values())) for c in self.triton]
-        self.policies += [self._policy(config, t["name"], [t["port"]], None, fronted, [t["port"]])
+        self.policies += [self._policy(config, c.config.name, list(c.config.ports.values()),
+                                       metrics_ports=[triton_metrics_port(c.config.ports)]) for c in self.triton]
+        self.policies += [self._policy(config, t["name"], [t["port"]], None, fronted, [t["port"]], [t["port"]])
                           for t in config.sglang_tiers]
         if self.router:  # the front itself: the clients reach its port, nothing else
             rules = network.ingress_rules(front.LABELS, [config.router.get("port", 4000)], config.clients,
@@ -297,10 +338,12 @@ class ServingTiers(pulumi.ComponentResource):
         self.register_outputs({"endpoints": self.endpoints})
 
     def _policy(self, config: ServingConfig, tier: str, ports: list[int], operator_ns: str | None = None,
-                front_labels: dict[str, str] | None = None, front_ports: list[int] | None = None) -> Any:
+                front_labels: dict[str, str] | None = None, front_ports: list[int] | None = None,
+                metrics_ports: list[int] | None = None) -> Any:
         labels = {TIER_LABEL: tier}
         rules = network.ingress_rules(labels, ports, config.clients, config.client_namespaces, operator_ns,
-                                      front_labels, front_ports or [])
+                                      front_labels, front_ports or [], config.monitoring_namespaces,
+                                      metrics_ports or [])
         return network.tier_policy(tier, config.namespace, labels, rules, self)
 
 
@@ -309,8 +352,12 @@ def program() -> None:
     cfg = pulumi.Config()
     config = ServingConfig.model_validate(cfg.require_object("stack"))
     provider = k8s.Provider("k8s", kubeconfig=cfg.require_secret("kubeconfig"), enable_server_side_apply=True)
+    # the kept claims only (triton.KEPT_VOLUME_LABEL): adopted again after `serve --down` instead of AlreadyExists
+    claims = k8s.Provider("k8s-kept-claims", kubeconfig=cfg.require_secret("kubeconfig"),
+                          enable_server_side_apply=True, upsert_existing_objects=True)
     tiers = ServingTiers(config.customer, config, cfg.require_secret("hfToken"), cfg.require_secret("vllmApiKey"),
                          pulumi.ResourceOptions(providers=[provider]), mpi_ssh_keys=cfg.require_secret("mpiSshKeys"),
-                         router_keys=cfg.require_secret("routerKeys"))
+                         router_keys=cfg.require_secret("routerKeys"), claims_provider=claims,
+                         bucket_env_json=cfg.require_secret("loraBucketEnv"))
     pulumi.export("endpoints", tiers.endpoints)
     pulumi.export("namespace", config.namespace)

@@ -79,9 +79,10 @@ class TritonTierConfig(BaseModel):
 
 
 def tier_config(plan: TritonPlan, namespace: str, *, env: dict[str, str] | None = None,
-                **options: Any) -> dict[str, Any]:
+                mpi_image: str | None = None, **options: Any) -> dict[str, Any]:
     """The stack config entry of one tier, from its plan (options: the optional fields of TritonTierConfig);
-    `env` reaches every pod and, through mpirun -x, every remote rank."""
+    `env` reaches every pod and, through mpirun -x, every remote rank. `mpi_image`: a multi-node tier's image
+    (serving.kubernetes.triton_mpi_image: the pinned one plus sshd, validate refuses the tier without it)."""
     env = dict(env or {})
     repo = triton.render_repository(plan)
     build = triton.build_script(plan).text if plan.mode == "engine" else ""
@@ -92,7 +93,7 @@ def tier_config(plan: TritonPlan, namespace: str, *, env: dict[str, str] | None 
         served_model=repo.manifest["served_model"],
         mode=plan.mode,
         frontend=plan.settings.frontend,
-        image=plan.release.image_ref,
+        image=mpi_image if plan.nodes > 1 and mpi_image else plan.release.image_ref,
         nodes=plan.nodes,
         gpus_on_node=plan.gpus_on_node,
         world_size=plan.world_size,
@@ -139,13 +140,21 @@ def _probe(cfg: TritonTierConfig, path: str, port: str, period: int, failures: i
     )
 
 
+# the claims `serve --down` keeps (weights from the Hub, built engines): hours to fill again. Pulumi forgets them
+# on destroy (retainOnDelete) and adopts them again on the next `up` through a provider that upserts
+# (upsertExistingObjects, pulumi-kubernetes >= 4.29: a plain create of an existing object is AlreadyExists);
+# `serve --down --purge-volumes` deletes them by this label.
+KEPT_VOLUME_LABEL = "gridready.io/kept-volume"
+
+
 class TritonTier(pulumi.ComponentResource):
     def __init__(
         self, name: str, config: TritonTierConfig, hf_secret: str | None = None,
-        opts: pulumi.ResourceOptions | None = None,
+        opts: pulumi.ResourceOptions | None = None, claims_provider: pulumi.ProviderResource | None = None,
     ) -> None:
         super().__init__("gridready:serving:TritonTier", name, None, opts)
         self.config = cfg = config
+        self.claims_provider = claims_provider
         child = pulumi.ResourceOptions(parent=self)
         self.labels = {"app.kubernetes.io/name": "triton", "app.kubernetes.io/managed-by": "gridready",
                        TIER_LABEL: cfg.name}
@@ -234,13 +243,14 @@ class TritonTier(pulumi.ComponentResource):
         cfg = self.config
         return k8s.core.v1.PersistentVolumeClaim(
             resource,
-            metadata=self._meta(name),
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=name, namespace=cfg.namespace,
+                                                labels={**self.labels, KEPT_VOLUME_LABEL: "true"}),
             spec=k8s.core.v1.PersistentVolumeClaimSpecArgs(
                 access_modes=[cfg.engine_cache_access_mode],
                 storage_class_name=cfg.storage_class or cfg.engine_cache_storage_class,
                 resources=k8s.core.v1.VolumeResourceRequirementsArgs(requests={"storage": size}),
             ),
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=True, provider=self.claims_provider),
         )
 
     def _weights_job(self, name: str, hf_secret: str | None, deps: list[pulumi.Resource]) -> k8s.batch.v1.Job:
@@ -423,8 +433,9 @@ class TritonTier(pulumi.ComponentResource):
 
 
 def build_tier(
-    tier: dict[str, Any], *, namespace: str, hf_secret: str | None = None, opts: pulumi.ResourceOptions | None = None
+    tier: dict[str, Any], *, namespace: str, hf_secret: str | None = None, opts: pulumi.ResourceOptions | None = None,
+    claims_provider: pulumi.ProviderResource | None = None,
 ) -> TritonTier:
     """What gridready/stacks/serving/program.py calls for each entry of `triton_tiers` (see tier_config)."""
     cfg = TritonTierConfig.model_validate({**tier, "namespace": tier.get("namespace") or namespace})
-    return TritonTier(cfg.name, cfg, hf_secret, opts)
+    return TritonTier(cfg.name, cfg, hf_secret, opts, claims_provider)

@@ -94,6 +94,7 @@ def stack_configs(inv: Inventory, cert: Certification, plans: list[TierPlan], ro
             triton_stack.tier_config(triton.plan_for(p, site_pins=site_pins(inv.path),
                                                      source=topology.cluster_file(inv)), k.namespace,
                                      env=vllm.pod_env(p, cert, serving), rdma_resource=k.rdma_resource,
+                                     mpi_image=k.triton_mpi_image,
                                      gpu_product_label=k.gpu_product_label, storage_class=k.storage_class,
                                      weights_size=k.weights_volume_size, engine_cache_size=k.engine_cache_size,
                                      engine_cache_access_mode=k.pvc_access_mode)
@@ -131,7 +132,8 @@ def render_manifests(inv: Inventory, cert: Certification, plans: list[TierPlan],
     k = inv.spec.serving.kubernetes
     monitors = kubernetes_monitors(inv.customer, [p.tier for p in plans], k.namespace)
     errors += consistency.check([*docs, *monitors], releases,
-                                external_controllers={"monitoring.coreos.com": "the customer's Prometheus operator"})
+                                external_controllers={"monitoring.coreos.com": "the customer's Prometheus operator"},
+                                monitoring_namespaces=k.monitoring_namespaces)
     if errors:
         raise GridreadyError("rendered manifests do not validate:\n" + "\n".join(errors), ExitCode.STAGE_FAILED)
     return {"files": written, "counts": counts, "validated_against": f"kubernetes {k8s_version} + CRDs"}

@@ -21,6 +21,7 @@ from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory
 from gridready.serving import mpi_ssh, topology
 from gridready.stages.common import outcome_from_playbook
+from gridready.stages.serve import k8s_bucket, k8s_wait
 from gridready.stages.serve import router as serve_router
 from gridready.stages.serve.context import STAGE, Deployed, Rendered
 from gridready.yamlio import YamlError, read_capped
@@ -108,6 +109,8 @@ def _secrets(inv: Inventory) -> dict[str, str]:
             "vllmApiKey": vault.ensure_api_key(inv.customer, inv.path),
             # mpirun's ssh between the pods of a multi-node Triton tier (gridready/serving/mpi_ssh.py)
             "routerKeys": serve_router.client_key_digests(inv),
+            # object-storage LoRA adapters of the vLLM tiers: the bucket's credentials, env of the Ray pods
+            "loraBucketEnv": k8s_bucket.env_json(inv.customer, inv.path),
             "mpiSshKeys": mpi_ssh.keys_json(*(vault.ensure_ssh_key(inv.customer, inv.path, var, mpi_ssh.new_private_key)
                                               for var in (vault.MPI_CLIENT_KEY_VAR, vault.MPI_HOST_KEY_VAR)))}
 
@@ -124,6 +127,9 @@ def kubernetes(rendered: Rendered) -> tuple[str, ExitCode]:
                         f"{stage_dir / 'render'}")
         return "success", ExitCode.OK
     secrets = _secrets(inv)
+    where = f"{topology.cluster_file(inv)}: serving.kubeconfig"
+    # the status reader's kubeconfig is checked (exit 2) before anything is applied
+    api = None if ctx.check else k8s_wait.ApiReader(secrets["kubeconfig"], where)
     state = gpulumi.state_dir(inv.customer)  # apart from artifacts/, which CI uploads
     outputs: dict[str, Any] = {}
     for stack, config in configs.items():
@@ -131,6 +137,9 @@ def kubernetes(rendered: Rendered) -> tuple[str, ExitCode]:
         outputs[stack] = gpulumi.up(stack, inv.customer, config, wanted, state, preview=ctx.check,
                                     on_output=_pulumi_line(stack))
     data["pulumi"] = outputs
+    if api is not None:  # pulumi up returns before the custom resources serve (pulumi-kubernetes #3143)
+        k8s_wait.after_up(secrets["kubeconfig"], where, stage_dir / "render" / "serving" / "manifests.yaml",
+                                inv.spec.serving.ready_timeout_s, data, messages, reader=api)
     messages.append("kubernetes: bench runs from inside the cluster (endpoints are ClusterIP Services)")
     return "success", ExitCode.OK
 

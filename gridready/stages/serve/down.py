@@ -43,9 +43,25 @@ def _kubernetes_down(inv: Inventory, ctx: RunContext, messages: list[str]) -> tu
     if not gpulumi.cli_available():
         messages.append("the pulumi CLI is not installed: nothing destroyed")
         return "failed", ExitCode.STAGE_FAILED
+    api = None
+    if ctx.purge_volumes:  # the kubeconfig is read (exit 2 on a bad one) before anything is destroyed
+        from gridready.serving import topology
+        from gridready.stages.serve import deploy as serve_deploy
+        from gridready.stages.serve import k8s_wait
+
+        api = k8s_wait.ApiReader(serve_deploy.kubeconfig(inv),
+                                       f"{topology.cluster_file(inv)}: serving.kubeconfig")
     gpulumi.destroy("serving", inv.customer, gpulumi.state_dir(inv.customer),
                     on_output=lambda line: console.info(f"[pulumi serving] {line.rstrip()}") if line.strip() else None)
     messages.append("destroyed the serving stack (the platform stack, with its operators, stays)")
+    if api is None:
+        messages.append("kept the weights and engine-cache claims (the next serve reuses them); "
+                        "--purge-volumes deletes them")
+    else:
+        from gridready.stages.serve import k8s_volumes
+
+        gone = k8s_volumes.purge(api, inv.spec.serving.kubernetes.namespace)
+        messages.append(f"deleted the kept claims: {', '.join(gone) or 'none found'}")
     return "success", ExitCode.OK
 
 

@@ -2,8 +2,9 @@
 
 target hosts: the API key and the router's secrets in the vault (Ansible reads them there), serve.yml's variables
 (Ray topology and sizing, vLLM and SGLang units, the router with its port opened in the serving firewall) and each
-Triton replica's model repository and role variables. target kubernetes (and --render): both Pulumi stacks' config,
-their manifests rendered under mocks, validated offline and written to <stage_dir>/render/.
+Triton replica's model repository and role variables. target kubernetes: both Pulumi stacks' config, their
+manifests rendered under mocks, validated offline and written to <stage_dir>/render/. --render renders what the
+target would run: the manifests for kubernetes, serve.yml's variables for hosts (render_hosts.py).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from gridready import vault
 from gridready.errors import GridreadyError
 from gridready.spec import API_KEY_ENGINES
 from gridready.stages.serve import config as serve_config
+from gridready.stages.serve import render_hosts
 from gridready.stages.serve import router as serve_router
 from gridready.stages.serve.context import STAGE, Planned, Rendered
 
@@ -53,5 +55,8 @@ def run(planned: Planned) -> Rendered:
         if planned.on_hosts:
             extravars, units = hosts(planned)
             return Rendered.after(planned, extravars=extravars, triton_units=units)
+        if planned.ctx.inv.spec.serving.target == "hosts":  # --render: what the hosts would run, never manifests
+            render_hosts.render(planned)
+            return Rendered.after(planned)
         return Rendered.after(planned, stack_configs=kubernetes(planned))
     return Rendered.after(planned)

@@ -13,11 +13,15 @@ from gridready import inventory
 from gridready.inventory import Inventory
 from tests.summaries import HCAS, certification
 
+MPI_IMAGE = "registry.example/tritonserver-mpi:25.12-trtllm-python-py3@sha256:" + "7a" * 32
+
 
 def cluster_yml(customer: str, tiers: list[dict[str, Any]], target: str = "hosts") -> dict[str, Any]:
     serving: dict[str, Any] = {"target": target, "tiers": tiers}
     if target == "kubernetes":
         serving["kubeconfig"] = "kubeconfig.yml"
+        # a multi-node Triton tier's image with sshd (docs/kubernetes.md's recipe); validate refuses one without
+        serving["kubernetes"] = {"triton_mpi_image": MPI_IMAGE}
     return {
         "customer": customer,
         "node_groups": [{

@@ -72,18 +72,22 @@ def test_each_tier_admits_its_own_pods_everywhere_and_clients_on_its_serving_por
         assert pol["spec"]["ingress"][0] == {"from": [{"podSelector": {"matchLabels": {"gridready.io/tier": tier}}}]}
     # Ray Serve LLM checks no key (#29 finding 12): the Serve proxy admits the authenticating router's pods only,
     # the clients reach the metrics port alone
-    front, clients, operator = vllm["spec"]["ingress"][1:]
+    front, clients, scrapers, operator = vllm["spec"]["ingress"][1:]
     assert front == {"from": [{"podSelector": {"matchLabels": {"app.kubernetes.io/name": "gridready-router",
                                                                "app.kubernetes.io/managed-by": "gridready"}}}],
                      "ports": [{"protocol": "TCP", "port": 8000}]}
     assert clients["from"] == client_peers and [p["port"] for p in clients["ports"]] == [8080]
-    assert [p["port"] for p in operator["ports"]] == [8265, 52365]  # the KubeRay operator only
+    # Prometheus' namespace on the metrics port (issue 44)
+    assert scrapers["from"] == [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}]
+    assert [p["port"] for p in scrapers["ports"]] == [8080]
+    # the KubeRay operator only: the dashboard, its agent and the Serve proxy's health check (issue 44)
+    assert [p["port"] for p in operator["ports"]] == [8265, 52365, 8000]
     assert operator["from"] == [
         {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kuberay-system"}}}]
     assert trt["spec"]["ingress"][1]["from"] == client_peers
     trt_ports = {p["port"] for p in trt["spec"]["ingress"][1]["ports"]}
     assert trt_ports and not trt_ports & {6379, 8265, 10001, 52365}
-    assert len(trt["spec"]["ingress"]) == 2
+    assert len(trt["spec"]["ingress"]) == 3  # own pods, clients, Prometheus' namespace on the metrics port
     router = _policy(docs, "gridready-router")
     assert router["spec"]["ingress"][1]["from"] == client_peers
 
@@ -123,5 +127,5 @@ def test_a_rule_that_opens_ray_beyond_the_tier_is_caught(rendered, rule: dict[st
     errors = _check(docs, rendered)
     # a rule open to the Serve port (8000) is also reported as admitting clients to Ray Serve's keyless ingress
     ray = [e for e in errors if "checks no API key" not in e]
-    assert len(ray) == 1 and ray[0].startswith("NetworkPolicy/llama70b-ingress: spec.ingress[4]: ") \
+    assert len(ray) == 1 and ray[0].startswith("NetworkPolicy/llama70b-ingress: spec.ingress[5]: ") \
         and message in ray[0], errors

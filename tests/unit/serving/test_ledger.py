@@ -16,6 +16,7 @@ from gridready.serving import topology
 from gridready.stages import bench, serve
 from gridready.stages import certify as certify_stage
 from gridready.stages.serve import deploy as serve_deploy
+from gridready.stages.serve import render_hosts
 from tests.summaries import certification, certified_ledger
 
 A, B, C = "20261130T010000Z-aaaa", "20261130T020000Z-bbbb", "20261130T030000Z-cccc"
@@ -108,6 +109,12 @@ def test_bench_reads_the_deployment_never_a_render_or_refused_serve(make_inv, mo
     certification(inv, ["gpu01"], run_id=A)
     assert serve.run(inv, RunContext(customer=customer, run_id=B, root=root)).exit_code == 0
     monkeypatch.setattr(serve_deploy, "kubernetes", lambda *a, **k: ("error", ExitCode.INVALID))
+    # a hosts inventory's render goes through render_hosts (issue 44), a Kubernetes one through kubernetes()
+
+    def refuse(*_a: object, **_k: object) -> None:
+        raise InvalidInput("cluster.yml: serving: refused")
+
+    monkeypatch.setattr(render_hosts, "render", refuse)
     refused = serve.run(inv, RunContext(customer=customer, run_id=C, root=root, render=True))
     assert refused.exit_code == 2
     _, book = ledger.read(root, customer)

@@ -50,7 +50,7 @@ def workspace(monkeypatch: pytest.MonkeyPatch):
 
 
 SECRETS = {"kubeconfig": "apiVersion: v1\nkind: Config\n", "hfToken": "hf_xxx", "vllmApiKey": "k" * 43,
-           "mpiSshKeys": '{"client": "c", "host": "h"}', "routerKeys": "[]"}
+           "mpiSshKeys": '{"client": "c", "host": "h"}', "routerKeys": "[]", "loraBucketEnv": "{}"}
 
 
 def test_up_uses_a_file_backend_an_inline_program_and_secret_config(workspace, tmp_path: Path):

@@ -14,6 +14,7 @@ from gridready.exitcodes import ExitCode
 from gridready.serving import manifests
 from gridready.stages import serve
 from gridready.stages.serve import deploy as serve_deploy
+from tests.unit.serving import fake_k8s_api
 from tests.unit.serving.conftest import vllm_tier
 
 
@@ -82,15 +83,18 @@ def test_kubernetes_target_with_the_cli_goes_through_the_automation_api(make_inv
 
     monkeypatch.setattr(serve_deploy.gpulumi, "cli_available", lambda: True)
     monkeypatch.setattr(serve_deploy.gpulumi, "up", up)
+    # the wait for the tiers after `up` has its own tests (test_k8s_wait.py, through a fake API)
+    monkeypatch.setattr(serve_deploy.k8s_wait, "after_up", lambda *a, **k: None)
     monkeypatch.setenv("GRIDREADY_HF_TOKEN", "hf_from_the_environment")  # not a source: the vault only
     inv = make_inv(1, target="kubernetes")
-    (inv.path / "kubeconfig.yml").write_text("apiVersion: v1\nkind: Config\n")
+    (inv.path / "kubeconfig.yml").write_text(fake_k8s_api.kubeconfig("https://127.0.0.1:6443"))  # read before up
     vault.write(inv.customer, inv.path, {vault.HF_TOKEN_VAR: "hf_fromthevault"})
     root = write_certify(inv, ["gpu01"])
     result = serve.run(inv, _ctx(root))
     assert result.exit_code == 0, result.messages
     assert calls == [("platform", "acme", ["kubeconfig"], False),
-                     ("serving", "acme", ["hfToken", "kubeconfig", "mpiSshKeys", "routerKeys", "vllmApiKey"],
+                     ("serving", "acme", ["hfToken", "kubeconfig", "loraBucketEnv", "mpiSshKeys", "routerKeys",
+                                          "vllmApiKey"],
                       False)]
     assert tokens == [None, "hf_fromthevault"]  # a Pulumi secret config value of the serving stack only
     # the vLLM API key comes from the customer's vault (made there on first use) as Pulumi secret config; the

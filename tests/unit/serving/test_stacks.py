@@ -62,7 +62,7 @@ def test_rayservice(k8s):
     rs = _one(k8s["serving"].manifests, "RayService", "llama70b")
     spec = rs["spec"]
     assert spec["upgradeStrategy"] == {"type": "None"}
-    assert rs["metadata"]["annotations"]["ray.io/initializing-timeout"] == "30m"
+    assert rs["metadata"]["annotations"]["ray.io/initializing-timeout"] == "40m"  # a 70B model (k8s_startup)
     head = spec["rayClusterConfig"]["headGroupSpec"]
     assert head["rayStartParams"]["num-gpus"] == "0"
     head_res = head["template"]["spec"]["containers"][0]["resources"]

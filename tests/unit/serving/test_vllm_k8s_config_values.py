@@ -40,7 +40,8 @@ def test_the_example_vllm_tier_is_one_two_node_replica_of_tp8_pp2(acme_k8s):
     cfg = vllm.serving_stack_config(inv.customer, inv.spec.serving, cert, plans)
     assert {k: v for k, v in cfg.items() if k not in ("vllm_tiers", "triton_tiers")} == {
         "customer": "acme-h200-k8s", "namespace": "gridready-serving", "hf_token_secret": "hf-token",
-        "clients": ["192.0.2.0/24"], "client_namespaces": ["gateway-system"]}
+        "clients": ["192.0.2.0/24"], "client_namespaces": ["gateway-system"],
+        "monitoring_namespaces": ["monitoring"]}
     (tier,) = cfg["vllm_tiers"]
     llm = tier.pop("llm_config")
     assert tier == {
@@ -52,7 +53,7 @@ def test_the_example_vllm_tier_is_one_two_node_replica_of_tp8_pp2(acme_k8s):
                 "RAY_USAGE_STATS_ENABLED": "0", "NCCL_IB_HCA": HCAS},
         "shm_size": "64Gi", "model_cache_path": "/var/lib/gridready/hf", "ephemeral_storage": "50Gi",
         "termination_grace_s": 60 + vllm.STOP_MARGIN_S,  # the drain, then the margin for Ray and vLLM to exit
-        "worker_cpu": "32", "worker_memory": "512Gi", "upgrade_strategy": "None", "initializing_timeout": "30m",
+        "worker_cpu": "32", "worker_memory": "512Gi", "upgrade_strategy": "None", "initializing_timeout": "40m",
         "gpu_product_label": "NVIDIA-H200"}
     assert llm == {
         "model_loading_config": {"model_id": "llama-3.3-70b", "model_source": "meta-llama/Llama-3.3-70B-Instruct"},

@@ -174,5 +174,5 @@ def test_multi_node_pods_share_the_tiers_ssh_keys_and_check_host_keys(rendered) 
 def test_the_leader_waits_for_every_workers_sshd(rendered) -> None:
     launch = _doc(rendered, "ConfigMap", "trt-70b-eng-triton")["data"]["launch.sh"]
     wait = launch.index('until (exec 3<>"/dev/tcp/$w/2222")')
-    assert wait < launch.index("exec mpirun")
+    assert wait < launch.index("exec /opt/hpcx/ompi/bin/mpirun")  # by its absolute path across nodes (issue 44)
     assert "command -v ssh" in launch
