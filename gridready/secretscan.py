@@ -20,7 +20,7 @@ SECRET_KEY = re.compile(
     re.IGNORECASE,
 )
 # keys that are a password themselves (ansible_become_password, ansible_ssh_pass): even a boolean there is one
-PASSWORD_KEY = re.compile(r"(pass|password|passwd|passphrase)$", re.IGNORECASE)
+PASSWORD_KEY = re.compile(r"(pass|password|passwd|passphrase)\Z", re.IGNORECASE | re.ASCII)
 # keys that name where a secret is, not the secret: a key file, the name of a Kubernetes Secret
 NOT_SECRET_KEY = re.compile(r"(_file|_path|_dir|_checking|^hf_token_secret)\Z", re.IGNORECASE | re.ASCII)
 # Credential shapes, each from its issuer's documented format; never inside a longer word (`task-...` is no `sk-`)

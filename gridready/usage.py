@@ -173,7 +173,7 @@ def install_usage_errors() -> None:
 # Hugging Face organisations whose models are gated: the Hub answers 401/403 until the account behind the token has
 # accepted the model's licence (huggingface.co/docs/hub/models-gated). Meta's Llama repositories all are; Google's
 # Gemma and most of Mistral AI's are too.
-GATED_MODELS = re.compile(r"(meta-llama/|google/gemma|mistralai/)", re.IGNORECASE)
+GATED_MODELS = re.compile(r"(meta-llama/|google/gemma|mistralai/)", re.IGNORECASE | re.ASCII)
 
 
 def gated_model_warnings(inv: Inventory) -> list[str]:

@@ -116,7 +116,7 @@ SOME_VALUES: dict[tuple[str, str], tuple[Callable[[str], bool], str]] = {
 # Names the words below would catch but that load nothing: the API paths not to log, the model's own layers.
 ALLOWED = {"--disable-access-log-for-endpoints", "--lora-target-modules"}
 # A value that names a file on the node, whatever the option's name says (an absolute or home path, a file URL)
-FILE_VALUE = re.compile(r"/|~|file:", re.IGNORECASE)
+FILE_VALUE = re.compile(r"/|~|file:", re.IGNORECASE | re.ASCII)
 _ADDRESS = "sends to, loads from or binds an address the inventory names, which gridready does not place"
 LAST_WORD = {
     "config": "takes a configuration object that can name modules to import, models to download or files to read, "

@@ -17,7 +17,7 @@ from gridready.spec.serving import Tier
 
 # A parameter count in a model's name, in billions: Llama-3.1-8B-Instruct, Qwen2.5-0.5B, Llama-3.1-405B-FP8.
 # An expert count before it (Mixtral-8x7B) is no size: such a name reads as unknown.
-SIZE_IN_NAME = re.compile(r"(?<![A-Za-z0-9.])(\d{1,4}(?:\.\d{1,3})?)[Bb](?![A-Za-z0-9])")
+SIZE_IN_NAME = re.compile(r"(?<![A-Za-z0-9.])([0-9]{1,4}(?:\.[0-9]{1,3})?)[Bb](?![A-Za-z0-9])")
 BYTES_PER_PARAM = {None: 2.0, "fp8": 1.0, "modelopt": 1.0, "compressed-tensors": 1.0, "awq": 0.5, "gptq": 0.5}
 WEIGHTS_SHARE = 0.75  # of the memory an engine may take (gpu_memory_utilization): the rest is KV cache and activations
 

@@ -130,7 +130,7 @@ def test_the_lock_wait_in_fullwidth_digits_is_refused(monkeypatch):
 def test_a_canary_weight_in_fullwidth_digits_is_refused():
     from types import SimpleNamespace
 
-    from gridready.stages import serve_canary
+    from gridready.stages.serve import rollout as serve_canary
 
     inv = SimpleNamespace()
     with pytest.raises(InvalidInput, match=r"^--weight: "):

@@ -183,7 +183,7 @@ SECRETS = [
     ("lookup-inside-an-inline-vault", both(_inline_vault_value("{{ lookup('pipe', 'id') }}"), password()),
      GV + "db_pass: (!vault): lookup plugin 'pipe'"),
     ("become-password-binary", gvars("ansible_become_password: !!binary cGFzc3dvcmQ=\n"),
-     GV + "ansible_become_password: a secret given as binary"),
+     GV + "line 1 column 26: ansible_become_password: the tag !!binary is not allowed here"),
     ("become-pass-float", hosts_doc({"ansible_become_pass": 1234.5}), G1 + ".ansible_become_pass: a secret given"),
     ("become-password-true", gvars("ansible_become_password: true\n"), GV + "ansible_become_password: a secret given"),
     ("ssh-pass-date", gvars("ansible_ssh_pass: 2024-01-31\n"), GV + "ansible_ssh_pass: a secret given"),

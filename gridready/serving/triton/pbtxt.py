@@ -87,8 +87,8 @@ def dumps(msg: Mapping[str, Any]) -> str:
 
 def parse(text: str, source: str) -> model_config_pb2.ModelConfig:
     """Parse config.pbtxt text; a bad field, enum or syntax raises RepositoryError `source:line:col: ...`."""
-    # imported on use: the Triton package is imported wherever its pins are read (the sandbox's images, a GPU
-    # machine's test run), which need neither protobuf nor tritonclient
+    # imported on use: the Triton package is imported wherever its pins are read (a GPU machine's test run among
+    # them), which needs neither protobuf nor tritonclient
     from google.protobuf import text_format
     from tritonclient.grpc import model_config_pb2
 

@@ -20,7 +20,8 @@ PKG = Path(__file__).resolve().parents[3] / "gridready"
 SERVE = PKG / "stages" / "serve"
 PREFIX = "gridready.stages.serve"
 STEPS = ("plan", "rendering", "deploy", "verify", "redeploy", "rollout", "record")
-FLOOR = ("context", "canary", "router", "config", "embedding")  # from the bottom up
+FLOOR = ("context", "k8s_wait", "k8s_bucket", "k8s_volumes", "canary", "router", "config", "embedding",
+         "render_hosts")  # from the bottom up
 TASKS = ("preview", "down", "drain")  # invoke plan's view, serve --down, the watcher's drain
 
 

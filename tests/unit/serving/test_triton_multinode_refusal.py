@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 import yaml
-from gridready.serving.triton_launch import MPIRUN_ACROSS_NODES
+from gridready.serving.triton.launch import MPIRUN_ACROSS_NODES
 
 from gridready import inventory
 from gridready import pulumi as gpulumi
