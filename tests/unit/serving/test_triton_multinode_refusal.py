@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 import yaml
-from gridready.serving.triton.launch import MPIRUN_ACROSS_NODES
 
 from gridready import inventory
 from gridready import pulumi as gpulumi
 from gridready.errors import GridreadyError
 from gridready.exitcodes import ExitCode
 from gridready.serving import topology
+from gridready.serving.triton.launch import MPIRUN_ACROSS_NODES
 from gridready.stages.serve import config as serve_config
 from tests.summaries import certified_ledger
 from tests.unit.serving.conftest import MPI_IMAGE
