@@ -13,13 +13,12 @@ amounts to after a reboot), the same probe sees the GCS port open, so the witnes
 from __future__ import annotations
 
 import json
-import time
-import urllib.request
 from typing import Any
 
 import pytest
 
 from tests.roles.serve_run import fleet_env, serve_fleet
+from tests.sandbox.waiting import health, wait
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.slow]
 TIER = "llama8b-reboot"
@@ -52,22 +51,6 @@ print(json.dumps(out))
 def _probe(fleet: Any, source: str, target: str, ports: tuple[int, ...]) -> dict[int, str]:
     res = fleet.ssh(source, f"python3 - {target} {' '.join(map(str, ports))}", input=PROBE, timeout=60)
     return {int(k): v for k, v in json.loads(res.stdout).items()}
-
-
-def _health(address: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"http://{address}:{API}/health", timeout=3) as resp:
-            return resp.status == 200
-    except OSError:
-        return False
-
-
-def _wait(predicate: Any, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(2)
 
 
 def _show(fleet: Any, host: str, unit: str, *props: str) -> dict[str, str]:
@@ -113,7 +96,7 @@ def monkeypatch_module():
 def test_the_firewall_holds_before_a_reboot(served) -> None:
     fleet, member, outsider = served["fleet"], served["member"], served["outsider"]
     ip = fleet.addresses[member]
-    assert _health(ip)  # the controller is an allowed client of the API port
+    assert health(ip, API)  # the controller is an allowed client of the API port
     # dropped, not refused: the table's rules answer (the dashboard is off in the sandbox, its port closed anyway)
     assert _probe(fleet, outsider, ip, (GCS, DASHBOARD, API)) == dict.fromkeys((GCS, DASHBOARD, API), "dropped")
     assert fleet.ssh(member, f"python3 - 127.0.0.1 {GCS} {API}", input=PROBE).stdout.count("open") == 2
@@ -127,9 +110,9 @@ def test_after_a_reboot_the_ports_stay_closed_and_the_engine_answers_again(serve
 
     def answered() -> bool:
         seen.append(_probe(fleet, outsider, ip, (GCS, DASHBOARD, API)))
-        return _health(ip)
+        return health(ip, API)
 
-    _wait(answered, READY_S, f"the engine's /health on {member} after its reboot")
+    wait(answered, READY_S, f"the engine's /health on {member} after its reboot")
     seen.append(_probe(fleet, outsider, ip, (GCS, DASHBOARD, API)))
     assert len(seen) >= 2
     opened = [p for p in seen if "open" in p.values()]
@@ -159,5 +142,5 @@ def test_without_the_boot_unit_the_same_probe_sees_the_gcs_port_open(served) -> 
     fleet.ssh(member, f"mkdir -p {dropin.rsplit('/', 1)[0]} && printf '%s\\n' {lines} > {dropin} "
                       "&& systemctl daemon-reload")
     fleet.reboot(member)
-    _wait(lambda: _probe(fleet, outsider, ip, (GCS,))[GCS] == "open", READY_S, f"Ray's GCS on {member}")
+    wait(lambda: _probe(fleet, outsider, ip, (GCS,))[GCS] == "open", READY_S, f"Ray's GCS on {member}")
     assert fleet.ssh(member, "nft list tables").stdout.strip() == ""

@@ -11,35 +11,18 @@ answers.
 
 from __future__ import annotations
 
-import time
-import urllib.request
 from typing import Any
 
 import pytest
 
 from tests.roles.serve_run import fleet_env, serve_fleet
+from tests.sandbox.waiting import health, wait
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.slow]
 TIER = "llama8b-pp2"
 API = 8000  # the tier's default port
 BOOT_S = 120  # a sandbox host's boot to multi-user.target takes seconds; the old units never got there
 READY_S = 360  # the head, the worker's rejoin, then vLLM (SIMULATED) until /health answers
-
-
-def _health(address: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"http://{address}:{API}/health", timeout=3) as resp:
-            return resp.status == 200
-    except OSError:
-        return False
-
-
-def _wait(predicate: Any, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(2)
 
 
 @pytest.fixture(scope="module")
@@ -75,9 +58,9 @@ def served(make_module_fleet, tmp_path_factory, monkeypatch_module) -> dict[str,
 def test_a_worker_boots_while_its_head_is_down_and_rejoins_when_it_returns(served) -> None:
     fleet, head, worker = served["fleet"], served["head"], served["worker"]
     head_ip = fleet.addresses[head]
-    assert _health(head_ip)
+    assert health(head_ip, API)
     fleet.ssh(head, "systemctl stop ray-head")  # the tier's unit is PartOf ray-head: it stops too
-    _wait(lambda: fleet.ssh(worker, "systemctl is-active ray-worker", check=False).stdout.strip() != "active",
+    wait(lambda: fleet.ssh(worker, "systemctl is-active ray-worker", check=False).stdout.strip() != "active",
           120, f"ray-worker on {worker} to stop with its head")
 
     fleet.reboot(worker)
@@ -87,7 +70,7 @@ def test_a_worker_boots_while_its_head_is_down_and_rejoins_when_it_returns(serve
         return state in ("running", "degraded")
 
     try:
-        _wait(booted, BOOT_S, f"{worker} to finish booting with its head down")
+        wait(booted, BOOT_S, f"{worker} to finish booting with its head down")
     except AssertionError as err:
         jobs = fleet.ssh(worker, "systemctl list-jobs --no-pager; systemctl --failed --no-pager", check=False).stdout
         raise AssertionError(f"{err}; pending jobs:\n{jobs}") from None
@@ -96,6 +79,6 @@ def test_a_worker_boots_while_its_head_is_down_and_rejoins_when_it_returns(serve
     assert fleet.ssh(worker, "systemctl is-active ray-worker", check=False).stdout.strip() != "active"
 
     fleet.ssh(head, "systemctl start ray-head")
-    _wait(lambda: fleet.ssh(worker, "systemctl is-active ray-worker", check=False).stdout.strip() == "active",
+    wait(lambda: fleet.ssh(worker, "systemctl is-active ray-worker", check=False).stdout.strip() == "active",
           READY_S, f"ray-worker on {worker} to join the returned head")
-    _wait(lambda: _health(head_ip), READY_S, f"tier {TIER} on {head} to answer again")
+    wait(lambda: health(head_ip, API), READY_S, f"tier {TIER} on {head} to answer again")
