@@ -189,6 +189,17 @@ def _operator_file(path: Path) -> tuple[Path, Path]:
     return real, real / os.path.basename(os.path.abspath(path))
 
 
+def _write_parts(target: Path, root: Path | None) -> tuple[str, list[str]]:
+    """The folder to walk from and the names beneath it of a file to write: beneath `root`, or, without one, in the
+    real folder of a file an operator named."""
+    if root is None:
+        try:
+            root, target = _operator_file(target)
+        except OSError as err:
+            raise _os_error(err) from None
+    return _parts(target, root, follow_inside=False)
+
+
 def make_dirs(path: Path, root: Path | None = None) -> Path:
     """Create `path` and its parents beneath `root`, refusing a link at any component (without a root: as named)."""
     if root is None:
@@ -211,13 +222,7 @@ def open_atomic(path: Path, root: Path | None = None, mode: int = 0o600,
     """A create-exclusive temp file in the target's folder (made beneath `root` without following a link), renamed
     over `path` when the block ends without an error (fsynced first unless `durable` is False, removed when it
     raises): a link or file at `path` is replaced, never written through; a folder there is refused."""
-    target = Path(path)
-    if root is None:
-        try:
-            root, target = _operator_file(target)
-        except OSError as err:
-            raise _os_error(err) from None
-    top, names = _parts(target, root, follow_inside=False)
+    top, names = _write_parts(Path(path), root)
     if not names:
         raise UnsafeFile("not a regular file (a directory)")
     name = names[-1]
@@ -267,13 +272,7 @@ def write_atomic(path: Path, data: bytes, root: Path | None = None, mode: int = 
 def open_lock(path: Path, root: Path | None = None) -> int:
     """A read-write descriptor of the lock file at `path` (created when missing), opened without following a link
     and without blocking; anything but a regular file there is refused."""
-    target = Path(path)
-    if root is None:
-        try:
-            root, target = _operator_file(target)
-        except OSError as err:
-            raise _os_error(err) from None
-    top, names = _parts(target, root, follow_inside=False)
+    top, names = _write_parts(Path(path), root)
     flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
     try:
         parent = _walk(top, names[:-1], create=True)
