@@ -23,7 +23,7 @@ from gridready.serving import k8s_status
 from gridready.stages import serve
 from gridready.stages.serve import deploy as serve_deploy
 from tests.unit.bench.conftest import start_engine
-from tests.unit.serving import fake_k8s_api
+from tests.unit.serving import fake_gateway, fake_k8s_api
 from tests.unit.serving.conftest import vllm_tier
 from tests.unit.serving.test_consistency import triton_tier
 
@@ -39,6 +39,7 @@ def _inventory(make_inv, **serving: Any) -> Inventory:
     inv = make_inv(1, [vllm_tier(slo=SLO)], target="kubernetes")
     path = inv.path / "cluster.yml"
     spec = yaml.safe_load(path.read_text())
+    spec["serving"]["wait_timeout_s"] = 20  # readiness through the router: a tier that never answers fails fast
     for key, value in serving.items():
         if key == "router_url":
             spec["serving"]["kubernetes"]["router_url"] = value
@@ -53,7 +54,9 @@ def _inventory(make_inv, **serving: Any) -> Inventory:
 class Cluster:
     """What `pulumi up` created (the serving program under Pulumi's mocks) and the fake API that reports on it."""
 
-    def __init__(self, never_ready: set[str] = frozenset(), gateway: dict[str, Any] | None = None) -> None:
+    def __init__(self, never_ready: set[str] = frozenset(), gateway: dict[str, Any] | None = None,
+                 attached: list[dict[str, Any]] | None = None) -> None:
+        self.attached = [] if attached is None else attached  # the HTTPRoutes the fake Gateway forwards by
         self.objects: dict[str, dict[str, Any]] = {}
         self.created: list[dict[str, Any]] = []
         self.seen: list[str] = []
@@ -65,6 +68,8 @@ class Cluster:
            preview: bool = False, on_output: Any = None) -> dict[str, Any]:
         rendered = gpulumi.render(stack, config, customer)
         for doc in rendered.manifests:
+            if doc["kind"] == "HTTPRoute":
+                self.attached.append(doc)
             if doc["kind"] in ("RayService", "LeaderWorkerSet", "Deployment", "HTTPRoute"):
                 self.created.append(doc)
                 obj = fake_k8s_api.ready(doc)
@@ -132,14 +137,21 @@ def test_through_the_gateway_the_router_is_reached_at_its_published_address(make
     router = engine()
     inv = _inventory(make_inv, router={"enabled": True, "keys": [{"name": "app", "vault_var":
                                                                    "vault_router_client_key"}]})
-    cluster = Cluster(gateway={**fake_k8s_api.gateway("inference-gateway", "127.0.0.1", router.ports["http"]),
-                               "metadata": {"name": "inference-gateway", "namespace": "gridready-serving"}})
-    result = _serve(monkeypatch, inv, cluster, write_certify(inv, ["gpu01"]))
+    attached: list[dict[str, Any]] = []
+    asked: list[str] = []
+    with fake_gateway.serve(attached, router.url, asked) as port:
+        cluster = Cluster(gateway={**fake_k8s_api.gateway("inference-gateway", "127.0.0.1", port),
+                                   "metadata": {"name": "inference-gateway", "namespace": "gridready-serving"}},
+                          attached=attached)
+        result = _serve(monkeypatch, inv, cluster, write_certify(inv, ["gpu01"]))
     assert result.exit_code == 0, result.messages
-    assert result.data["router"]["url"] == router.url
+    assert result.data["router"]["url"] == f"http://127.0.0.1:{port}"
     assert result.data["router"]["reached_by"] == "Gateway gridready-serving/inference-gateway"
-    route = next(d for d in cluster.created if d["kind"] == "HTTPRoute")
+    (route,) = attached
     assert f"GET {fake_k8s_api.path_of(route)}" in cluster.seen  # the route's acceptance was awaited
+    # readiness, smoke and benchmark asked only what the router's HTTPRoute hands on
+    assert {a.split(" ", 1)[1] for a in asked} >= {"/health", "/v1/models", "/v1/chat/completions"}
+    assert not [a for a in asked if a.startswith("404")]
 
 
 def test_a_never_ready_rayservice_is_exit_3_naming_the_tier_and_its_last_condition(make_inv, write_certify,
