@@ -17,6 +17,7 @@ import yaml
 from gridready import bench, inventory, vault
 from gridready import pulumi as gpulumi
 from gridready.artifacts import RunContext
+from gridready.errors import GridreadyError
 from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory
 from gridready.serving import k8s_status
@@ -220,3 +221,11 @@ def test_the_fake_reports_only_status_fields_the_pinned_controllers_publish(crd,
     else:
         assert set(status["conditions"][0]) <= set(published["conditions"]["items"]["properties"])
     assert k8s_status.state(kind, fake_k8s_api.ready(doc)).ready
+
+
+@pytest.mark.parametrize("url", ["ftp://gateway.example", "http://gateway.example/v1", "gateway.example:80",
+                                 "http://user@gateway.example"])
+def test_a_router_url_that_is_not_a_bare_http_url_is_exit_2_naming_the_key(make_inv, url: str) -> None:
+    with pytest.raises(GridreadyError) as err:
+        _inventory(make_inv, router_url=url)
+    assert err.value.code == ExitCode.INVALID and "serving.kubernetes.router_url" in str(err.value)
