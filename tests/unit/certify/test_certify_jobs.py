@@ -228,3 +228,88 @@ def test_the_job_runner_needs_its_image_and_a_kubeconfig(tmp_path: Path, edit: d
     with pytest.raises(InvalidInput) as err:
         inventory.load(inv)
     assert [x for x in err.value.lines if line in x] and err.value.code == 2
+
+
+def test_the_rest_calls_against_an_http_stand_in_on_loopback() -> None:
+    """KubeApi's paths, queries, bodies and answers as the API server's REST interface has them (a ConfigMap that
+    exists is replaced, Jobs listed by label page by page, a Job's pod found by its job-name label, its log read as
+    text, a Job deleted with its pods); a missing namespace is one line naming the setting."""
+    import http.server
+    import threading
+    import urllib.parse
+
+    seen: list[tuple[str, str, Any]] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def _answer(self, code: int, body: Any, text: bool = False) -> None:
+            data = body.encode() if text else json.dumps(body).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "text/plain" if text else "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _record(self) -> tuple[str, dict[str, list[str]]]:
+            url = urllib.parse.urlsplit(self.path)
+            length = int(self.headers.get("Content-Length") or 0)
+            body = json.loads(self.rfile.read(length)) if length else None
+            assert self.headers["Authorization"] == "Bearer t0ken"
+            seen.append((self.command, url.path, body))
+            return url.path, urllib.parse.parse_qs(url.query)
+
+        def do_POST(self) -> None:
+            path, _ = self._record()
+            if path.startswith("/api/v1/namespaces/missing/"):
+                self._answer(404, {"kind": "Status", "reason": "NotFound"})
+            else:
+                self._answer(409 if path.endswith("/configmaps") else 201, {})
+
+        def do_PUT(self) -> None:
+            self._record()
+            self._answer(200, {})
+
+        def do_DELETE(self) -> None:
+            self._record()
+            self._answer(200, {})
+
+        def do_GET(self) -> None:
+            path, query = self._record()
+            if path.endswith("/jobs"):
+                assert query["labelSelector"] == ["gridready.io/run-id=r1"]
+                page = query.get("continue", [""])[0]
+                self._answer(200, {"metadata": {"continue": "" if page else "p2"}, "items": [
+                    {"metadata": {"name": "job-b" if page else "job-a"}, "status": COMPLETE if page else RUNNING}]})
+            elif path.endswith("/pods"):
+                assert query["labelSelector"] == ["batch.kubernetes.io/job-name=job-a"]
+                self._answer(200, {"items": [{"metadata": {"name": "job-a-x7k2p"}}]})
+            else:
+                assert path.endswith("/pods/job-a-x7k2p/log") and query["container"] == ["probe"]
+                self._answer(200, _log({"schema": "x"}), text=True)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        kubeconfig = {"current-context": "c", "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}],
+                      "clusters": [{"name": "k", "cluster": {"server": f"http://127.0.0.1:{server.server_port}"}}],
+                      "users": [{"name": "u", "user": {"token": "t0ken"}}]}
+        api = certify_jobs.KubeApi(json.dumps(kubeconfig), "cluster.yml: serving.kubeconfig")
+        cm = {"kind": "ConfigMap", "metadata": {"name": "gridready-probe", "namespace": "ns"}, "data": {}}
+        job = {"kind": "Job", "metadata": {"name": "job-a", "namespace": "ns"}, "spec": {}}
+        api.create(cm)
+        api.create(job)
+        assert api.job_statuses("ns", "r1") == {"job-a": RUNNING, "job-b": COMPLETE}
+        assert probe_jobs.document_from_log(str(api.job_log("ns", "job-a")), "job-a") == {"schema": "x"}
+        api.delete_job("ns", "job-a")
+        with pytest.raises(certify_jobs.StageFailed, match=r"the namespace missing must exist .*"
+                                                           r"certification\.jobs\.namespace"):
+            api.create({**cm, "metadata": {"name": "gridready-probe", "namespace": "missing"}})
+    finally:
+        server.shutdown()
+    assert [(m, p) for m, p, _ in seen[:4]] == [
+        ("POST", "/api/v1/namespaces/ns/configmaps"), ("PUT", "/api/v1/namespaces/ns/configmaps/gridready-probe"),
+        ("POST", "/apis/batch/v1/namespaces/ns/jobs"), ("GET", "/apis/batch/v1/namespaces/ns/jobs")]
+    assert seen[2][2] == job and ("DELETE", "/apis/batch/v1/namespaces/ns/jobs/job-a", {
+        "apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"}) in seen
