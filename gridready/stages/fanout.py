@@ -27,6 +27,8 @@ from gridready.inventory import Inventory, display_path
 FILES_PER_FORK = 5  # in ansible-playbook's main process: a worker's pipes and sentinel (measured 3.7)
 FILES_BASE = 64  # ansible-playbook itself, its plugins, callback and logs (measured 12)
 MIB_PER_FORK = 45  # a forked worker running a module over SSH (measured at most 40 MiB) and its SSH client
+PROCS_PER_FORK = 3  # the worker, its SSH client, the ControlPersist master (which outlives its node's tasks by 60 s)
+PROCS_BASE = 64  # ansible-playbook, ansible-runner, gridready and the user's shell
 MIB_BASE = 1024  # ansible-playbook, the judge and the reports (docs/benchmarks.md: ~1 GiB at 10,000 nodes)
 
 
@@ -34,12 +36,15 @@ MIB_BASE = 1024  # ansible-playbook, the judge and the reports (docs/benchmarks.
 class Controller:
     open_files: int  # soft RLIMIT_NOFILE
     available_mib: int | None  # MemAvailable, None where unknown
+    processes: int | None = None  # soft RLIMIT_NPROC (this user's processes), None where unlimited
 
 
 def this_controller() -> Controller:
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    nproc, _ = resource.getrlimit(resource.RLIMIT_NPROC)
     return Controller(open_files=soft if soft != resource.RLIM_INFINITY else 1 << 30,
-                      available_mib=_available_mib())
+                      available_mib=_available_mib(),
+                      processes=None if nproc == resource.RLIM_INFINITY else nproc)
 
 
 def _available_mib(meminfo: Path = Path("/proc/meminfo")) -> int | None:
@@ -66,6 +71,12 @@ def check(parallel: int, where: str, controller: Controller | None = None) -> li
         raise InvalidInput(f"{where}: {parallel} nodes at once need about {files} open files on the controller, "
                            f"which allows {c.open_files} (ulimit -n): raise the limit or lower it to "
                            f"{max(1, (c.open_files - FILES_BASE) // FILES_PER_FORK)}")
+    procs = PROCS_BASE + PROCS_PER_FORK * parallel
+    if c.processes is not None and procs > c.processes:
+        raise InvalidInput(f"{where}: {parallel} nodes at once need about {procs} processes on the controller (an "
+                           f"Ansible worker, an SSH client and its ControlPersist master each), which allows "
+                           f"{c.processes} (ulimit -u): raise the limit or lower it to "
+                           f"{max(1, (c.processes - PROCS_BASE) // PROCS_PER_FORK)}")
     if c.available_mib is not None and mib > c.available_mib:
         return [f"warning: {where}: {parallel} nodes at once need about {mib} MiB on the controller "
                 f"({MIB_PER_FORK} MiB per Ansible worker), {c.available_mib} MiB available now: lower it to "

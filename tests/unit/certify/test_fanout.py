@@ -80,3 +80,15 @@ def test_validate_refuses_a_fan_out_this_controller_cannot_hold(tmp_path: Path) 
     assert run.returncode == 2, run.stderr
     assert len(lines) == 1 and "inventories/sandbox/cluster.yml: certification.parallel: 25 nodes at once need " \
         f"about {files} open files on the controller, which allows {limit} (ulimit -n)" in lines[0], run.stderr
+
+
+def test_too_few_processes_for_the_workers_and_their_ssh_masters_stop_it() -> None:
+    """Each node probed at once is three processes of the controller's user (a worker, its SSH client, the
+    ControlPersist master that outlives the node's tasks by 60 s): a user process limit below that is refused."""
+    roomy = fanout.Controller(open_files=1 << 20, available_mib=None, processes=64 + 3 * 40)
+    assert fanout.check(40, KEY, roomy) == []
+    with pytest.raises(InvalidInput) as err:
+        fanout.check(41, KEY, roomy)
+    assert err.value.lines == [f"{KEY}: 41 nodes at once need about 187 processes on the controller (an Ansible "
+                               "worker, an SSH client and its ControlPersist master each), which allows 184 "
+                               "(ulimit -u): raise the limit or lower it to 40"]
