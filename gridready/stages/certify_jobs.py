@@ -59,8 +59,8 @@ def check_mode_skip() -> list[str]:
 
 
 def probe_all(inv: Inventory, hosts: list[str], variables: dict[str, Any], fetch_dir: Path, *, run_id: str,
-        api: ClusterApi | None = None, clock: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], None] = time.sleep) -> dict[str, str]:
+              api: ClusterApi | None = None, clock: Callable[[], float] = time.monotonic,
+              sleep: Callable[[float], None] = time.sleep) -> dict[str, str]:
     """Probe `hosts` with a Job each; write each document to fetch_dir/<host>/probe.json. Returns host -> why it
     has no document."""
     jobs_spec = inv.spec.certification.jobs
@@ -84,19 +84,27 @@ def probe_all(inv: Inventory, hosts: list[str], variables: dict[str, Any], fetch
         elif ended[name] == "failed":
             missing[host] = f"Job {name} failed; last condition: {last[name]}"
     done = [n for n in names if ended.get(n) == "complete"]
-    with ThreadPoolExecutor(PARALLEL_CALLS) as pool:
-        logs = dict(zip(done, pool.map(lambda n: api.job_log(jobs_spec.namespace, n), done), strict=True))
-    for name in done:
-        host = names[name]
+    namespace = jobs_spec.namespace
+
+    def collect(name: str) -> str | None:
+        """The Job's document read from its log and written for the judge (a few logs in memory at a time, not
+        the fleet's); why there is none otherwise."""
         try:
-            if logs[name] is None:
+            log = api.job_log(namespace, name)
+            if log is None:
                 raise InvalidInput(f"Job {name}: complete, but its pod is gone (no log to read)")
-            doc = probe_jobs.document_from_log(str(logs[name]), f"Job {name}")
+            doc = probe_jobs.document_from_log(log, f"Job {name}")
         except InvalidInput as err:
-            missing[host] = str(err)
-            continue
-        make_dirs(fetch_dir / host)
-        write_atomic(fetch_dir / host / "probe.json", json.dumps(doc).encode(), mode=0o644)
+            return str(err)
+        make_dirs(fetch_dir / names[name])
+        write_atomic(fetch_dir / names[name] / "probe.json", json.dumps(doc).encode(), mode=0o644)
+        return None
+
+    make_dirs(fetch_dir)  # once, before the threads make each node's folder in it
+    with ThreadPoolExecutor(PARALLEL_CALLS) as pool:
+        for name, why in zip(done, pool.map(collect, done), strict=True):
+            if why is not None:
+                missing[names[name]] = why
     return missing
 
 
