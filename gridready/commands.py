@@ -73,6 +73,9 @@ def validate(c: Context) -> None:
     """Load and cross-check the inventory; one line per problem, exit 2 when invalid."""
     inv = _inv(c)
     cli.run_id()
+    from gridready.stages import fanout
+
+    fanout.refuse_unmet(inv)  # a certification.parallel this controller cannot hold: one line, exit 2
     cli.console.info(f"inventory {inv.name}: valid ({len(inv.gpu_hosts())} GPU nodes, "
                      f"{len(inv.spec.serving.tiers)} serving tiers)")
     for line in usage.gated_model_warnings(inv):
