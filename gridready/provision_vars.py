@@ -40,6 +40,9 @@ def role_vars(spec: ClusterSpec, node_group: NodeGroup) -> dict[str, Any]:
         "gridready_fabricmanager_branch": pins.driver_branch,
         "gridready_dcgm_major": pins.dcgm_major,
         "gridready_dcgm_cuda_major": pins.cuda.split(".")[0],
+        # pinned and held like the driver, so a node provisioned later gets the release the others run
+        "gridready_dcgm_version": pins.dcgm_version or "",
+        "gridready_container_toolkit_version": pins.container_toolkit or "",
         "gridready_nccl_version": pins.nccl,
         "gridready_nccl_cuda": pins.cuda,
         "gridready_nccl_tests_version": pins.nccl_tests,
