@@ -72,9 +72,11 @@ def _tail(marker: Path, rebooted: bool) -> list[dict[str, Any]]:
 def converge_tail(tmp: Path, *, loaded: str | None = INSTALLED, smi: list[str] | None = None,
                   smi_path: str = "", fm_active: bool = True, nvswitch: bool = False, fm_on_node: bool = True,
                   wanted_args: list[str] | None = None, reboot: str = "never", rebooted: bool = False,
-                  settle: int = 20, extra_vars: dict[str, Any] | None = None, on_path: bool = True) -> Outcome:
+                  settle: int = 20, extra_vars: dict[str, Any] | None = None, on_path: bool = True,
+                  kmod_package: str = "") -> Outcome:
     """Run the converge tail once against the stand-ins; `smi` is nvidia-smi's successive answers
-    (persistence_mode, fabric.state per GPU line), `smi_path` where it lives (on PATH unless `on_path` is false)."""
+    (persistence_mode, fabric.state per GPU line), `smi_path` where it lives (on PATH unless `on_path` is false);
+    `kmod_package` the dpkg package whose file list dates the driver's install."""
     for stale in ("recorded", "recorded.facts", "smi-calls"):
         (tmp / stale).unlink(missing_ok=True)
     root = tmp / "sysroot"
@@ -103,7 +105,7 @@ python3 -c 'import json, sys; {pick}' {tmp}/smi-answers.json "$n"
                              'kernel_lockdown.7"\n')
     marker = tmp / "recorded"
     driver_report = {"version": f"{INSTALLED}-1", "nvidia_smi": str(smi_file) if not on_path else "",
-                     "kernel_module_package": ""}
+                     "kernel_module_package": kmod_package}
     tuning = ({"kernel_cmdline": "reboot pending", "kernel_cmdline_wanted": wanted_args} if wanted_args is not None
               else {"kernel_cmdline": "not managed: no GRUB on this host", "kernel_cmdline_wanted": []})
     play_vars: dict[str, Any] = {

@@ -48,6 +48,23 @@ def test_a_driver_still_not_loaded_after_the_reboot_fails_with_what_the_kernel_s
     assert not out.recorded
 
 
+def test_a_driver_installed_before_this_boot_and_not_loaded_fails_without_a_reboot_of_ours(tmp_path: Path) -> None:
+    """Finding 2 with `reboot: never`: the host was rebooted by hand since the driver's install (its package's dpkg
+    file list predates the boot: here a package of this machine's image stands in) and the module is still not
+    loaded. Another reboot would not help; the host fails instead of owing one on every run."""
+    image_package = next(p.stem for p in sorted(Path("/var/lib/dpkg/info").glob("*.list"))
+                         if p.stat().st_mtime < _boot_time())
+    out = converge_tail(tmp_path, loaded=None, smi=["NVIDIA-SMI has failed"], kmod_package=image_package, settle=2)
+    assert out.rc != 0
+    assert "is loaded after a boot that followed its installation; the kernel said: " in out.stdout
+    assert "module verification failed" in out.stdout and not out.recorded
+
+
+def _boot_time() -> float:
+    return float(next(line.split()[1] for line in Path("/proc/stat").read_text().splitlines()
+                      if line.startswith("btime")))
+
+
 def test_nvidia_smi_outside_path_where_the_driver_role_found_it(tmp_path: Path) -> None:
     """Finding 3: a runfile or driver-container install keeps nvidia-smi off the default PATH (here, as under
     /usr/local/nvidia/bin); the post-state check uses where the driver role found it."""
