@@ -121,6 +121,12 @@ class SoftwarePins(BaseModel):
         description="PyTorch release provision installs for certification's GPU gates (GEMM, HBM, H2D, SDC, goodput), "
                     "from python_index or PyPI; null installs none (bring your own: gridready_certify_python)")
 
+    @model_validator(mode="after")
+    def _dcgm_release_of_the_major(self) -> SoftwarePins:
+        if self.dcgm_version and int(self.dcgm_version.split(".")[0]) != self.dcgm_major:
+            raise ValueError(f"dcgm_version {self.dcgm_version} is not a release of dcgm_major {self.dcgm_major}")
+        return self
+
     def pip_index_args(self) -> list[str]:
         """`--index-url <mirror>` (and `--trusted-host <host>` for an accepted plain-http one), else nothing."""
         if not self.python_index:

@@ -4,12 +4,14 @@ role's pinned install moves it)."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 import yaml
 
 from gridready import inventory
+from gridready.errors import InvalidInput
 from gridready.provision_vars import role_vars
 
 REPO = Path(__file__).resolve().parents[3]
@@ -40,3 +42,13 @@ def test_the_spec_pins_dcgm_and_the_toolkit() -> None:
     inv.spec.software.container_toolkit = "1.18.0"
     out = role_vars(inv.spec, group)
     assert out["gridready_dcgm_version"] == "4.5.0" and out["gridready_container_toolkit_version"] == "1.18.0"
+
+
+def test_a_dcgm_release_of_another_major_is_refused_naming_the_key(tmp_path: Path) -> None:
+    inv_dir = tmp_path / "acme"
+    shutil.copytree(REPO / "inventories" / "acme-h200", inv_dir)
+    cluster = inv_dir / "cluster.yml"
+    cluster.write_text(cluster.read_text().replace("  dcgm_major: 4\n", "  dcgm_major: 4\n  dcgm_version: 3.3.9\n", 1))
+    with pytest.raises(InvalidInput, match=r"cluster\.yml: software: dcgm_version 3\.3\.9 is not a release of "
+                                           r"dcgm_major 4"):
+        inventory.load(inv_dir)
