@@ -238,6 +238,10 @@ class Batch:
         if result.get("exit_code"):
             return False
         if not result.get("applied"):
+            spec = self.inv.spec.serving
+            if spec.target == "hosts" and spec.router.enabled:  # a router that still sends to the node
+                self.notes.append(f"batch {self.index} {what}: the router was not re-applied: {result.get('reason')}")
+                return False
             self.notes.append(f"batch {self.index} {what}: serving not re-applied: {result.get('reason')}")
         return True
 

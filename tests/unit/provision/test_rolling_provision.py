@@ -251,3 +251,24 @@ def test_bad_roll_flags_are_refused_before_anything_runs(make_inv, monkeypatch, 
         provision.run(inv, ctx)
     assert err.value.lines == [needle] or err.value.lines[0].startswith(needle)
     assert roll_state.read(root, "acme") is None
+
+
+def test_a_router_that_cannot_drain_the_node_stops_the_batch_before_provision(make_inv, monkeypatch):
+    inv, root = _served(make_inv, monkeypatch)
+    fleet, certified = Fleet(), []
+    hooks = _hooks(fleet, certified, monkeypatch)
+    hooks.route = lambda inv_, ctx: {"applied": False, "reason": "no deployment in the ledger"}
+    summary = _roll(inv, root, hooks, "20261206T150000Z-roll")
+    assert summary.exit_code == 3
+    assert any(m.startswith("gpu01 failed at draining: the router was not re-applied") for m in summary.messages)
+    assert not any(what == "provision.yml" for what, _ in fleet.log)
+    assert ledger.read(root, "acme")[1].nodes["gpu01"].drained
+
+
+@pytest.mark.parametrize(("owed", "rebooted", "want"), [
+    (True, False, True), ("True", "False", True), ("false", False, False), (False, True, False)])
+def test_the_reboot_fact_is_read_as_provision_yml_reports_it(owed, rebooted, want):
+    res = {"ansible_facts": {"gridready_reboot": {"owed": owed, "rebooted": rebooted, "reasons": ["kernel"]}}}
+    got = provision.reboot_of(res)
+    assert got is not None and got["owed"] is want and got["reasons"] == ["kernel"]
+    assert provision.reboot_of({"ansible_facts": {}}) is None
