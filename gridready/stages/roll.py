@@ -114,9 +114,14 @@ def failure_of(result: ansible.PlaybookResult, host: str) -> str:
     return "no task result"
 
 
+# The engines' gauges of requests running and queued: vLLM (docs "Production Metrics": vllm:num_requests_running,
+# vllm:num_requests_waiting) and SGLang (docs/references/production_metrics.md: sglang:num_running_reqs,
+# sglang:num_queue_reqs).
+IN_FLIGHT_GAUGES = ("num_requests_running", "num_requests_waiting", "num_running_reqs", "num_queue_reqs")
+
+
 def _metric_sum(text: str, suffixes: tuple[str, ...]) -> float:
-    """The sum of the Prometheus samples whose name ends in one of `suffixes` (vLLM `vllm:num_requests_running`,
-    `vllm:num_requests_waiting`)."""
+    """The sum of the Prometheus samples whose name ends in one of `suffixes`."""
     total = 0.0
     for line in text.splitlines():
         if not line or line.startswith("#"):
@@ -138,7 +143,7 @@ def in_flight(url: str) -> float | None:
         return None
     if code != 200:
         return None
-    return _metric_sum(body.decode(errors="replace"), ("num_requests_running", "num_requests_waiting"))
+    return _metric_sum(body.decode(errors="replace"), IN_FLIGHT_GAUGES)
 
 
 def healthy(url: str) -> bool:

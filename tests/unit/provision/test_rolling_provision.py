@@ -272,3 +272,15 @@ def test_the_reboot_fact_is_read_as_provision_yml_reports_it(owed, rebooted, wan
     got = provision.reboot_of(res)
     assert got is not None and got["owed"] is want and got["reasons"] == ["kernel"]
     assert provision.reboot_of({"ansible_facts": {}}) is None
+
+
+def test_in_flight_reads_the_engines_running_and_queued_gauges():
+    vllm = ('# HELP vllm:num_requests_running Number of requests in model execution batches.\n'
+            '# TYPE vllm:num_requests_running gauge\n'
+            'vllm:num_requests_running{engine="0",model_name="chat"} 2.0\n'
+            'vllm:num_requests_waiting{engine="0",model_name="chat"} 1.0\n'
+            'vllm:num_requests_swapped{engine="0",model_name="chat"} 7.0\n')
+    assert roll._metric_sum(vllm, roll.IN_FLIGHT_GAUGES) == 3.0
+    sglang = 'sglang:num_running_reqs{model_name="m"} 0.0\nsglang:num_queue_reqs{model_name="m"} 4.0\n'
+    assert roll._metric_sum(sglang, roll.IN_FLIGHT_GAUGES) == 4.0
+    assert roll._metric_sum("vllm:num_requests_running{} not-a-number\n", roll.IN_FLIGHT_GAUGES) == 0.0
