@@ -17,7 +17,8 @@ from gridready import vault
 from tests.e2e.test_fleet_lifecycle import ROUTER_CONFIG, _answers
 from tests.e2e.test_pipeline import _invoke
 
-# extended: a fleet of its own for provision, certify, serve and a roll with reboots (about 15 min)
+# extended: a fleet of its own for provision, certify, serve and a roll with reboots (over 15 min on the shared
+# 2-core machine: bring-up, provision, certify and serve alone took 11 min there)
 pytestmark = [pytest.mark.sandbox, pytest.mark.slow, pytest.mark.extended]
 
 PREVIOUS, CURRENT = "580.95.05", "580.159.04"  # sandbox/sim/versions.json: driver_previous, driver
