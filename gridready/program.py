@@ -132,9 +132,9 @@ def program_version() -> str:
     try:
         return version("gridready")
     except PackageNotFoundError:
-        from gridready import __version__
+        import gridready
 
-        return __version__
+        return gridready.__version__
 
 
 def make_program() -> GridreadyProgram:
