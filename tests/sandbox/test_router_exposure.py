@@ -100,3 +100,16 @@ def test_every_route_a_client_reaches_asks_for_a_key(served) -> None:
     # refused: 401/403 from the key check, 404 where the router has no such route; never served, never passed on
     assert all(isinstance(code, int) and code in (401, 403, 404) for code in answers.values()), answers
     assert answers["/v1/completions"] in (401, 403) and answers["/vllm/invocations"] in (401, 403), answers
+
+
+def test_the_engine_user_writes_its_remote_code_modules(served) -> None:
+    """Issue #43, finding 3 on the same host: the Ray user (vLLM's driver and workers) can create transformers'
+    dynamic-module package under the HF_MODULES_CACHE its environment names, and not under root's HF_HOME."""
+    fleet, member = served["fleet"], served["member"]
+    env = dict(line.split("=", 1) for line in fleet.ssh(member, "cat /etc/gridready/ray.env").stdout.splitlines()
+               if "=" in line and not line.startswith("#"))
+    modules, home = env["HF_MODULES_CACHE"], env.get("HF_HOME", "/var/lib/gridready/hf")
+    probe = ("import os, sys; p = os.path.join(sys.argv[1], 'transformers_modules'); os.makedirs(p, exist_ok=True); "
+             "open(os.path.join(p, '__init__.py'), 'a').close(); print(os.access(sys.argv[2], os.W_OK))")
+    out = fleet.ssh(member, f"runuser -u ray -- python3 -c \"{probe}\" {modules} {home}").stdout.strip()
+    assert out == "False", out  # the modules folder is the engine's, HF_HOME stays read-only to it
