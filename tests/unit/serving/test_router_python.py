@@ -143,3 +143,20 @@ def test_validate_refuses_a_serving_group_whose_os_has_no_router_install(monkeyp
     assert rules.check(spec(), {"gpu_nodes": 2}) == []
     assert list(rules.router_os(spec(serving__router={"enabled": True, "keys": keys},
                                      node_groups__0__os="ubuntu-24.04"))) == []
+
+
+def test_inventory_load_names_the_file_the_key_and_the_os(make_inv, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Exit 2 before anything runs, one line: `<cluster.yml>: node_groups[0].os: ubuntu-22.04 has no ...`."""
+    from gridready import inventory
+    from gridready.errors import InvalidInput
+    from gridready.exitcodes import ExitCode
+    from tests.unit.serving.test_serve_router import with_router
+
+    inv = make_inv(2)
+    monkeypatch.delitem(ROUTER_PYTHON, "ubuntu-22.04")
+    inventory.load(inv.path)  # the router off: nothing to refuse
+    with pytest.raises(InvalidInput) as err:
+        with_router(inv)
+    assert err.value.code == ExitCode.INVALID == 2
+    line = next(ln for ln in err.value.lines if "node_groups[0].os" in ln)
+    assert line.startswith("inventories/acme/cluster.yml: node_groups[0].os: ubuntu-22.04 has no supported router")
