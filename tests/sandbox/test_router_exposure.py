@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from gridready.stages.serve import router as serve_router
 from tests.roles.serve_run import fleet_env, serve_fleet
 from tests.sandbox.test_reboot_firewall import PROBE, _probe
 from tests.sandbox.waiting import health, wait
@@ -23,23 +24,24 @@ from tests.sandbox.waiting import health, wait
 pytestmark = [pytest.mark.sandbox, pytest.mark.slow]
 TIER, SERVED, API, ROUTER = "llama8b-routed", "llama-3.1-8b", 8000, 4000
 ROUTER_LIVE_S = 600  # LiteLLM imports slowly on the shared controller (docs/layer3.md: 1.5-2 min)
-# from the client host: the status of each request, no key sent (urllib raises on 4xx/5xx: its code is the answer)
+# from the client host: status and body head of each request, with the key given in argv[3] ("" for none)
+# (urllib raises on 4xx/5xx: its code is the answer)
 REQUESTS = """\
 import json, sys, urllib.error, urllib.request
-base, model = sys.argv[1], sys.argv[2]
+base, model, key = sys.argv[1], sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else ""
+headers = {"Content-Type": "application/json", **({"Authorization": "Bearer " + key} if key else {})}
 out = {}
 for path, body in (("/invocations", {"prompt": "hi", "max_tokens": 1}),
                    ("/vllm/invocations", {"model": model, "prompt": "hi", "max_tokens": 1}),
                    ("/v1/completions", {"model": model, "prompt": "hi", "max_tokens": 1})):
-    req = urllib.request.Request(base + path, data=json.dumps(body).encode(), method="POST",
-                                 headers={"Content-Type": "application/json"})
+    req = urllib.request.Request(base + path, data=json.dumps(body).encode(), method="POST", headers=headers)
     try:
         with urllib.request.urlopen(req, timeout=30) as resp:
-            out[path] = resp.status
+            out[path] = [resp.status, resp.read(300).decode(errors="replace")]
     except urllib.error.HTTPError as err:
-        out[path] = err.code
+        out[path] = [err.code, err.read(300).decode(errors="replace")]
     except OSError as err:
-        out[path] = str(err)
+        out[path] = [0, str(err)]
 print(json.dumps(out))
 """
 
@@ -94,12 +96,24 @@ def test_the_firewall_gives_the_tier_port_to_the_router_alone(served) -> None:
 
 
 def test_every_route_a_client_reaches_asks_for_a_key(served) -> None:
+    """No key, or a wrong one: never an answer of the engine. The router has no /invocations route (404); its
+    vLLM pass-through and /v1 need a client key: 401 for a wrong one, and for none either 401 or the 500 of the
+    DB-less proxy's auth error path (tests/router/test_litellm_router.py says why), with no completion."""
     fleet, member, client = served["fleet"], served["member"], served["client"]
     base = f"http://{fleet.addresses[member]}:{ROUTER}"
-    answers = json.loads(fleet.ssh(client, f"python3 - {base} {SERVED}", input=REQUESTS, timeout=120).stdout)
-    # refused: 401/403 from the key check, 404 where the router has no such route; never served, never passed on
-    assert all(isinstance(code, int) and code in (401, 403, 404) for code in answers.values()), answers
-    assert answers["/v1/completions"] in (401, 403) and answers["/vllm/invocations"] in (401, 403), answers
+
+    def ask(key: str) -> dict[str, list[Any]]:
+        out = fleet.ssh(client, f"python3 - {base} {SERVED} {key}", input=REQUESTS, timeout=120).stdout
+        return json.loads(out)
+
+    for key, refusals in (("", (401, 403, 404, 500)), ("sk-not-a-client-key", (401, 403, 404))):
+        answers = ask(key)
+        assert all(code in refusals and "choices" not in body for code, body in answers.values()), (key, answers)
+        assert answers["/invocations"][0] == 404, answers  # no such route: nothing passed to the tier
+    assert ask("sk-not-a-client-key")["/vllm/invocations"][0] == 401
+    # the control: the same request with the sandbox's client key is served through the router
+    status, body = ask(serve_router.client_key(served["inv"]))["/v1/completions"]
+    assert status == 200 and "choices" in body, (status, body)
 
 
 def test_the_engine_user_writes_its_remote_code_modules(served) -> None:
