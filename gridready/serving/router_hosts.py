@@ -42,6 +42,17 @@ def upstreams(plans: Sequence[Any], certified: dict[str, _Node], api_key_tiers: 
     return out
 
 
+def upstream_ports(plans: Sequence[Any]) -> dict[str, list[int]]:
+    """Per replica head, the ports the router reaches there: each routable tier's OpenAI port (a Triton tier's
+    KServe ports are no upstream)."""
+    out: dict[str, set[int]] = {}
+    for plan in plans:
+        if openai_compatible(plan.tier):
+            for r in plan.replicas:
+                out.setdefault(r.head, set()).add(plan.tier.port)
+    return {host: sorted(ports) for host, ports in sorted(out.items())}
+
+
 def routes_for(spec: RouterSpec, plans: Sequence[Any]) -> list[Route]:
     return spec.routes or router.default_routes((p.tier.name, p.tier.served_name) for p in plans)
 
@@ -62,4 +73,5 @@ def router_extravars(spec: RouterSpec, plans: Sequence[Any], certified: dict[str
         "keys": [k.model_dump() for k in spec.keys],
         "tier_key_envs": sorted({u.api_key_env for us in ups.values() for u in us if u.api_key_env}),
         "url": f"http://{certified[head].ip}:{spec.port}",
+        "upstream_ports": upstream_ports(plans),
     }}

@@ -6,6 +6,24 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
 
 from gridready.spec.names import ANSIBLE_NAME, SLUG
 
+# The CPython each supported OS ships as python3, which the router's venv is made from (target hosts): one hashed
+# LiteLLM lock per version (roles/gridready_router/files/litellm-requirements-py<X.Y>.txt, made by
+# tools/router_locks.py). The patch release is the archive's, for markers such as python_full_version < "3.11.3".
+# Ubuntu: https://packages.ubuntu.com/jammy/python3 (3.10.6, python3.10 3.10.12), .../noble/python3 (3.12.3);
+# Debian: https://packages.debian.org/bookworm/python3 (3.11.2), .../trixie/python3 (3.13.5).
+ROUTER_PYTHON: dict[str, str] = {
+    "ubuntu-22.04": "3.10.12",
+    "ubuntu-24.04": "3.12.3",
+    "debian-12": "3.11.2",
+    "debian-13": "3.13.5",
+}
+
+
+def router_python(os_name: str) -> str | None:
+    """The major.minor CPython the router's lock is made for on this OS, None where there is none."""
+    full = ROUTER_PYTHON.get(os_name)
+    return ".".join(full.split(".")[:2]) if full else None
+
 
 class RouteTarget(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)

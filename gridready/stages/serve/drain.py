@@ -23,7 +23,7 @@ from gridready.contracts import ServeSummary
 from gridready.errors import GridreadyError
 from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory
-from gridready.serving import topology, vllm
+from gridready.serving import router_hosts, topology, vllm
 from gridready.serving.topology import Certification, CertifiedNode, TierPlan
 from gridready.stages.serve import config as serve_config
 from gridready.stages.serve import deploy as serve_deploy
@@ -71,8 +71,10 @@ def router_vars(inv: Inventory, ctx: RunContext, cert: Certification, plans: lis
     if routed:
         head = plans[0].replicas[0].head  # the router stays where serve put it (router_hosts.router_extravars)
         where = routed["gridready_serve_router"]
+        # the firewall keeps the deployment's: a drained replica's tier port stays the router's alone
         where.update(host=head, bind=cert.certified[head].ip,
-                     url=f"http://{cert.certified[head].ip}:{inv.spec.serving.router.port}")
+                     url=f"http://{cert.certified[head].ip}:{inv.spec.serving.router.port}",
+                     upstream_ports=router_hosts.upstream_ports(plans))
     run_vars |= routed
     serve_router.open_router_port(run_vars)
     return run_vars

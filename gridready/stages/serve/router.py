@@ -221,9 +221,26 @@ def k8s_routes(inv: Inventory, root: Path, plans: list[TierPlan], canary: str | 
 
 
 def open_router_port(extravars: dict[str, Any]) -> None:
-    """The router's port joins the API ports of its host, so the serving firewall (gridready_ray_node) opens it to
-    the cluster members and serving.firewall_clients like the engines' ports, and to no one else."""
+    """With the router on, the serving firewall (gridready_ray_node) opens the router's port to the cluster
+    members and serving.firewall_clients, and each tier port the router reaches (its upstreams) to the router
+    alone: those ports move from a host's `api_ports` to its `routed_ports`, which admit
+    `gridready_serve.router_clients` (the router's address) besides the members and the controller.
+
+    vLLM's API key guards only some of its routes: its AuthenticationMiddleware checks paths under /v1 (vLLM 0.33
+    vllm/entrypoints/openai/server_utils.py), while the SageMaker routes it registers (/invocations, /ping:
+    vllm/entrypoints/sagemaker/api_router.py) serve without it. A client that reached a tier port would bypass the
+    key; through the router every route needs a client key (LiteLLM's custom_auth hook). Without the router the
+    tier ports stay open to serving.firewall_clients (docs/security.md says what that exposes)."""
     routed = extravars.get("gridready_serve_router")
-    if routed:
-        host = extravars["gridready_serve"]["hosts"][routed["host"]]
-        host["api_ports"] = sorted({*host.get("api_ports", []), routed["port"]})
+    if not routed:
+        return
+    serve = extravars["gridready_serve"]
+    for name, ports in routed.get("upstream_ports", {}).items():
+        host = serve["hosts"].get(name)
+        if host is None:
+            continue
+        host["routed_ports"] = sorted({*host.get("routed_ports", []), *ports})
+        host["api_ports"] = [p for p in host.get("api_ports", []) if p not in host["routed_ports"]]
+    host = serve["hosts"][routed["host"]]
+    host["api_ports"] = sorted({*host.get("api_ports", []), routed["port"]})
+    serve["router_clients"] = [f"{routed['bind']}/32"]
