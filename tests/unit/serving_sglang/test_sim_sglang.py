@@ -96,6 +96,15 @@ def test_prefix_cache_granularity_and_last_token():
     assert small.lookup_and_insert(tokens) < 39
 
 
+def test_prefix_cache_evicts_the_tail_of_a_prefix_before_its_head():
+    """vLLM frees a request's blocks tail first: under pressure a shared head block outlives the blocks after it,
+    so a later prompt with the same head still hits (evicting the head first leaves unreachable blocks)."""
+    cache = PrefixCache(2, capacity_tokens=4)
+    cache.lookup_and_insert(["sys", "prompt", "turn", "one"])  # blocks [sys prompt] and [sys prompt turn one]
+    cache.lookup_and_insert(["other", "user"])  # one block over capacity: one block is evicted
+    assert cache.lookup_and_insert(["sys", "prompt", "turn", "two"]) == 2
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
