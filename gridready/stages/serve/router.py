@@ -159,7 +159,25 @@ def measure_overhead(inv: Inventory, cert: Certification, plans: list[TierPlan],
     data["router"]["overhead"] = report.model_dump()
     messages.append(f"router adds p50 {report.added_p50_ms} ms, p99 {report.added_p99_ms} ms over direct access "
                     f"({report.requests} pairs to {first.tier.name}, model {first.tier.served_name})")
+    in_tier = {t["tier"]: t for t in routed.get("tier_routers", [])}
+    if first.tier.name in in_tier:
+        _measure_tier_router(in_tier[first.tier.name], direct, first, direct_key, data, messages, requests)
     return None
+
+
+def _measure_tier_router(tr: dict[str, Any], direct: str, first: TierPlan, direct_key: str | None,
+                         data: dict[str, Any], messages: list[str], requests: int) -> None:
+    """data["router"]["tier_router"]: the first tier's tier router (the hot path: one Rust hop, the tier's own
+    key checked by its replicas) beside direct access, the same interleaved pairs as the front router's."""
+    key = direct_key or "no-key"
+    try:
+        report = asyncio.run(measure(direct, tr["url"], first.tier.served_name, key, direct_key, n=requests))
+    except (HttpError, OSError) as err:
+        messages.append(f"tier router {tr['url']}: overhead not measured: {err}")
+        return
+    data["router"]["tier_router"] = {"url": tr["url"], "tier": tr["tier"], "overhead": report.model_dump()}
+    messages.append(f"tier router of {tr['tier']} adds p50 {report.added_p50_ms} ms, p99 {report.added_p99_ms} ms "
+                    f"over direct access ({report.requests} pairs)")
 
 
 ROUTER_IMAGE = "ghcr.io/berriai/litellm:main-v{version}"
@@ -221,9 +239,11 @@ def k8s_routes(inv: Inventory, root: Path, plans: list[TierPlan], canary: str | 
 
 
 def open_router_port(extravars: dict[str, Any]) -> None:
-    """The router's port joins the API ports of its host, so the serving firewall (gridready_ray_node) opens it to
-    the cluster members and serving.firewall_clients like the engines' ports, and to no one else."""
+    """The router's port and its tier routers' join the API ports of its host, so the serving firewall
+    (gridready_ray_node) opens them to the cluster members and serving.firewall_clients like the engines' ports,
+    and to no one else."""
     routed = extravars.get("gridready_serve_router")
     if routed:
         host = extravars["gridready_serve"]["hosts"][routed["host"]]
-        host["api_ports"] = sorted({*host.get("api_ports", []), routed["port"]})
+        ports = {routed["port"], *(t["port"] for t in routed.get("tier_routers", []))}
+        host["api_ports"] = sorted({*host.get("api_ports", []), *ports})
