@@ -72,6 +72,23 @@ async def sync(router_url: str, wanted: Iterable[str], timeout_s: float = 5.0) -
     return out
 
 
+async def held(router_url: str, timeout_s: float = 3.0) -> tuple[list[str], str | None]:
+    """(the replicas the router holds, sorted; None) or ([], why it could not be read)."""
+    try:
+        status, _headers, body = await fetch(router_url, "/list_workers", timeout=timeout_s)
+        if status != 200:
+            return [], f"GET /list_workers answered {status}"
+        return sorted(u.rstrip("/") for u in json.loads(body).get("urls", [])), None
+    except (HttpError, OSError, ValueError) as err:
+        return [], f"{type(err).__name__}: {err}"
+
+
+def held_all(router_urls: list[str], timeout_s: float = 3.0) -> dict[str, tuple[list[str], str | None]]:
+    async def go() -> list[tuple[list[str], str | None]]:
+        return list(await asyncio.gather(*(held(u, timeout_s) for u in router_urls)))
+    return dict(zip(router_urls, asyncio.run(go()), strict=True))
+
+
 def sync_all(wanted: Mapping[str, Iterable[str]], timeout_s: float = 5.0) -> list[SyncResult]:
     """`sync` of every router URL -> its wanted replicas, concurrently."""
     async def go() -> list[SyncResult]:

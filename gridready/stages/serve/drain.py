@@ -152,3 +152,21 @@ def sync_tier_routers(inv: Inventory, cert: Certification, plans: list[TierPlan]
     if errors:
         out["exit_code"] = int(ExitCode.STAGE_FAILED)
     return out
+
+
+def tier_router_state(inv: Inventory, root: Path) -> list[dict[str, Any]]:
+    """For `invoke status`: per tier router of the deployment, the replicas it holds now (its GET /list_workers),
+    the ones the ledger wants, and whether they agree; [] without tier routers or a deployment to plan again."""
+    if inv.spec.serving.target == "kubernetes" or not (inv.spec.serving.router.enabled
+                                                       and inv.spec.serving.router.tier_routers.enabled):
+        return []
+    _, book = ledger.read(root, inv.customer)
+    found = deployed(inv, book)
+    if isinstance(found, str):
+        return []
+    cert, plans = found
+    drained = {n for n, e in book.nodes.items() if e.drained and n in cert.certified}
+    wanted = tier_router_workers(inv, cert, plans, drained)
+    held = router_drain.held_all(list(wanted))
+    return [{"router": url, "wants": sorted(w), "holds": held[url][0], "error": held[url][1],
+             "in_sync": held[url][1] is None and sorted(w) == held[url][0]} for url, w in wanted.items()]

@@ -114,3 +114,33 @@ def test_tier_router_ports_on_a_taken_port_are_refused(make_inv, port, clash):
         with_router(make_inv(4, TIERS), tier_routers={"enabled": True, "port": port})
     line = str(err.value)
     assert "cluster.yml" in line and "router.tier_routers.port" in line and clash in line and "\n" not in line
+
+
+def test_status_shows_what_each_tier_router_holds_against_the_drains(make_inv, monkeypatch, tmp_path):
+    from rich.console import Console
+
+    from gridready.stages import status
+
+    monkeypatch.setenv("GRIDREADY_SERVE_SKIP_BENCH", "1")
+    tier = vllm_tier(name="chat", tensor_parallel=8, pipeline_parallel=1, replicas=2)
+    inv = with_router(make_inv(3, [tier]), tier_routers=TIER_ROUTERS)
+    path, _ = certification(inv, ["gpu01", "gpu02", "gpu03"])
+    root = path.parents[3]
+    monkeypatch.setattr(serve_deploy.ansible, "run_playbook", _fake_playbook({}))
+    assert serve.run(inv, RunContext(customer="acme", run_id="20261206T070000Z-serv", root=root)).exit_code == 0
+    ledger.update(root, "acme", lambda b: ledger.drain(b, "gpu02", "xid 79"))
+    both = ["http://10.77.0.11:8000", "http://10.77.0.12:8000"]
+    monkeypatch.setattr(serve_drain.router_drain, "held_all", lambda urls, timeout_s=3.0: {u: (both, None)
+                                                                                          for u in urls})
+    doc = status.run(inv, RunContext(customer="acme", run_id="20261206T071000Z-stat", root=root))
+    (state,) = doc["tier_routers"]
+    assert state["router"].endswith(":4100") and state["holds"] == both
+    assert state["wants"] == ["http://10.77.0.11:8000"] and state["in_sync"] is False
+    console = Console(width=200, record=True)
+    for part in status.table(doc):
+        console.print(part)
+    assert "tier routers (live)" in console.export_text()
+    monkeypatch.setattr(serve_drain.router_drain, "held_all", lambda urls, timeout_s=3.0: {
+        u: (["http://10.77.0.11:8000"], None) for u in urls})
+    synced = status.run(inv, RunContext(customer="acme", run_id="20261206T072000Z-stat", root=root))
+    assert synced["tier_routers"][0]["in_sync"] is True
