@@ -184,3 +184,12 @@ def test_a_config_file_that_is_not_flat_yaml_is_refused(tmp_path):
     bad.write_text("- a list item\n")
     with pytest.raises(SystemExit, match=r"bad\.yaml:1"):
         sglang_config_key(str(bad))
+
+
+def test_num_gpu_blocks_override_sizes_the_kv_pool_the_prefix_cache_evicts_from():
+    """vLLM's --num-gpu-blocks-override (engine args) fixes the KV pool: blocks x block size tokens."""
+    from sandbox.engine.cli import parser, prefix_cache
+
+    cache = prefix_cache(parser().parse_known_args(["--num-gpu-blocks-override", "64", "--block-size", "16"])[0])
+    assert (cache.capacity, cache.granularity) == (64 * 16, 16)
+    assert prefix_cache(parser().parse_known_args([])[0]).capacity == PrefixCache(16).capacity
