@@ -6,8 +6,8 @@ Candidates, each started, measured and stopped in turn:
 - direct: the client picks a replica itself (the baseline)
 - litellm: LiteLLM's proxy as the gridready_router role runs it today (gridready.serving.router.litellm_config,
   the custom_auth key hook, Prometheus callback, background health checks, one worker)
-- litellm-tuned: the same routes and key hook, one worker per core, no Prometheus callback or background health
-  checks, logging at ERROR, uvloop (in the lock: uvicorn picks it with its default loop "auto")
+- litellm-tuned: the same routes and key hook, `--tuned-workers` workers (default one per core), no Prometheus
+  callback or background health checks, no spend or error logs, uvloop (in the lock: uvicorn's loop "auto")
 - vllm-router / sglang-router: the Rust routers from PyPI (wheels `vllm-router`, `sglang-router`), cache_aware
   policy, their `--api-key` check on
 Per candidate:
@@ -111,7 +111,7 @@ def litellm_config(urls: list[str], tuned: bool) -> dict[str, Any]:
     return config
 
 
-def start_litellm(workdir: Path, urls: list[str], key: str, tuned: bool) -> tuple[Proc, str]:
+def start_litellm(workdir: Path, urls: list[str], key: str, tuned: bool, args_workers: int = 1) -> tuple[Proc, str]:
     exe = litellm_venv.ensure_venv()
     hook = REPO / "roles" / "gridready_router" / "files" / "gridready_router_auth.py"
     shutil.copy(hook, workdir / hook.name)
@@ -120,17 +120,15 @@ def start_litellm(workdir: Path, urls: list[str], key: str, tuned: bool) -> tupl
     name = "litellm-tuned" if tuned else "litellm"
     (workdir / f"{name}.yaml").write_text(yaml.safe_dump(litellm_config(urls, tuned)))
     port = free_port()
-    workers = str(os.cpu_count() or 1) if tuned else "1"
+    workers = str(args_workers) if tuned else "1"
     env = {"PYTHONPATH": str(workdir), "LITELLM_LOCAL_MODEL_COST_MAP": "True",
            "GRIDREADY_ROUTER_KEYS_FILE": str(workdir / "keys.json"),
            router.MASTER_KEY_ENV: "sk-" + secrets.token_hex(8)}
-    if tuned:
-        env["LITELLM_LOG"] = "ERROR"
     proc = start(workdir, name, [str(exe), "--config", str(workdir / f"{name}.yaml"), "--host", "127.0.0.1",
                                  "--port", str(port), "--num_workers", workers], env)
     url = f"http://127.0.0.1:{port}"
     try:
-        wait_http(f"{url}/health/liveliness", 1800)  # its imports take minutes on a loaded machine
+        wait_http(f"{url}/health/liveliness", 900)  # its imports take minutes on a loaded machine
     except TimeoutError:
         proc.stop()
         raise
@@ -205,6 +203,9 @@ def table(results: list[dict[str, Any]]) -> str:
     rows = ["| candidate | direct p50 / p99 ms | routed p50 / p99 ms | added p50 / p99 ms | req/s at saturation "
             "(failed) | router cores | cores per 1k req/s |", "|---|---|---|---|---|---|---|"]
     for r in results:
+        if "error" in r:
+            rows.append(f"| {r['candidate']} | did not start: {r['error']} | | | | | |")
+            continue
         a, s = r.get("added"), r["saturation"]
         lat = (f"{a['direct']['p50_ms']} / {a['direct']['p99_ms']} | {a['routed']['p50_ms']} / {a['routed']['p99_ms']}"
                f" | **{a['added_p50_ms']} / {a['added_p99_ms']}**") if a else "- | - | -"
@@ -221,6 +222,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--concurrency", type=int, default=32)
     ap.add_argument("--replicas", type=int, default=2)
     ap.add_argument("--only", nargs="+", choices=CANDIDATES, default=list(CANDIDATES))
+    ap.add_argument("--tuned-workers", type=int, default=os.cpu_count() or 1,
+                    help="litellm-tuned's --num_workers (default one per core; see docs/layer3.md on more than one)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
     if any(c.endswith("-router") for c in args.only) and not args.rust_venv:
@@ -231,12 +234,17 @@ def main(argv: list[str] | None = None) -> int:
     results: list[dict[str, Any]] = []
     starters: dict[str, Callable[[], tuple[Proc, str]]] = {
         "litellm": lambda: start_litellm(workdir, urls, key, tuned=False),
-        "litellm-tuned": lambda: start_litellm(workdir, urls, key, tuned=True),
+        "litellm-tuned": lambda: start_litellm(workdir, urls, key, tuned=True, args_workers=args.tuned_workers),
         "vllm-router": lambda: start_rust(workdir, args.rust_venv, "vllm-router", urls, key),
         "sglang-router": lambda: start_rust(workdir, args.rust_venv, "sglang-router", urls, key)}
     try:
         for name in args.only:
-            proc, url = starters[name]() if name != "direct" else (None, None)
+            try:
+                proc, url = starters[name]() if name != "direct" else (None, None)
+            except TimeoutError as err:  # recorded, and the other candidates still measured
+                results.append({"candidate": name, "error": str(err)})
+                print(f"{name}: {err}", file=sys.stderr, flush=True)
+                continue
             try:
                 results.append(measure_candidate(name, url, proc, urls, key, args))
             finally:
@@ -247,6 +255,7 @@ def main(argv: list[str] | None = None) -> int:
         for proc in engines:
             proc.stop()
     doc = {"cpus": os.cpu_count(), "load_avg": os.getloadavg(), "replicas": args.replicas,
+           "tuned_workers": args.tuned_workers,
            "engine": "sandbox.engine (SIMULATED, 5 ms TTFT, 1 ms ITL)", "results": results}
     text = json.dumps(doc, indent=2)
     if args.out:
