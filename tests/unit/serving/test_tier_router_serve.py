@@ -144,3 +144,33 @@ def test_status_shows_what_each_tier_router_holds_against_the_drains(make_inv, m
         u: (["http://10.77.0.11:8000"], None) for u in urls})
     synced = status.run(inv, RunContext(customer="acme", run_id="20261206T072000Z-stat", root=root))
     assert synced["tier_routers"][0]["in_sync"] is True
+
+
+def test_serve_measures_the_first_tiers_tier_router_beside_direct_access(make_inv, monkeypatch):
+    from gridready.bench.router_overhead import PathLatency, RouterOverhead
+    from gridready.serving import topology
+    from gridready.stages.serve import router as serve_router
+    from tests.summaries import certified_ledger
+
+    inv = with_router(make_inv(4, TIERS), tier_routers=TIER_ROUTERS)
+    cert = topology.read_certification(inv, certified_ledger(inv, ["gpu01", "gpu02", "gpu03", "gpu04"]))
+    monkeypatch.setattr(serve_router, "wait_live", lambda url, timeout_s: True)
+    monkeypatch.setenv(serve_router.KEY_ENV, "sk-client")
+    measured: list[tuple[str, str, str | None]] = []
+
+    async def measure(direct, routed, model, key, direct_key=None, n=100):
+        measured.append((routed, key, direct_key))
+        path = PathLatency(p50_ms=10.0, p99_ms=20.0, errors=0)
+        return RouterOverhead(requests=n, model=model, direct=path, routed=path, added_p50_ms=1.5, added_p99_ms=3.0)
+
+    monkeypatch.setattr(serve_router, "measure", measure)
+    data: dict[str, Any] = {}
+    messages: list[str] = []
+    assert serve_router.measure_overhead(inv, cert, topology.plan_tiers(inv, cert), data, messages,
+                                         api_key="sk-tier") is None
+    (front, key, _), (tier, tier_key, direct_key) = measured
+    assert front.endswith(":4000") and key == "sk-client"
+    # the tier router is reached with the tier's own key, which its replicas check
+    assert tier.endswith(":4100") and tier_key == direct_key == "sk-tier"
+    assert data["router"]["tier_router"]["overhead"]["added_p50_ms"] == 1.5
+    assert any(m.startswith("tier router of batch adds p50 1.5 ms") for m in messages)
