@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
 
 from gridready.spec.names import ANSIBLE_NAME, SLUG
@@ -75,6 +77,20 @@ class Canary(BaseModel):
     requests: PositiveInt = Field(64, description="benchmark requests sent through the router while observing")
 
 
+class TierRouters(BaseModel):
+    """A Rust router (vllm-router) in front of each tier's replicas, on the serving head: cache-aware inside the
+    tier, and drained from the ledger in seconds (gridready.serving.tier_router, docs/layer3.md)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+
+    enabled: bool = Field(False, description="run a tier router per routable tier; LiteLLM then routes to them")
+    port: int = Field(4100, ge=1024, le=65535, description=(
+        "the first tier router's port; the tier routers listen on port, port + 1, ... in serving.tiers order"))
+    policy: Literal["cache_aware", "round_robin", "power_of_two"] = Field(
+        "cache_aware", description="vllm-router --policy inside a tier")
+    health_check_interval_s: PositiveInt = Field(5, description="vllm-router --health-check-interval-secs")
+
+
 class RouterSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
@@ -89,6 +105,7 @@ class RouterSpec(BaseModel):
     timeout_s: PositiveInt = Field(600, description="LiteLLM router_settings.timeout per request")
     health_check_interval_s: PositiveInt = Field(15, description="background health checks of every tier")
     canary: Canary = Field(default_factory=Canary)
+    tier_routers: TierRouters = Field(default_factory=TierRouters)
     gateway: str = Field("inference-gateway", pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
                          description="Kubernetes: the Gateway in serving.kubernetes.namespace the HTTPRoutes attach to")
 

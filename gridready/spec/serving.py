@@ -343,3 +343,17 @@ class ServingSpec(BaseModel):
     router: RouterSpec = Field(
         default_factory=RouterSpec, description="one OpenAI-compatible endpoint in front of the tiers (docs/layer3.md)"
     )
+
+    @model_validator(mode="after")
+    def _tier_router_ports(self) -> ServingSpec:
+        """The tier routers share the serving head with the router and, often, a tier: no port twice."""
+        tr = self.router.tier_routers
+        if not (self.router.enabled and tr.enabled and self.tiers):
+            return self
+        taken = {self.router.port: "router.port"} | {t.port: f"the port of tier {t.name}" for t in self.tiers}
+        last = tr.port + len(self.tiers) - 1
+        for port in range(tr.port, last + 1):
+            if port in taken:
+                raise ValueError(f"router.tier_routers.port: the tier routers listen on {tr.port}..{last}, which "
+                                 f"includes {port}, {taken[port]}")
+        return self

@@ -66,6 +66,14 @@ def table(doc: dict[str, Any]) -> list[Any]:
                   r["certified_until"] or "-", ", ".join(r["failing_gates"]) or "-", r["serving"] or "-",
                   f"yes: {r['drain_reason']}" if r["drained"] else "no")
     out: list[Any] = [t]
+    if doc.get("tier_routers"):
+        tr = Table(title="tier routers (live): the replicas each holds against the ledger's drains")
+        for col in ("router", "holds", "ledger wants", "in sync"):
+            tr.add_column(col)
+        for r in doc["tier_routers"]:
+            tr.add_row(r["router"], "\n".join(r["holds"]) or "-", "\n".join(r["wants"]),
+                       "[green]yes[/]" if r["in_sync"] else f"[red]no[/]{': ' + r['error'] if r['error'] else ''}")
+        out.append(tr)
     if doc["changes"]:
         ch = Table(title="changed since the previous state")
         for col in ("node", "before", "after", "by", "reason"):
@@ -98,4 +106,10 @@ def roll_table(roll: dict[str, Any]) -> Table:
 
 
 def run(inv: Inventory, ctx: RunContext) -> dict[str, Any]:
-    return view(inv, ledger.read(ctx.root, inv.customer)[1], roll=roll_state.read(ctx.root, inv.customer))
+    """The ledger's view with the rolling provision's state and, with tier routers deployed, what each holds now
+    (gridready.serving.router_drain)."""
+    from gridready.stages.serve.drain import tier_router_state
+
+    doc = view(inv, ledger.read(ctx.root, inv.customer)[1], roll=roll_state.read(ctx.root, inv.customer))
+    states = tier_router_state(inv, ctx.root)
+    return doc | {"tier_routers": states} if states else doc
