@@ -67,10 +67,12 @@ def test_a_named_triton_tier_across_nodes_on_hosts_is_refused():
 
 # --- two groups: each tier on its own group ----------------------------------------------------------------------
 def test_nvls_names_every_group_without_nvswitch():
-    s = two_groups([tier()], second=NVL, node_groups__0__gpus_per_node=4, certification__nccl={"algo": "nvls"})
+    s = two_groups([tier()], second=NVL, node_groups__0__gpus_per_node=4, certification__nccl={"algo": "nvls"},
+                   certification__fabric={"algo": "nvls"})
     assert list(rules.hardware(s)) == [
         ("certification.nccl.algo", "nvls needs NVSwitch, which gpu_nodes, nvl_nodes lacks (NVLink SHARP runs on "
-         "the switches); use ring or tree")]
+         "the switches); use ring or tree"),
+        ("certification.fabric.algo", "nvls needs NVSwitch, which gpu_nodes, nvl_nodes lacks; use ring or tree")]
 
 
 def test_embedding_gpu_indices_per_group():
