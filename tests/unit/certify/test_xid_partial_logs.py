@@ -7,9 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from gridready.certify import xid
 from gridready.certify.result import GateStatus as S
-from tests.unit.certify.test_xid_gate_values import BUSES, X48, X79, _exp, _smi
+from tests.unit.certify.test_xid_gate_values import BOOT, BUSES, INIT_3B, X48, X79, _doc, _exp, _healthy, _smi
 
 LINE79 = {"xid": 79, "pci": "0000:19:00", "message": "GPU has fallen off the bus.", "line": X79.strip()}
 LINE48 = {"xid": 48, "pci": "0000:19:00", "message": "An uncorrectable DBE", "line": X48.strip()}
@@ -58,3 +60,30 @@ def test_a_lost_gpu_without_an_address_is_named_unknown():
     (r,) = _run({"kernel_log": {"source": "dmesg", "lines": 5, "gpu_lost": [lost]}})
     assert r.status is S.FAIL and r.gpu is None
     assert r.reason.startswith("GPU at PCI unknown: GPU fallen off the bus (driver notice, no Xid line) since boot")
+
+
+# -- recovery read after the load: repair fields and the recovery action's wording ---------------------------------
+
+def _before_and_after(*after_rows: dict[str, Any]) -> dict[str, Any]:
+    return _doc(BOOT + X48, BOOT + X48, list(after_rows))
+
+
+@pytest.mark.parametrize("repair", [{"channel_pending": True}, {"tpc_pending": True}, {"unrepairable": True}])
+def test_a_repair_pending_or_unrepairable_memory_is_not_recovered(repair):
+    (r,) = _run(_before_and_after({**_healthy(BUSES[0]), "repair": {"channel_pending": False, **repair}}))
+    assert r.status is S.FAIL and "does not read recovered" in r.reason
+
+
+def test_no_repair_pending_reads_recovered_and_names_the_recovery_action():
+    row = {**_healthy(BUSES[0]), "repair": {"channel_pending": False, "tpc_pending": False, "unrepairable": False},
+           "recovery_action": "None"}
+    (r,) = _run(_before_and_after(row))
+    assert r.status is S.WARN
+    assert ("the GPU reads recovered (no remap pending or failed, no volatile uncorrectable ECC error after the "
+            "load, recovery action None)") in r.reason
+
+
+def test_two_notices_of_one_lost_gpu_are_counted():
+    (r,) = _run(_doc(BOOT + INIT_3B + INIT_3B.replace("885.242168", "886.000001")))
+    assert r.status is S.FAIL and r.gpu == 1
+    assert "GPU failed to initialise (RmInitAdapter) (driver notice x2, no Xid line) since boot" in r.reason
