@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from gridready.certify.multinode import CollectiveRun, Transport, judge_run, multinode_floor, nccl_env
+from gridready.certify.multinode import (
+    CollectiveRun,
+    Transport,
+    judge_run,
+    multinode_floor,
+    nccl_env,
+    parse_torch_sweep,
+)
 from gridready.certify.result import GateStatus as S
 from gridready.spec.cluster import NodeGroup
 from gridready.spec.fabric import FabricSettings
@@ -126,3 +133,30 @@ def test_nccl_env_per_algorithm():
     assert tree == {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,NET", "NCCL_IB_HCA": "=mlx5_0:1",
                     "NCCL_SOCKET_IFNAME": "bond0", "NCCL_ALGO": "Tree"}
     assert "NCCL_ALGO" not in nccl_env([], None, FabricSettings(algo="default"))
+
+
+# -- the torchrun fallback's output (torchrun_plan's contract: rank 0 prints one JSON line) ----------------------
+
+def test_torch_sweep_reads_rank_0s_json_line():
+    text = ("NCCL INFO Channel 00/0 : 0[0] -> 8[0] [send] via NET/IB/0/GDRDMA\n"
+            '  {"rows": [{"bytes": 1073741824, "busbw_gbps": 361.5}, {"bytes": 2147483648, "busbw_gbps": 370.25},'
+            ' {"bytes": 4}], "wrong": 2}\n'
+            "{not json\n")
+    run = parse_torch_sweep(text, ["a", "b"])
+    assert run.rows == [{"bytes": GIB, "busbw": 361.5}, {"bytes": 2 * GIB, "busbw": 370.25}]
+    assert (run.wrong, run.hosts, run.ranks, run.errors, run.out_of_bounds, run.avg_busbw) == (2, ["a", "b"], 0, [],
+                                                                                              None, None)
+    assert run.transport.kind == "NET/IB/GDRDMA"
+
+
+def test_torch_sweep_takes_the_last_json_line_and_the_older_sizes_key():
+    text = '{"rows": [{"bytes": 1, "busbw_gbps": 1.0}]}\n{"sizes": [{"bytes": 8, "busbw_gbps": 9.5}]}\n'
+    run = parse_torch_sweep(text, ["a", "b"])
+    assert run.rows == [{"bytes": 8, "busbw": 9.5}] and run.wrong is None
+
+
+def test_torch_sweep_without_json_is_an_error_named():
+    run = parse_torch_sweep("NCCL INFO Using network Socket\ntraceback\n", ["a", "b"])
+    assert (run.rows, run.errors, run.transport.kind) == ([], ["no JSON result from rank 0"], "NET/Socket")
+    v = judge_run(run, floor_gbps=340.0, nic_gbytes=400, min_bytes=GIB)
+    assert (v.status, v.reason) == (S.ERROR, "no nccl-tests results (no JSON result from rank 0)")
