@@ -9,9 +9,11 @@ from gridready.certify.multinode import (
     CollectiveRun,
     Transport,
     judge_run,
+    mpirun_plan,
     multinode_floor,
     nccl_env,
     parse_torch_sweep,
+    torchrun_plan,
 )
 from gridready.certify.result import GateStatus as S
 from gridready.spec.cluster import NodeGroup
@@ -160,3 +162,27 @@ def test_torch_sweep_without_json_is_an_error_named():
     assert (run.rows, run.errors, run.transport.kind) == ([], ["no JSON result from rank 0"], "NET/Socket")
     v = judge_run(run, floor_gbps=340.0, nic_gbytes=400, min_bytes=GIB)
     assert (v.status, v.reason) == (S.ERROR, "no nccl-tests results (no JSON result from rank 0)")
+
+
+def test_torchrun_plan_argv_per_host():
+    s = FabricSettings(min_bytes=GIB, max_bytes=4 * GIB)
+    plans = torchrun_plan(["a", "b"], 8, {"NCCL_DEBUG": "INFO", "A": "1"}, s, addresses={"a": "10.0.0.1"})
+    assert [p.launcher for p in plans] == ["a", "b"]
+    assert plans[1].argv == [
+        "env", "A=1", "NCCL_DEBUG=INFO", "torchrun", "--nnodes=2", "--nproc-per-node=8", "--rdzv-backend=c10d",
+        "--rdzv-endpoint=10.0.0.1:29511", "--rdzv-id=gridready-a+b", "-m", "gridready.probe.torch_allreduce",
+        "--torchrun", "--min-bytes", str(GIB), "--max-bytes", str(4 * GIB)]
+    assert plans[0].hosts == ["a", "b"] and plans[0].env == {"NCCL_DEBUG": "INFO", "A": "1"}
+    assert plans[0].hostfile == "10.0.0.1 slots=8\nb slots=8\n" and plans[0].collective == "all_reduce"
+    other = torchrun_plan(["x", "y"], 4, {}, s, port=30000, module="m")
+    assert "--rdzv-endpoint=x:30000" in other[0].argv and other[0].argv[other[0].argv.index("-m") + 1] == "m"
+
+
+@pytest.mark.parametrize(("path", "collective", "binary"), [
+    ("/opt/nccl-tests/current/bin/all_reduce_perf", "all_gather", "/opt/nccl-tests/current/bin/all_gather_perf"),
+    ("/opt/nccl-tests/build/", "reduce_scatter", "/opt/nccl-tests/build/reduce_scatter_perf"),
+    ("all_reduce_perf", "all_reduce", "all_reduce_perf"),
+])
+def test_binary_of_each_collective(path, collective, binary):
+    plan = mpirun_plan(["a", "b"], 1, {}, FabricSettings(all_reduce_perf=path), collective=collective)
+    assert binary in plan.argv and plan.collective == collective
