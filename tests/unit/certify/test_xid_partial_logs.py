@@ -11,7 +11,18 @@ import pytest
 
 from gridready.certify import xid
 from gridready.certify.result import GateStatus as S
-from tests.unit.certify.test_xid_gate_values import BOOT, BUSES, INIT_3B, X48, X79, _doc, _exp, _healthy, _smi
+from tests.unit.certify.test_xid_gate_values import (
+    BOOT,
+    BUSES,
+    INIT_3B,
+    LOST_19,
+    X48,
+    X79,
+    _doc,
+    _exp,
+    _healthy,
+    _smi,
+)
 
 LINE79 = {"xid": 79, "pci": "0000:19:00", "message": "GPU has fallen off the bus.", "line": X79.strip()}
 LINE48 = {"xid": 48, "pci": "0000:19:00", "message": "An uncorrectable DBE", "line": X48.strip()}
@@ -87,3 +98,9 @@ def test_two_notices_of_one_lost_gpu_are_counted():
     (r,) = _run(_doc(BOOT + INIT_3B + INIT_3B.replace("885.242168", "886.000001")))
     assert r.status is S.FAIL and r.gpu == 1
     assert "GPU failed to initialise (RmInitAdapter) (driver notice x2, no Xid line) since boot" in r.reason
+
+
+def test_an_xid_and_a_lost_notice_of_one_gpu_are_listed_together():
+    (r,) = _run(_doc(BOOT + X48 + LOST_19))
+    assert r.status is S.FAIL and r.gpu == 0
+    assert "Xid 48; GPU fallen off the bus (driver notice, no Xid line) since boot" in r.reason
