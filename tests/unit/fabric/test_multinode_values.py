@@ -186,3 +186,14 @@ def test_torchrun_plan_argv_per_host():
 def test_binary_of_each_collective(path, collective, binary):
     plan = mpirun_plan(["a", "b"], 1, {}, FabricSettings(all_reduce_perf=path), collective=collective)
     assert binary in plan.argv and plan.collective == collective
+
+
+def test_mpirun_plan_argv():
+    """The whole command: a host without an address keeps its name, one rank per GPU, tagged output, NUMA binding."""
+    s = FabricSettings(min_bytes=GIB, max_bytes=2 * GIB, iters=5, check_iters=2, timeout_s=300)
+    plan = mpirun_plan(["a", "b"], {"a": 8, "b": 4}, {"NCCL_DEBUG": "INFO"}, s, addresses={"a": "10.0.0.1"})
+    assert plan.argv == [
+        "mpirun", "--allow-run-as-root", "--tag-output", "-np", "12", "-H", "10.0.0.1:8,b:4", "--bind-to", "numa",
+        "-x", "NCCL_DEBUG=INFO", "/opt/nccl-tests/current/bin/all_reduce_perf", "-b", str(GIB), "-e", str(2 * GIB),
+        "-f", "2", "-g", "1", "-c", "2", "-n", "5", "-T", "300"]
+    assert (plan.launcher, plan.hosts, plan.hostfile) == ("a", ["a", "b"], "10.0.0.1 slots=8\nb slots=4\n")
