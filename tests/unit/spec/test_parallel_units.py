@@ -44,3 +44,13 @@ def test_nodes_for_weights_at_one_nodes_usable_memory():
     assert parallel.nodes_for_weights(one(f"acme/Big-{fits + 1}B")[0], g) == 2
     assert parallel.nodes_for_weights(one(f"acme/Big-{2 * fits + 1}B")[0], g) == 3
     assert parallel.resolve(one(f"acme/Big-{fits + 1}B")[0], g, 4) == parallel.Parallelism(8, 2, 8)
+
+
+@pytest.mark.parametrize(("path", "gib"), [
+    ("/models/Llama-3.1-70B/", 70e9 * 2 / 2**30),   # the last folder names the model
+    ("/models/llama-70b/snapshot-1", None),         # a size only in an upper folder is not the model's name
+])
+def test_weights_gib_of_a_local_path_reads_its_last_segment(path, gib):
+    s = spec(serving__tiers=[tier(model={"local_path": path})])
+    got = parallel.weights_gib(s.serving.tiers[0])
+    assert got == gib if gib is None else math.isclose(got, gib, rel_tol=1e-12)
