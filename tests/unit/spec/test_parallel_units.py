@@ -54,3 +54,10 @@ def test_weights_gib_of_a_local_path_reads_its_last_segment(path, gib):
     s = spec(serving__tiers=[tier(model={"local_path": path})])
     got = parallel.weights_gib(s.serving.tiers[0])
     assert got == gib if gib is None else math.isclose(got, gib, rel_tol=1e-12)
+
+
+def test_a_name_without_a_size_takes_one_node_and_numbers_are_kept():
+    t, g = one("mistralai/Mixtral-8x7B-v0.1")
+    assert parallel.nodes_for_weights(t, g) == 1
+    s = spec(serving__tiers=[tier(tensor_parallel=4, pipeline_parallel=3)])
+    assert parallel.resolve(s.serving.tiers[0], s.node_groups[0], 5) == parallel.Parallelism(4, 3, 8)
