@@ -20,6 +20,13 @@ SITE=${SITE:-/tmp/site}
 PY=${PY:-python3}
 exec > >(tee -a "$OUT/run.log") 2>&1
 echo "start $(date -u +%FT%TZ) on $(nproc) CPUs, $($PY -V), commit ${GRIDREADY_COMMIT:-unknown}: $*"
+# two versions of one distribution stop pip's install (a .whl/ left on the machine by other work and merged with the
+# carried one did, 2026-12-06): name them and stop before anything runs
+dupes=$(ls "$WHEELS"/*.whl | sed 's|.*/||; s|-[0-9].*||' | tr 'A-Z-' 'a-z_' | sort | uniq -d)
+if [ -n "$dupes" ]; then
+    echo "$WHEELS holds two versions of: $dupes (carry the wheels alone, e.g. carry .whl, which replaces the folder)"
+    exit 2
+fi
 if [ ! -x "$SITE/bin/mutmut" ]; then
     $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$SITE" "$WHEELS"/*.whl || exit 1
 fi
