@@ -30,3 +30,39 @@ def test_release_range(version, found):
 def test_object_names(key, value, ok):
     found = list(target_rules.kubernetes(k8s(**{key: value})))
     assert found == ([] if ok else [(f"serving.kubernetes.{key}", OBJECT)])
+
+
+LABEL = ("serving.kubernetes.gpu_product_label", "must be a Kubernetes label value (at most 63 letters, digits, '-', "
+         "'_' or '.', beginning and ending with a letter or digit)")
+RESOURCE = ("serving.kubernetes.rdma_resource", "must be a Kubernetes resource name: an optional DNS subdomain prefix "
+            "and '/', then at most 63 letters, digits, '-', '_' or '.' (rdma/ib)")
+
+
+@pytest.mark.parametrize(("kw", "found"), [
+    ({"gpu_product_label": "NVIDIA-H200"}, []),
+    ({"gpu_product_label": "a" * 63}, []),
+    ({"gpu_product_label": "a" * 64}, [LABEL]),
+    ({"gpu_product_label": "NVIDIA H200"}, [LABEL]),
+    ({"gpu_product_label": "-H200"}, [LABEL]),
+    ({"rdma_resource": "rdma/ib"}, []),
+    ({"rdma_resource": "ib"}, []),
+    ({"rdma_resource": "nvidia.com/hostdev"}, []),
+    ({"rdma_resource": "rdma/"}, [RESOURCE]),
+    ({"rdma_resource": "Rdma_X/ib"}, [RESOURCE]),
+    ({"rdma_resource": "rdma/i b"}, [RESOURCE]),
+    ({"rdma_resource": None}, []),
+])
+def test_labels_and_resources(kw, found):
+    assert list(target_rules.kubernetes(k8s(**kw))) == found
+
+
+def test_node_group_names_are_labels_on_kubernetes_only():
+    long_name = "g" * 64
+    s = k8s()
+    s.node_groups[0].name = long_name  # a valid Ansible group name, too long for a label value
+    assert list(target_rules.kubernetes(s)) == [
+        ("node_groups[0].name", "on Kubernetes the node group is the label gridready.io/node-group: at most 63 "
+         "characters, beginning and ending with a letter or digit")]
+    hosts = spec()
+    hosts.node_groups[0].name = long_name
+    assert list(target_rules.kubernetes(hosts)) == []
