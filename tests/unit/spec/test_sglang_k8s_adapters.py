@@ -1,0 +1,34 @@
+"""What an SGLang pod on Kubernetes can load as a LoRA adapter: a Hugging Face repo id, or a directory beneath the
+node's Hugging Face cache (the only folder its pods mount); never object storage (SGLang 0.5.19 has no loader)."""
+
+from __future__ import annotations
+
+import pytest
+
+from gridready.spec.rules import _sglang_k8s_adapter
+
+CACHE = "/var/lib/hf"
+WHERE = "serving.tiers[0].lora_adapters[0].path"
+OBJECT = ("SGLang loads no adapter from object storage (a path that is no local directory is taken for a Hugging Face "
+          "repo id): use a Hugging Face repo id, or sync the adapter into serving.kubernetes.model_cache_path "
+          "(/var/lib/hf) on every node and name that directory")
+OUTSIDE = ("the SGLang pods mount only the node's Hugging Face cache (/var/lib/hf, "
+           "serving.kubernetes.model_cache_path): a node-local adapter must lie beneath it")
+NEITHER = "must be a Hugging Face repo id or an absolute path beneath serving.kubernetes.model_cache_path"
+
+
+@pytest.mark.parametrize(("path", "cache", "found"), [
+    ("acme/sql-lora", CACHE, []),
+    ("/var/lib/hf/adapters/sql", CACHE, []),
+    ("/var/lib/hf/adapters/sql", CACHE + "/", []),        # the cache's trailing slash is no part of its name
+    ("/var/lib/hf", CACHE, []),                           # the cache itself
+    ("/var/lib/hf2/sql", CACHE, [OUTSIDE]),               # a sibling whose name starts like the cache
+    ("/opt/adapters/sql", CACHE, [OUTSIDE]),
+    ("s3://bucket/adapters/sql", CACHE, [OBJECT]),
+    ("gs://bucket/sql/", CACHE, [OBJECT]),
+    ("sql-lora", CACHE, [NEITHER]),
+    ("/var/lib/hf/../etc", CACHE, ["must not contain a '.' or '..' path component"]),
+])
+def test_sglang_k8s_adapter(path, cache, found):
+    assert [m for _, m in _sglang_k8s_adapter(path, WHERE, cache)] == found
+    assert all(k == WHERE for k, _ in _sglang_k8s_adapter(path, WHERE, cache))
