@@ -1,11 +1,12 @@
 """What an SGLang pod on Kubernetes can load as a LoRA adapter: a Hugging Face repo id, or a directory beneath the
-node's Hugging Face cache (the only folder its pods mount); never object storage (SGLang 0.5.19 has no loader)."""
+node's Hugging Face cache (the only folder its pods mount); never object storage (SGLang 0.5.19 has no loader). And
+the engine's own word for an extra_engine_args key that is no option name."""
 
 from __future__ import annotations
 
 import pytest
 
-from gridready.spec.rules import _sglang_k8s_adapter
+from gridready.spec.rules import VLLM_VERSION, _sglang_k8s_adapter, engine_args
 
 CACHE = "/var/lib/hf"
 WHERE = "serving.tiers[0].lora_adapters[0].path"
@@ -32,3 +33,11 @@ NEITHER = "must be a Hugging Face repo id or an absolute path beneath serving.ku
 def test_sglang_k8s_adapter(path, cache, found):
     assert [m for _, m in _sglang_k8s_adapter(path, WHERE, cache)] == found
     assert all(k == WHERE for k, _ in _sglang_k8s_adapter(path, WHERE, cache))
+
+
+@pytest.mark.parametrize(("engine", "label"), [("sglang", "an SGLang server argument name"),
+                                               ("vllm", "a vLLM engine argument name")])
+def test_an_option_name_that_is_none_names_the_engines_own_word(engine, label):
+    version = "0.5.19" if engine == "sglang" else VLLM_VERSION
+    assert list(engine_args("serving.tiers[0]", {"Bad Name": 1}, engine, version)) == [
+        ("serving.tiers[0].extra_engine_args.Bad Name", f"must be {label} (^[a-z][a-z0-9_-]{{0,63}}$)")]
