@@ -104,3 +104,15 @@ def test_placement_reports_every_tier_that_cannot_be_placed():
     tiers = [tier(), named("nvl_nodes", "aa", port=8001, tensor_parallel=2), tier("cc", port=8002)]
     assert [k for k, _ in rules.placement(two_groups(tiers), {"gpu_nodes": 1, "nvl_nodes": 0})] == [
         "serving.tiers[1]", "serving.tiers[2]"]
+
+
+def test_triton_span_is_read_on_each_tiers_own_group_and_after_other_tiers():
+    """A Triton tier of TP 2 x PP 2 spans one 8-GPU node but two 2-GPU nodes; a vLLM tier before it changes nothing;
+    one that names no group is checked on the first group."""
+    trt = {**triton(port=8100), "tensor_parallel": 2, "pipeline_parallel": 2}
+    on_nvl = two_groups([tier(), {**trt, "node_group": "nvl_nodes"}])
+    assert [k for k, _ in rules.triton_nodes(on_nvl, {"gpu_nodes": 1, "nvl_nodes": 2})] == ["serving.tiers[1]"]
+    on_first = two_groups([tier(), {**trt, "node_group": "gpu_nodes"}])
+    assert list(rules.triton_nodes(on_first, {"gpu_nodes": 2, "nvl_nodes": 2})) == []
+    unnamed = spec(serving__tiers=[tier(), {**trt, "tensor_parallel": 8}])
+    assert [k for k, _ in rules.triton_nodes(unnamed, {"gpu_nodes": 3})] == ["serving.tiers[1]"]
