@@ -131,4 +131,3 @@ def test_triton_span_messages_on_hosts_and_on_kubernetes():
         "serving.tiers[1]", "a Triton TRT-LLM replica across 2 nodes needs serving.kubernetes.triton_mpi_image: mpirun "
         "starts the workers' ranks over ssh and the stock tritonserver image has no sshd (build one with "
         "docs/kubernetes.md's recipe)")]
-
