@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from gridready.spec import rules
 from gridready.spec.rules import VLLM_VERSION, _sglang_k8s_adapter, engine_args
+from tests.unit.spec.test_rule_messages import spec, tier
 
 CACHE = "/var/lib/hf"
 WHERE = "serving.tiers[0].lora_adapters[0].path"
@@ -41,3 +43,20 @@ def test_an_option_name_that_is_none_names_the_engines_own_word(engine, label):
     version = "0.5.19" if engine == "sglang" else VLLM_VERSION
     assert list(engine_args("serving.tiers[0]", {"Bad Name": 1}, engine, version)) == [
         ("serving.tiers[0].extra_engine_args.Bad Name", f"must be {label} (^[a-z][a-z0-9_-]{{0,63}}$)")]
+
+
+def test_field_patterns_check_an_sglang_tiers_adapters_on_kubernetes_only():
+    """Through the spec: on Kubernetes an SGLang tier's adapters go through the SGLang rule (every adapter, the
+    node's cache as the spec sets it); on hosts, and for vLLM on Kubernetes, an s3:// adapter is judged as before."""
+    def paths(target: str, engine: str) -> list[tuple[str, str]]:
+        t = tier(engine=engine, lora_adapters=[{"name": "aa", "path": "s3://b/a"}, {"name": "bb", "path": "/opt/b"}])
+        extra = {"serving__kubeconfig": "k.yml", "serving__kubernetes": {"model_cache_path": CACHE}} \
+            if target == "kubernetes" else {}
+        s = spec(serving__target=target, serving__tiers=[t], **extra)
+        return [(k, m) for k, m in rules.field_patterns(s) if ".lora_adapters[" in k]
+
+    assert paths("kubernetes", "sglang") == [("serving.tiers[0].lora_adapters[0].path", OBJECT),
+                                             ("serving.tiers[0].lora_adapters[1].path", OUTSIDE)]
+    assert paths("kubernetes", "vllm") == []
+    assert paths("hosts", "sglang") == [("serving.tiers[0].lora_adapters[0].path",
+                                         "must be an absolute path or a Hugging Face repo id")]
