@@ -3,6 +3,8 @@ boundary, who is good, bad and unresolved, and the evidence kept per node."""
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from gridready.certify.isolation import PairOutcome, isolate
@@ -95,3 +97,49 @@ def test_a_rack_whose_nodes_fail_only_across_is_the_leaf_uplink():
     assert r.bad == [] and sorted(r.unresolved) == ["a", "b"]
     assert r.leaf_suspect == {"a": "r1", "b": "r1"}
     assert runs(r)[-1][3] == "leaf"
+
+
+def test_a_run_without_result_fails_the_pair():
+    out = isolate(["a", "b"], lambda a, b: None).runs[0].outcome
+    assert (out.ok, out.error, out.reason) == (False, True, "no result")
+
+
+def test_wall_time_is_the_runs_own():
+    r = isolate(["a", "b"], lambda a, b: True)
+    assert 0 <= r.runs[0].wall_s < 5 and 0 <= r.wall_s < 5
+
+
+def test_serial_by_default_and_one_pair_never_needs_a_pool():
+    def where(log):
+        def run_pair(a, b):
+            log.append(threading.current_thread() is threading.main_thread())
+            return True
+        return run_pair
+
+    serial: list[bool] = []
+    isolate([f"n{i}" for i in range(6)], where(serial))
+    assert serial == [True] * 3
+    one: list[bool] = []
+    isolate(["a", "b"], where(one), parallel=True)
+    assert one == [True]
+    two: list[bool] = []
+    isolate(["a", "b", "c", "d"], where(two), parallel=True)
+    assert two == [False, False]
+
+
+def test_a_parallel_round_runs_every_pair_at_once_however_many():
+    """40 pairs in one round: all 40 at once (a pool of the default size, at most 32 threads, would break the
+    barrier and fail every pair)."""
+    barrier = threading.Barrier(40, timeout=5)
+
+    def run_pair(a, b):
+        barrier.wait()
+        return True
+
+    r = isolate([f"n{i:02d}" for i in range(80)], run_pair, parallel=True)
+    assert len(r.good) == 80 and r.run_count == 40
+
+
+def test_two_cross_rounds_by_default():
+    r = isolate([f"n{i}" for i in range(8)], lambda a, b: False)
+    assert [x.phase for x in r.runs].count("cross") == 8 and r.rounds == 3  # 4 pairs, 2 cross rounds of 4
