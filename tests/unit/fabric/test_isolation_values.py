@@ -143,3 +143,9 @@ def test_a_parallel_round_runs_every_pair_at_once_however_many():
 def test_two_cross_rounds_by_default():
     r = isolate([f"n{i}" for i in range(8)], lambda a, b: False)
     assert [x.phase for x in r.runs].count("cross") == 8 and r.rounds == 3  # 4 pairs, 2 cross rounds of 4
+
+
+def test_a_bandwidth_without_a_floor_names_the_mistake():
+    out = isolate(["a", "b"], lambda a, b: 300.0).runs[0].outcome
+    assert (out.ok, out.error, out.reason) == (
+        False, True, "ValueError: run_pair returned a bandwidth: pass floor= to judge it")
