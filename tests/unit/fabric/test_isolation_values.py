@@ -149,3 +149,10 @@ def test_a_bandwidth_without_a_floor_names_the_mistake():
     out = isolate(["a", "b"], lambda a, b: 300.0).runs[0].outcome
     assert (out.ok, out.error, out.reason) == (
         False, True, "ValueError: run_pair returned a bandwidth: pass floor= to judge it")
+
+
+def test_suspects_and_partners_in_the_inventorys_order_not_by_name():
+    r = isolate(["f", "e", "d", "c", "b", "a"], bounded({"c", "a"}), floor=FLOOR)
+    assert runs(r) == [("f", "e", 1, "pair"), ("d", "c", 1, "pair"), ("b", "a", 1, "pair"), ("d", "f", 2, "retest"),
+                       ("c", "e", 2, "retest"), ("b", "f", 3, "retest"), ("a", "e", 3, "retest")]
+    assert (r.bad, r.good) == (["c", "a"], ["f", "e", "d", "b"])
