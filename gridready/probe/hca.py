@@ -205,13 +205,16 @@ def run_ibstat() -> dict[str, Any]:
 
 # ---------------------------------------------------------------- ib_write_bw
 
+MIB_PER_S_IN_GBITS = 2**20 * 8 / 1e9  # perftest's MB/sec (2**20 bytes a second) in Gb/s
 _BW_HEADER = re.compile(r"#bytes\s+#iterations\s+BW peak\[(?P<unit>[MG]B?b?/sec)\]", re.IGNORECASE)
 
 
 def parse_ib_write_bw(text: str) -> dict[str, Any]:
     """perftest output -> {bytes, iterations, peak_gbits, avg_gbits} of the last result line (None if absent).
 
-    Units: `BW ...[MB/sec]` (10^6 bytes/s: 24056 MB/s is HDR200's ~192 Gb/s) or `[Gb/sec]` (--report_gbits).
+    Units: `BW ...[MB/sec]` or `[Gb/sec]` (--report_gbits). perftest's MB is 2**20 bytes and its Gb 10**9 bits
+    (linux-rdma/perftest src/perftest_parameters.c, print_report_bw: `format_factor = report_fmt == MBS ? 0x100000
+    : 125000000`); the real loopback log agrees: its MsgRate x #bytes is 24056.72 x 2**20 bytes/s, 201.8 Gb/s.
     """
     unit = None
     result: dict[str, Any] = {"bytes": None, "iterations": None, "peak_gbits": None, "avg_gbits": None}
@@ -225,7 +228,7 @@ def parse_ib_write_bw(text: str) -> dict[str, Any]:
                 peak, avg = float(parts[2]), float(parts[3])
             except ValueError:
                 continue
-            scale = 1.0 if unit.startswith("gb/") else 8.0 / 1000.0
+            scale = 1.0 if unit.startswith("gb/") else MIB_PER_S_IN_GBITS
             result.update(
                 bytes=int(parts[0]),
                 iterations=int(parts[1]),

@@ -138,7 +138,9 @@ def _banner(hca: Hca, server: bool) -> list[str]:
 
 def _result(size: int, iters: int, gbps: float, gbits: bool) -> list[str]:
     unit = "Gb/sec" if gbits else "MB/sec"
-    peak = gbps if gbits else gbps * 1000 / 8
+    # perftest's MB is 2**20 bytes, its Gb 10**9 bits (linux-rdma/perftest src/perftest_parameters.c, print_report_bw:
+    # format_factor = report_fmt == MBS ? 0x100000 : 125000000)
+    peak = gbps if gbits else gbps * 1e9 / 8 / 2**20
     avg = peak * 0.9999
     rate = gbps * 1e9 / 8 / size / 1e6
     return [

@@ -51,7 +51,7 @@ def test_sysfs_root_env_with_class_dir(tmp_path, monkeypatch, public):
 
 def test_ib_write_bw_mb_per_sec_is_decimal(public):
     r = hca.parse_ib_write_bw((public / "perftest/ib_write_bw-loopback-8MiB__ib0-HDR__superbench.log").read_text())
-    assert r["bytes"] == 8388608 and r["avg_gbits"] == 192.45  # 24056.72 MB/s x 8 / 1000
+    assert r["bytes"] == 8388608 and r["avg_gbits"] == 201.8  # 24056.72 x 2**20 bytes/s x 8 / 1e9
 
 
 def test_ib_write_bw_report_gbits():

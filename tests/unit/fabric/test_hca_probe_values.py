@@ -191,7 +191,7 @@ def test_run_ibstat_reads_stdout_then_stderr(monkeypatch: pytest.MonkeyPatch) ->
 
 def test_real_loopback_log() -> None:
     assert hca.parse_ib_write_bw(PERFTEST.read_text()) == {"bytes": 8388608, "iterations": 20000,
-                                                          "peak_gbits": 192.45, "avg_gbits": 192.45}
+                                                          "peak_gbits": 201.8, "avg_gbits": 201.8}
 
 
 # no other ib_write_bw capture exists: these result lines copy the real loopback log's layout (#bytes #iterations
@@ -202,7 +202,7 @@ GB = " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate
 
 @pytest.mark.parametrize(("lines", "want"), [
     ([MB, " 8388608    20000            24056.74            24001.37\t\t   0.003007"],
-     (8388608, 20000, 192.45, 192.01)),
+     (8388608, 20000, 201.8, 201.34)),
     ([GB, " 65536      5000             97.53              96.125      0.183"], (65536, 5000, 97.53, 96.12)),
     ([GB, " 65536      5000             97.53              96.12"], (65536, 5000, 97.53, 96.12)),  # no MsgRate
     ([GB, " 65536      5000             n/a                96.12       0.183",
@@ -358,3 +358,13 @@ def test_real_mlnx_qos(name: str, trust: str, pfc: list[int], moved: dict[int, i
 ])
 def test_mlnx_qos_partial_outputs(text: str, want: dict[str, Any]) -> None:
     assert hca.parse_mlnx_qos(text) == want
+
+
+def test_mb_per_sec_is_perftest_mebibytes() -> None:
+    """perftest's MB/sec is 2**20 bytes a second: the real log's own MsgRate x message size says so (3007 messages of
+    8 MiB a second are 24056 x 2**20 bytes, not 24056 x 10**6), so 24056.72 MB/sec is 201.8 Gb/s, not 192.45."""
+    text = PERFTEST.read_text()
+    row = next(ln.split() for ln in text.splitlines() if ln.split()[:1] == ["8388608"])
+    size, mb_per_s, msg_rate = int(row[0]), float(row[3]), float(row[4])
+    assert abs(msg_rate * 1e6 * size / mb_per_s - 2**20) / 2**20 < 2e-4
+    assert hca.parse_ib_write_bw(text)["avg_gbits"] == round(msg_rate * 1e6 * size * 8 / 1e9, 1)

@@ -1,0 +1,52 @@
+"""benchmarks/mutation_score.py's bookkeeping: every module of the measured packages is found (subpackages and the
+two core modules included), the shards and jobs cover each module exactly once, the score counts what was not run
+against it, and a test file that starts processes never joins a selection."""
+
+from __future__ import annotations
+
+import importlib.util
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+_spec = importlib.util.spec_from_file_location("mutation_score", REPO / "benchmarks/mutation_score.py")
+assert _spec is not None and _spec.loader is not None
+ms = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(ms)
+
+
+def test_every_module_is_found():
+    found = {ms.module_path(p, m) for p, mods in ms.MODULES.items() for m in mods}
+    on_disk = {str(f.relative_to(REPO)) for pkg in ms.PACKAGES for f in (REPO / "gridready" / pkg).rglob("*.py")
+               if f.parent != REPO / "gridready" / pkg or f.name != "__init__.py"}
+    assert found == on_disk | {"gridready/ledger.py", "gridready/evidence.py"}
+    assert {"vllm", "sglang", "triton", "triton/plan"} <= set(ms.MODULES["serving"])
+    assert ms.dotted("serving", "triton") == "gridready.serving.triton"
+    assert ms.dotted("core", "ledger") == "gridready.ledger"
+
+
+@pytest.mark.parametrize("n", [1, 3, 4])
+def test_shards_and_jobs_cover_each_module_once(n):
+    every = [(p, m) for p, mods in ms.MODULES.items() for m in mods]
+    parts = ms.shards(ms.MODULES, n)
+    assert sorted(x for part in parts for x in part) == sorted(every) and len(parts) == n
+    jobs = ms.jobs_of(ms.MODULES, n)
+    assert sorted(x for job in jobs for x in job) == sorted(every)
+    assert ms.shards(ms.MODULES, n) == parts  # the same parts on every call
+
+
+def test_score_counts_mutants_not_run_against_it():
+    assert ms.score(Counter(killed=9, survived=1)) == 90.0
+    assert ms.score(Counter(killed=9, survived=0, **{"not run": 1})) == 90.0
+    assert ms.score(Counter(killed=9, skipped=5, **{"no tests": 1})) == 90.0
+    assert ms.score(Counter()) is None
+
+
+def test_selections_leave_out_tests_that_start_processes():
+    tests = ms.tests_for("spec", "rules")
+    assert "tests/unit/spec/test_rule_named_groups.py" in tests
+    assert "tests/unit/test_inventory_errors.py" in tests  # kept: its one such test is deselected
+    assert not any(ms._starts_processes(t) for t in tests)
+    assert "tests/unit/certify/test_shapes.py" not in ms.tests_for("certify", "judge")
