@@ -8,8 +8,8 @@ costing open files in the controller's processes (FILES_PER_FORK: the worker's r
 socket). Too few open files stops validate and certify before anything starts (exit 2); too little memory
 available now is a warning in certify's summary (it changes from minute to minute).
 
-The figures are measured on sandbox fleets of up to 12 nodes at up to 12 forks (benchmarks/certify_fanout.py,
-docs/benchmarks.md 'Fan-out: measured on the sandbox'), with a margin: the limit that binds is the open files of
+The figures are measured on test fleets of up to 12 nodes at up to 12 forks (benchmarks/certify_fanout.py,
+docs/benchmarks.md, section Fan-out), with a margin: the limit that binds is the open files of
 ansible-playbook's main process (RLIMIT_NOFILE is per process; each worker and SSH client has its own), 12 at one
 fork and 56 at 12 forks, 3.7 per fork; a worker's private memory was 14-21 MiB on average, 40 MiB at most, an SSH
 client's 1.2 MiB, the main process's 43 MiB.
