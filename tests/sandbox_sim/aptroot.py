@@ -3,6 +3,7 @@ Conflicts, Provides, Recommends) of the simulated packages, with no host and no 
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 from dataclasses import dataclass
@@ -73,6 +74,12 @@ def role_vars(role: str, os_name: str, **overrides: Any) -> dict[str, Any]:
     raw.update(overrides)
     env = jinja2.Environment(undefined=jinja2.ChainableUndefined)  # facts the test does not give stay empty
     env.filters.update(CoreFilters().filters())
+    for plugin in sorted((REPO_ROOT / "playbooks" / "filter_plugins").glob("*.py")):  # the project's own filters
+        spec = importlib.util.spec_from_file_location(f"_filters_{plugin.stem}", plugin)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        env.filters.update(module.FilterModule().filters())
 
     def render(value: Any, ctx: dict[str, Any]) -> Any:
         if isinstance(value, str) and "{{" in value:
