@@ -133,9 +133,10 @@ def reset_network_state(netns: str, root: Path) -> str:
             "/usr/sbin/nft flush ruleset")
 
 
-def start(plan: HostPlan, lower: Path) -> tuple[int, int]:
+def start(plan: HostPlan, lower: Path, *, unified_cgroup: bool = False) -> tuple[int, int]:
     """Launch the container detached; returns (launcher PID, its start time). The launcher is nspawn's parent for
-    the host's whole life, across reboots (`restart_loop`)."""
+    the host's whole life, across reboots (`restart_loop`). `unified_cgroup`: the container gets the cgroup2
+    hierarchy only (sandbox/image.py UNIFIED_CGROUP_ONLY), whatever this machine's layout."""
     for cg in plan.cgroups():
         cg.mkdir(parents=True, exist_ok=True)
     pidfile = plan.dir / "nspawn.pid"
@@ -152,6 +153,8 @@ def start(plan: HostPlan, lower: Path) -> tuple[int, int]:
         "--keep-unit", "--resolv-conf=off", "--timezone=off", "--link-journal=no", "--console=read-only",
         "--capability=CAP_NET_ADMIN",
     ]
+    if unified_cgroup:  # `env` execs nspawn: the launcher's child is still systemd-nspawn (container_init)
+        nspawn = ["env", "SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1", *nspawn]
     joins = " && ".join(f"echo $$ > {shlex.quote(str(cg / 'cgroup.procs'))}" for cg in plan.cgroups())
     script = (
         f"echo $$ > {shlex.quote(str(pidfile))} && {joins} && "

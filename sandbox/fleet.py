@@ -275,7 +275,8 @@ def _start_hosts(cfg: config.FleetConfig, addresses: dict[str, str], lowers: dic
         _write_state(name, state)  # saved before each start: a crash leaves a record for down()
         network.add_host(plan.netns, plan.veth, plan.address)
         # "nspawn_pid": the launcher, nspawn's parent for the host's whole life (a new nspawn at every reboot)
-        rec["nspawn_pid"], rec["nspawn_start"] = container.start(plan, lowers[h.release])
+        rec["nspawn_pid"], rec["nspawn_start"] = container.start(
+            plan, lowers[h.release], unified_cgroup=h.release in image.UNIFIED_CGROUP_ONLY)
         _write_state(name, state)
     _wait_ready(name, state, timeout=60 + 5 * len(cfg.hosts))
     _write_state(name, state)

@@ -29,6 +29,11 @@ IMAGE_VERSION = 5  # bump when the build steps change
 # the sandbox's releases (the `os` names of cluster.yml) -> Debian suite; a host picks one in sandbox.yml
 RELEASES = {"debian-12": "bookworm", "debian-13": "trixie"}
 DEFAULT_RELEASE = "debian-12"
+# Releases whose systemd (256 and later; trixie has 257) refuses to boot on the legacy or hybrid cgroup hierarchy
+# (systemd NEWS for 256, "cgroup v1 ... is now considered obsolete"; systemd PR #31442): systemd-nspawn gives their
+# containers the unified hierarchy with SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1 (systemd-nspawn(1), ENVIRONMENT), as a
+# real Debian 13 server boots (sandbox/container.py start)
+UNIFIED_CGROUP_ONLY = frozenset({"debian-13"})
 MIRROR = "http://deb.debian.org/debian"
 # A fresh Debian server and nothing more: debootstrap's minbase (priority required), the priority important and
 # standard packages a server install has (the Packages file of each suite: Priority), and what a Debian server or
