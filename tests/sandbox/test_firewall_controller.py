@@ -28,6 +28,8 @@ PLAYBOOK = f"""\
   hosts: all
   gather_facts: true
   tasks:
+    - name: The configuration folder the role's main tasks make first
+      ansible.builtin.file: {{path: /etc/gridready, state: directory, owner: root, group: root, mode: "0755"}}
     - name: The Ray node's firewall
       ansible.builtin.include_role:
         name: gridready_ray_node
