@@ -157,6 +157,8 @@ class RunContext:
     purge_volumes: bool = False  # serve --down: also delete the kept weights and engine-cache claims (Kubernetes)
     gates: tuple[str, ...] = ()  # certify: run and judge only these gates (a diagnostic run)
     skip_gates: tuple[str, ...] = ()  # certify: every gate but these (a diagnostic run)
+    batch: str | None = None  # provision: serving nodes per batch of the roll, N or N% (gridready.stages.roll_plan)
+    max_fail: str | None = None  # provision: failed nodes the roll tolerates before it stops, N or N%
 
     def __post_init__(self) -> None:
         # links above the artifacts root are where the user put it; beneath it none is followed (gridready.safefile)

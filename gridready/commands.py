@@ -73,6 +73,9 @@ def validate(c: Context) -> None:
     """Load and cross-check the inventory; one line per problem, exit 2 when invalid."""
     inv = _inv(c)
     cli.run_id()
+    from gridready.stages import fanout
+
+    fanout.refuse_unmet(inv)  # a certification.parallel this controller cannot hold: one line, exit 2
     cli.console.info(f"inventory {inv.name}: valid ({len(inv.gpu_hosts())} GPU nodes, "
                      f"{len(inv.spec.serving.tiers)} serving tiers)")
     for line in usage.gated_model_warnings(inv):
@@ -108,15 +111,21 @@ PROVISION_TAGS = ("one role each: preflight, nvidia_driver, fabricmanager, nccl,
 
 @task(pre=[validate], help={**HELP, "force": "run every role, also on hosts recorded as converged (no fast path)",
                             "tags": f"comma-separated roles to run ({PROVISION_TAGS})",
-                            "skip-tags": "comma-separated roles to leave out (the same tags)"})
+                            "skip-tags": "comma-separated roles to leave out (the same tags)",
+                            "batch": "where nodes serve, roll them this many at a time: N nodes or N% of the serving "
+                                     "nodes (default one node or 10%, whichever is larger)",
+                            "max-fail": "failed nodes the roll tolerates before it stops: N or N% (default 0: the "
+                                        "first failure stops it)"})
 @cli.guarded
 def provision(c: Context, check: bool = False, limit: str | None = None, tags: str | None = None,
-              skip_tags: str | None = None, force: bool = False, json: bool = False) -> None:
-    """Install and pin driver, fabric manager, DCGM, NCCL, RDMA, container toolkit; tune the hosts."""
+              skip_tags: str | None = None, force: bool = False, json: bool = False, batch: str | None = None,
+              max_fail: str | None = None) -> None:
+    """Install and pin driver, fabric manager, DCGM, NCCL, RDMA, container toolkit; tune the hosts. Where nodes
+    serve, a rolling provision: batches drained, provisioned, rebooted, re-certified and returned."""
     from gridready.stages import provision as stage
 
     _stage(c, stage.run, stage.check_usage, check=check, limit=limit, tags=tags, skip_tags=skip_tags, force=force,
-           json=json)
+           json=json, batch=batch, max_fail=max_fail)
 
 
 @task(pre=[validate], help={**_pick("limit", "json"),

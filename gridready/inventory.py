@@ -398,6 +398,12 @@ def _cross_check(file: str, spec: ClusterSpec, groups: dict[str, list[str]], hos
     if spec.serving.target == "kubernetes" and not spec.serving.kubeconfig:
         errors.append(f"{file}: serving.kubeconfig: required when serving.target is kubernetes")
     cert = spec.certification
+    if cert.runner == "kubernetes-job":
+        if not cert.jobs.image:
+            errors.append(f"{file}: certification.jobs.image: required when certification.runner is kubernetes-job")
+        if not spec.serving.kubeconfig:
+            errors.append(f"{file}: serving.kubeconfig: required when certification.runner is kubernetes-job (the "
+                          "cluster the probe Jobs run on)")
     for key in ("waive", "not_applicable"):
         for i, gate in enumerate(getattr(cert, key)):
             if not is_known_gate(gate):

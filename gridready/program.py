@@ -19,7 +19,7 @@ import copy
 import os
 import re
 import sys
-from importlib.metadata import version
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from invoke import Argument, Config, Program
@@ -126,10 +126,21 @@ def _hint(line: str) -> str:
     return f"{line} ({flag} is a task's --{long}: give it after the task)" if long else line
 
 
+def program_version() -> str:
+    """The installed distribution's version; a source checkout run through PYTHONPATH (docs/device.md: a GPU
+    machine without a package index) has no distribution metadata, so the package's own version stands in."""
+    try:
+        return version("gridready")
+    except PackageNotFoundError:
+        import gridready
+
+        return gridready.__version__
+
+
 def make_program() -> GridreadyProgram:
     from gridready.commands import ns
 
-    return GridreadyProgram(name="gridready", binary="gridready", version=version("gridready"), namespace=ns,
+    return GridreadyProgram(name="gridready", binary="gridready", version=program_version(), namespace=ns,
                             config_class=SealedConfig)
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from gridready import matrix
 from gridready.spec import ClusterSpec, NodeGroup
+from gridready.spec import iommu as iommu_rule
 
 HGX_GPUS = 8  # NVSwitch baseboards (HGX 8-GPU) need fabric manager; 4-GPU HGX boards have no NVSwitch
 
@@ -20,6 +21,7 @@ def role_vars(spec: ClusterSpec, node_group: NodeGroup) -> dict[str, Any]:
     """The gridready_<role>_* variables the spec decides for `node_group` (JSON-serialisable)."""
     pins = spec.software
     sku = node_group.catalog_sku
+    shape = sku.shape(node_group.gpus_per_node, node_group.platform) if sku.shapes else None
     rdma_nics = [n for n in node_group.nics if n.kind in ("infiniband", "roce")]
     versions = matrix.load()
     branch = versions.driver_branches.get(pins.driver_branch)
@@ -33,9 +35,14 @@ def role_vars(spec: ClusterSpec, node_group: NodeGroup) -> dict[str, Any]:
         "gridready_nvidia_driver_branch": pins.driver_branch,
         "gridready_nvidia_driver_version": pins.driver_version or "",
         "gridready_fabricmanager_nvswitch": sku.nvswitch and node_group.gpus_per_node == HGX_GPUS,
+        # a passthrough guest's fabric manager runs in the host or service VM (the catalog's node shape)
+        "gridready_fabricmanager_on_node": shape.fabric_manager_on_node if shape is not None else True,
         "gridready_fabricmanager_branch": pins.driver_branch,
         "gridready_dcgm_major": pins.dcgm_major,
         "gridready_dcgm_cuda_major": pins.cuda.split(".")[0],
+        # pinned and held like the driver, so a node provisioned later gets the release the others run
+        "gridready_dcgm_version": pins.dcgm_version or "",
+        "gridready_container_toolkit_version": pins.container_toolkit or "",
         "gridready_nccl_version": pins.nccl,
         "gridready_nccl_cuda": pins.cuda,
         "gridready_nccl_tests_version": pins.nccl_tests,
@@ -44,7 +51,10 @@ def role_vars(spec: ClusterSpec, node_group: NodeGroup) -> dict[str, Any]:
         # nvidia-peermem only where DMA-BUF cannot carry GPUDirect RDMA (matrix.gpudirect_path)
         "gridready_rdma_peermem": bool(rdma_nics) and node_group.gpudirect_rdma
         and versions.gpudirect_path(pins.driver_branch, pins.rdma_stack) == "peermem",
-        "gridready_host_tuning_iommu_passthrough": bool(rdma_nics) and node_group.gpudirect_rdma,
+        # one rule with certification's iommu gate (gridready.spec.iommu): iommu=pt wherever the gate would fail
+        # a translating IOMMU, and wherever GPUDirect RDMA runs
+        "gridready_host_tuning_iommu_passthrough": iommu_rule.passthrough_wanted(
+            spec.certification.host.iommu, bool(rdma_nics) and node_group.gpudirect_rdma),
         # bare-metal HGX: ACS redirection above the GPUs/NICs stops provision, as certification's acs gate would
         # quarantine the node (a virtual machine or container records only: the role decides at run time)
         "gridready_host_tuning_acs": "expect_disabled"

@@ -55,6 +55,13 @@ def check_limit(inv: Inventory, limit: str | None) -> None:
         return
     if not limit.strip() or any(c in limit for c in "\0\n\r"):
         raise InvalidInput("--limit: (command line): must be an Ansible host pattern")
+    if not hosts_matching(inv, limit):
+        raise InvalidInput(f"--limit: (command line): the pattern {limit!r} matches no host of "
+                           f"{display_path(inv.hosts_file)}")
+
+
+def hosts_matching(inv: Inventory, limit: str) -> list[str]:
+    """The hosts of hosts.yml an Ansible host pattern selects (none for an unparsable pattern)."""
     from ansible import constants as C  # noqa: N812 (ansible's own spelling)
     from ansible.inventory.manager import InventoryManager
     from ansible.parsing.dataloader import DataLoader
@@ -71,9 +78,7 @@ def check_limit(inv: Inventory, limit: str | None) -> None:
     finally:
         display.warning = quiet  # type: ignore[method-assign]
         C.INVENTORY_ENABLED = enabled
-    if not hosts:
-        raise InvalidInput(f"--limit: (command line): the pattern {limit!r} matches no host of "
-                           f"{display_path(inv.hosts_file)}")
+    return [h.name for h in hosts]
 
 
 RUNTIME_SUFFIXES = (".yaml", ".yml")

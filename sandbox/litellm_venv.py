@@ -18,8 +18,8 @@ from pathlib import Path
 
 from sandbox import paths
 
-LOCK = paths.repo_root() / "roles" / "gridready_router" / "files" / "litellm-requirements.txt"
-PYTHON = "3.11"  # the lock's CPython (Debian 12's python3; the role's gridready_router_python_version)
+PYTHON = "3.11"  # the controller's CPython; the role picks the lock of the host's python3 the same way
+LOCK = paths.repo_root() / "roles" / "gridready_router" / "files" / f"litellm-requirements-py{PYTHON}.txt"
 PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64", "linux_x86_64", "any")
 
 

@@ -61,6 +61,48 @@ class PrefixShootout(BaseModel):
     statement: str
 
 
+class PolicyFigures(BaseModel):
+    """One routing policy inside a tier over a multi-turn chat replay."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    requests: int
+    failed: int
+    ttft_p50_ms: float
+    ttft_p90_ms: float
+    prefix_hit_rate: float  # the engines' own prefix-cache hits / queries over the replay, summed over replicas
+    seconds: float
+
+
+class RoutingComparison(BaseModel):
+    """Cache-aware routing inside a tier against round-robin, the same replay on the same replicas."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    router: str
+    simulated: bool
+    cache_aware: PolicyFigures
+    round_robin: PolicyFigures
+    workload: dict[str, object]
+    statement: str
+
+
+def routing_comparison(cache_aware: PolicyFigures, round_robin: PolicyFigures, workload: dict[str, object],
+                       router: str, simulated: bool) -> RoutingComparison:
+    """The two policies' figures with one sentence comparing their TTFT and hit rate."""
+    def ratio(a: float, b: float) -> str:
+        return f"{b / a:.2f}x lower" if a > 0 and b > a else f"{a / b:.2f}x higher" if b > 0 and a > b else "equal"
+
+    statement = (f"cache-aware: TTFT p50 {cache_aware.ttft_p50_ms} ms / p90 {cache_aware.ttft_p90_ms} ms, "
+                 f"prefix-cache hit rate {cache_aware.prefix_hit_rate:.1%}; round-robin: "
+                 f"{round_robin.ttft_p50_ms} / {round_robin.ttft_p90_ms} ms, {round_robin.prefix_hit_rate:.1%}; "
+                 f"cache-aware p90 TTFT {ratio(cache_aware.ttft_p90_ms, round_robin.ttft_p90_ms)}")
+    if simulated:
+        statement = "SIMULATED engines: " + statement
+    return RoutingComparison(router=router, simulated=simulated, cache_aware=cache_aware, round_robin=round_robin,
+                             workload=workload, statement=statement)
+
+
 class Decision(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -75,6 +117,7 @@ class Decision(BaseModel):
     workload: dict[str, object]
     simulated: bool
     prefix_reuse: PrefixShootout | None = None
+    routing: RoutingComparison | None = None  # routing inside a tier (benchmarks/router_cache_replay.py)
 
 
 def numbers(r: TierReport, spec: DecisionSpec) -> TierNumbers:

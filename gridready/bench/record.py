@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gridready.artifacts import make_dirs
-from gridready.bench.decision import Decision
+from gridready.bench.decision import Decision, RoutingComparison
 from gridready.bench.outputs import write_json, write_text_atomic
 from gridready.bench.verify import TierReport
 
@@ -147,6 +147,8 @@ def markdown(d: Decision, plots: list[str]) -> str:
                   f"requests. **Prefix-reuse winner: {p.winner or 'none'}**. {p.statement}.", "",
                   "Sources: " + "; ".join(f"{r.tier}: {r.prefix_hit_source}" for r in t if r.prefix_hit_source)
                   + " (difference over the benchmark run)."]
+    if d.routing is not None:
+        lines += routing_section(d.routing)
     lines += ["", "Who would win under each objective alone: "
               + ", ".join(f"{k}: {v or 'none'}" for k, v in d.by_objective.items()) + ".", "",
               "## What would change the decision", ""]
@@ -159,6 +161,20 @@ def markdown(d: Decision, plots: list[str]) -> str:
               f"level, dataset {wl.get('dataset') or 'synthetic'}.", "", "## Plots", ""]
     lines += [f"![{p}]({p})" for p in plots]
     return "\n".join(lines) + "\n"
+
+
+def routing_section(r: RoutingComparison) -> list[str]:
+    """The Markdown lines of a decision record's routing comparison, from its heading on."""
+    label = " (SIMULATED engines)" if r.simulated else ""
+    rows = [("requests (failed)", lambda f: f"{f.requests} ({f.failed})"),
+            ("TTFT p50 (ms)", lambda f: f"{f.ttft_p50_ms:.1f}"), ("TTFT p90 (ms)", lambda f: f"{f.ttft_p90_ms:.1f}"),
+            ("engines' prefix-cache hit rate", lambda f: f"{f.prefix_hit_rate:.1%}")]
+    lines = ["", f"## Routing inside a tier: cache-aware vs round-robin{label}", "",
+             f"Tier router {r.router}, the same multi-turn chat replay under each policy "
+             f"({', '.join(f'{k} {v}' for k, v in r.workload.items())}).", "",
+             "| | cache-aware | round-robin |", "|---|---|---|"]
+    lines += [f"| {name} | {cell(r.cache_aware)} | {cell(r.round_robin)} |" for name, cell in rows]
+    return [*lines, "", r.statement + "."]
 
 
 def write_decision(out_dir: Path, decision: Decision, reports: list[TierReport]) -> dict[str, Path]:

@@ -12,6 +12,7 @@ from gridready import matrix
 from gridready.certify.expectations import Expectations
 from gridready.certify.result import Expected, GateResult, GateStatus
 from gridready.probe.lspci import acs_redirects
+from gridready.spec import iommu as iommu_rule
 
 P, F, E, W = GateStatus.PASS, GateStatus.FAIL, GateStatus.ERROR, GateStatus.WARN
 
@@ -24,7 +25,7 @@ def iommu(doc: dict[str, Any], exp: Expectations) -> list[GateResult]:
     kw: dict[str, Any] = {"measured": m, "expected": Expected(equals=want, source="spec"), "evidence": "system.cmdline"}
     if mode is None:
         return [exp.result("iommu", E, "IOMMU state not read (no /proc/cmdline or iommu_groups)", **kw)]
-    if want == "off_or_passthrough" and mode == "translated":
+    if not iommu_rule.accepted(mode, want):
         return [exp.result("iommu", F, f"IOMMU translating DMA ({m['groups']} groups, no iommu=pt on the kernel "
                            "command line): peer-to-peer and GPUDirect traffic slows down", **kw)]
     return [exp.result("iommu", P, f"IOMMU {mode} ({m['groups']} groups)", **kw)]

@@ -205,8 +205,10 @@ def figures(doc: dict[str, Any]) -> dict[str, Any]:
 
 def judge_node(spec: CertificationSpec, target: Any, probe_doc: dict[str, Any] | None, *, node: str | None = None,
                node_group: str | None = None, driver_branch: str | None = None, rdma_stack: str | None = None,
-               evidence: str | None = None, now: dt.datetime | None = None) -> NodeVerdict:
-    """Judge one node. `target`: a NodeGroup, a catalog Sku or a SKU key (see expectations.from_target)."""
+               evidence: str | None = None, now: dt.datetime | None = None,
+               no_probe: str = "probe failed or not fetched") -> NodeVerdict:
+    """Judge one node. `target`: a NodeGroup, a catalog Sku or a SKU key (see expectations.from_target);
+    `no_probe`: why there is no probe document, when there is none."""
     name = node or (probe_doc or {}).get("host") or "unknown"
     exp = from_target(name, spec, target, driver_branch=driver_branch, rdma_stack=rdma_stack)
     if node_group is None:
@@ -216,7 +218,7 @@ def judge_node(spec: CertificationSpec, target: Any, probe_doc: dict[str, Any] |
                     profile=str(spec.profile), certified=False, judged_at=judged.isoformat(), valid_until=None,
                     evidence=evidence)
     if not probe_doc:
-        v.add([exp.result("probe", GateStatus.ERROR, "no probe output from this node (probe failed or not fetched)",
+        v.add([exp.result("probe", GateStatus.ERROR, f"no probe output from this node ({no_probe})",
                           evidence=evidence)], spec)
         return v
     v.probe = {k: probe_doc.get(k) for k in ("schema", "host", "profile", "started", "finished", "wall_s",

@@ -13,6 +13,12 @@ are read:
   and `updatedReplicas` reach `spec.replicas`; condition Progressing with reason ProgressDeadlineExceeded is
   terminal.
 
+- Gateway and HTTPRoute (Gateway API v1.6.1, apis/v1: the route serve reaches the router by when the inventory
+  names no router_url): a Gateway is ready when condition Programmed is True and `status.addresses` holds one;
+  an HTTPRoute when every parent's Accepted is True (`status.parents[].conditions`); Accepted False with a reason
+  other than Pending (NotAllowedByListeners, NoMatchingParent, NoMatchingListenerHostname, UnsupportedValue) is
+  the Gateway's verdict on the route's configuration, which waiting does not change.
+
 `watches()` reads from the rendered manifests which objects to wait for, for which tier, and how long.
 """
 
@@ -161,7 +167,43 @@ def deployment(obj: Mapping[str, Any]) -> State:
     return State(seen and available >= want and updated >= want, stuck, detail)
 
 
-READERS = {"RayService": rayservice, "LeaderWorkerSet": leaderworkerset, "Deployment": deployment}
+def gateway(obj: Mapping[str, Any]) -> State:
+    status = obj.get("status") or {}
+    programmed = _condition(obj, "Programmed")
+    addresses = [a.get("value") for a in status.get("addresses") or [] if a.get("value")]
+    detail = (f"addresses {', '.join(addresses)}" if addresses else "no address published") + (
+        f"; {_say(programmed)}" if programmed else "; no Programmed condition yet")
+    return State(bool(addresses) and programmed is not None and programmed.get("status") == "True", False, detail)
+
+
+def httproute(obj: Mapping[str, Any]) -> State:
+    parents = (obj.get("status") or {}).get("parents") or []
+    if not parents:
+        return State(False, False, "no Gateway has reported on the route yet")
+    said, accepted, refused = [], True, False
+    for parent in parents:
+        cond = next((c for c in parent.get("conditions") or [] if c.get("type") == "Accepted"), None)
+        said.append(f"{(parent.get('parentRef') or {}).get('name', '?')}: {_say(cond) or 'no Accepted condition'}")
+        accepted = accepted and cond is not None and cond.get("status") == "True"
+        refused = refused or (cond is not None and cond.get("status") == "False" and cond.get("reason") != "Pending")
+    return State(accepted, refused, "; ".join(said))
+
+
+def gateway_url(obj: Mapping[str, Any]) -> str | None:
+    """http(s)://<address>:<port> of a Gateway's first HTTP or HTTPS listener and its first published address
+    (a listener's own hostname where it names one without a wildcard); None when it publishes none."""
+    addresses = [a.get("value") for a in (obj.get("status") or {}).get("addresses") or [] if a.get("value")]
+    listener = next((x for x in (obj.get("spec") or {}).get("listeners") or []
+                     if x.get("protocol") in ("HTTP", "HTTPS") and x.get("port")), None)
+    if not addresses or listener is None:
+        return None
+    host = listener.get("hostname") if listener.get("hostname") and "*" not in listener["hostname"] else addresses[0]
+    host = f"[{host}]" if ":" in str(host) else host  # an IPv6 address in a URL
+    return f"{listener['protocol'].lower()}://{host}:{int(listener['port'])}"
+
+
+READERS = {"RayService": rayservice, "LeaderWorkerSet": leaderworkerset, "Deployment": deployment,
+           "Gateway": gateway, "HTTPRoute": httproute}
 
 
 def state(kind: str, obj: Mapping[str, Any] | None) -> State:

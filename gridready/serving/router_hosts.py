@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from gridready.serving import router
+from gridready.serving import router, tier_router
+from gridready.serving.tier_router import TierRouter
 from gridready.spec.router import Route, RouterSpec
 
 
@@ -42,6 +43,45 @@ def upstreams(plans: Sequence[Any], certified: dict[str, _Node], api_key_tiers: 
     return out
 
 
+def upstream_ports(plans: Sequence[Any]) -> dict[str, list[int]]:
+    """Per replica head, the ports the router reaches there: each routable tier's OpenAI port (a Triton tier's
+    KServe ports are no upstream)."""
+    out: dict[str, set[int]] = {}
+    for plan in plans:
+        if openai_compatible(plan.tier):
+            for r in plan.replicas:
+                out.setdefault(r.head, set()).add(plan.tier.port)
+    return {host: sorted(ports) for host, ports in sorted(out.items())}
+
+
+def tier_routers(spec: RouterSpec, plans: Sequence[Any], certified: dict[str, _Node]) -> list[TierRouter]:
+    """With serving.router.tier_routers on: one tier router per routable tier on the serving head, in front of the
+    tier's replicas (port, port + 1, ... in the plans' order); [] when off."""
+    if not (spec.enabled and spec.tier_routers.enabled and plans):
+        return []
+    bind = certified[plans[0].replicas[0].head].ip
+    routable = [p for p in plans if openai_compatible(p.tier) and p.replicas]
+    return [TierRouter(tier=p.tier.name, bind=bind, port=spec.tier_routers.port + i,
+                       workers=tuple(f"http://{certified[r.head].ip}:{p.tier.port}" for r in p.replicas),
+                       policy=spec.tier_routers.policy,
+                       health_check_interval_s=spec.tier_routers.health_check_interval_s, retries=spec.num_retries)
+            for i, p in enumerate(routable)]
+
+
+def through_tier_routers(ups: dict[str, list[router.Upstream]], tier_routers_: Sequence[TierRouter]
+                         ) -> dict[str, list[router.Upstream]]:
+    """The front router's upstreams with every tier that has a tier router reached through it (one upstream)."""
+    by_tier = {t.tier: t for t in tier_routers_}
+    return {tier: [router.Upstream(tier, f"{by_tier[tier].url}/v1", us[0].served_name, us[0].api_key_env)]
+            if tier in by_tier else us for tier, us in ups.items()}
+
+
+def tier_router_vars(routers: Sequence[TierRouter]) -> list[dict[str, Any]]:
+    """The role's `tier_routers`: each one's unit name, port and command line."""
+    return [{"tier": t.tier, "port": t.port, "url": t.url, "workers": list(t.workers), "argv": tier_router.argv(t)}
+            for t in routers]
+
+
 def routes_for(spec: RouterSpec, plans: Sequence[Any]) -> list[Route]:
     return spec.routes or router.default_routes((p.tier.name, p.tier.served_name) for p in plans)
 
@@ -53,13 +93,16 @@ def router_extravars(spec: RouterSpec, plans: Sequence[Any], certified: dict[str
         return {}
     head = plans[0].replicas[0].head
     ups = upstreams(plans, certified, api_key_tiers)
+    in_tier = tier_routers(spec, plans, certified)
     chosen = routes if routes is not None else routes_for(spec, plans)
     return {"gridready_serve_router": {
         "host": head,
         "bind": certified[head].ip,
         "port": spec.port,
-        "config": router.litellm_config(spec, chosen, ups),
+        "config": router.litellm_config(spec, chosen, through_tier_routers(ups, in_tier)),
+        "tier_routers": tier_router_vars(in_tier),
         "keys": [k.model_dump() for k in spec.keys],
         "tier_key_envs": sorted({u.api_key_env for us in ups.values() for u in us if u.api_key_env}),
         "url": f"http://{certified[head].ip}:{spec.port}",
+        "upstream_ports": upstream_ports(plans),
     }}

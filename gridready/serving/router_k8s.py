@@ -53,9 +53,16 @@ def httproute(route: Route, namespace: str, gateway: str, ports: Mapping[str, in
 ROUTER_SERVICE = "gridready-router"  # gridready/stacks/serving/router.py
 
 
+# what the Gateway hands the router: the OpenAI API, and LiteLLM's health routes (https://docs.litellm.ai/docs/proxy/
+# health: /health, keyed, asks every deployment; /health/liveliness and /health/readiness), which serve's readiness
+# check asks through the Gateway as it asks an engine's /health on hosts (gridready/bench/readiness.py)
+ROUTER_PATHS = ("/v1", "/health")
+
+
 def router_route(namespace: str, gateway: str, port: int) -> dict[str, Any]:
-    """The one HTTPRoute of the authenticating front: every /v1 request to the router's Service, which checks the
-    key and routes by the body's `model` (weights, canaries, served-name rewrite: LiteLLM's model_list)."""
+    """The one HTTPRoute of the authenticating front: every /v1 and /health request to the router's Service, which
+    checks the key and routes by the body's `model` (weights, canaries, served-name rewrite: LiteLLM's
+    model_list)."""
     return {
         "apiVersion": "gateway.networking.k8s.io/v1",
         "kind": "HTTPRoute",
@@ -63,7 +70,7 @@ def router_route(namespace: str, gateway: str, port: int) -> dict[str, Any]:
                      "labels": {"app.kubernetes.io/managed-by": "gridready", "gridready.io/route": ROUTER_SERVICE}},
         "spec": {
             "parentRefs": [{"name": gateway}],
-            "rules": [{"matches": [{"path": {"type": "PathPrefix", "value": "/v1"}}],
+            "rules": [{"matches": [{"path": {"type": "PathPrefix", "value": p}} for p in ROUTER_PATHS],
                        "backendRefs": [{"name": ROUTER_SERVICE, "port": port}]}],
         },
     }

@@ -18,6 +18,9 @@ from pydantic import (
 
 from gridready.catalog import Collective
 from gridready.spec.fabric import FabricSettings
+from gridready.spec.names import IMAGE_REF
+
+DNS_LABEL = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
 
 
 class Profile(StrEnum):
@@ -138,6 +141,23 @@ class Limits(BaseModel):
         None, ge=30, le=120, description="override of the catalog's GPU temperature ceiling, degrees Celsius")
 
 
+class ProbeJobs(BaseModel):
+    """certification.runner kubernetes-job: the probe as a Kubernetes Job per node (docs/certification.md)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    image: str | None = Field(
+        None, pattern=IMAGE_REF,
+        description="the probe container's image: python3 and the node's NVIDIA tools (nvidia-smi through the "
+                    "NVIDIA container toolkit, dcgmi, nccl-tests, torch); pin a digest in production")
+    namespace: str = Field("gridready-certify", pattern=DNS_LABEL,
+                           description="an existing namespace that admits privileged pods (Pod Security: privileged)")
+    start_timeout_s: PositiveInt = Field(
+        900, le=86400, description="how long a Job may wait for its pod to start (scheduling, image pull) on top of "
+                                   "probe_timeout_s; a Job past both fails with DeadlineExceeded")
+    poll_s: PositiveInt = Field(15, le=600, description="seconds between two reads of the Jobs' status")
+
+
 class CertificationSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
@@ -184,6 +204,11 @@ class CertificationSpec(BaseModel):
         description="nodes probed at once from the controller (Ansible forks for the certify playbook); each costs "
                     "the controller a worker process, its SSH connection and open files (docs/benchmarks.md, "
                     "'Fan-out'); certify checks the controller's limits before it starts")
+    runner: Literal["ansible", "kubernetes-job"] = Field(
+        "ansible", description="how the probe reaches the nodes: ansible (the certify playbook over SSH, "
+                               "`parallel` at once) or kubernetes-job (a Job per node on the cluster of "
+                               "serving.kubeconfig, every node at once; `jobs`)")
+    jobs: ProbeJobs = Field(default_factory=ProbeJobs, description="the Job per node (runner kubernetes-job)")
 
     @field_validator("dcgm_precision")
     @classmethod

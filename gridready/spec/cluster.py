@@ -92,6 +92,14 @@ class SoftwarePins(BaseModel):
                     "repository offers when a node is first provisioned (nodes provisioned later may then differ)")
     cuda: str = Field("13.0", pattern=r"^[0-9]+\.[0-9]+$")
     dcgm_major: int = Field(4, ge=3, le=4)
+    dcgm_version: str | None = Field(
+        None, pattern=r"^[0-9]+\.[0-9]+\.[0-9]+$",
+        description="exact DCGM release every node gets and keeps (held; e.g. 4.5.0, of dcgm_major); null: the newest "
+                    "the repository offers when a node is first provisioned (nodes provisioned later may then differ)")
+    container_toolkit: str | None = Field(
+        None, pattern=r"^[0-9]+\.[0-9]+\.[0-9]+$",
+        description="exact NVIDIA Container Toolkit release every node gets and keeps (held; e.g. 1.18.0); null: the "
+                    "newest the repository offers when a node is first provisioned")
     nccl: str = Field("2.28.9", pattern=r"^[0-9]+\.[0-9]+\.[0-9]+$")
     nccl_tests: str = Field("2.17.6", pattern=r"^[0-9]+\.[0-9]+\.[0-9]+$")
     rdma_stack: Literal["distro", "doca"] = "distro"
@@ -112,6 +120,12 @@ class SoftwarePins(BaseModel):
         "2.9.1", pattern=r"^[0-9]+\.[0-9]+\.[0-9]+$",
         description="PyTorch release provision installs for certification's GPU gates (GEMM, HBM, H2D, SDC, goodput), "
                     "from python_index or PyPI; null installs none (bring your own: gridready_certify_python)")
+
+    @model_validator(mode="after")
+    def _dcgm_release_of_the_major(self) -> SoftwarePins:
+        if self.dcgm_version and int(self.dcgm_version.split(".")[0]) != self.dcgm_major:
+            raise ValueError(f"dcgm_version {self.dcgm_version} is not a release of dcgm_major {self.dcgm_major}")
+        return self
 
     def pip_index_args(self) -> list[str]:
         """`--index-url <mirror>` (and `--trusted-host <host>` for an accepted plain-http one), else nothing."""

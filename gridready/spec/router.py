@@ -2,9 +2,29 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
 
 from gridready.spec.names import ANSIBLE_NAME, SLUG
+
+# The CPython each supported OS ships as python3, which the router's venv is made from (target hosts): one hashed
+# LiteLLM lock per version (roles/gridready_router/files/litellm-requirements-py<X.Y>.txt, made by
+# tools/router_locks.py). The patch release is the archive's, for markers such as python_full_version < "3.11.3".
+# Ubuntu: https://packages.ubuntu.com/jammy/python3 (3.10.6, python3.10 3.10.12), .../noble/python3 (3.12.3);
+# Debian: https://packages.debian.org/bookworm/python3 (3.11.2), .../trixie/python3 (3.13.5).
+ROUTER_PYTHON: dict[str, str] = {
+    "ubuntu-22.04": "3.10.12",
+    "ubuntu-24.04": "3.12.3",
+    "debian-12": "3.11.2",
+    "debian-13": "3.13.5",
+}
+
+
+def router_python(os_name: str) -> str | None:
+    """The major.minor CPython the router's lock is made for on this OS, None where there is none."""
+    full = ROUTER_PYTHON.get(os_name)
+    return ".".join(full.split(".")[:2]) if full else None
 
 
 class RouteTarget(BaseModel):
@@ -57,6 +77,20 @@ class Canary(BaseModel):
     requests: PositiveInt = Field(64, description="benchmark requests sent through the router while observing")
 
 
+class TierRouters(BaseModel):
+    """A Rust router (vllm-router) in front of each tier's replicas, on the serving head: cache-aware inside the
+    tier, and drained from the ledger in seconds (gridready.serving.tier_router, docs/layer3.md)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+
+    enabled: bool = Field(False, description="run a tier router per routable tier; LiteLLM then routes to them")
+    port: int = Field(4100, ge=1024, le=65535, description=(
+        "the first tier router's port; the tier routers listen on port, port + 1, ... in serving.tiers order"))
+    policy: Literal["cache_aware", "round_robin", "power_of_two"] = Field(
+        "cache_aware", description="vllm-router --policy inside a tier")
+    health_check_interval_s: PositiveInt = Field(5, description="vllm-router --health-check-interval-secs")
+
+
 class RouterSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
@@ -71,6 +105,7 @@ class RouterSpec(BaseModel):
     timeout_s: PositiveInt = Field(600, description="LiteLLM router_settings.timeout per request")
     health_check_interval_s: PositiveInt = Field(15, description="background health checks of every tier")
     canary: Canary = Field(default_factory=Canary)
+    tier_routers: TierRouters = Field(default_factory=TierRouters)
     gateway: str = Field("inference-gateway", pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
                          description="Kubernetes: the Gateway in serving.kubernetes.namespace the HTTPRoutes attach to")
 

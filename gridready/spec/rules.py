@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 from gridready.spec import engine_options
 from gridready.spec.cluster import ClusterSpec
 from gridready.spec.parallel import resolve
+from gridready.spec.router import ROUTER_PYTHON, router_python
 from gridready.spec.serving import VLLM_VERSION
 from gridready.spec.target_rules import kubernetes, lora
 
@@ -432,8 +433,23 @@ def triton_nodes(spec: ClusterSpec, nodes: dict[str, int]) -> Iterator[tuple[str
                           "(build one with docs/kubernetes.md's recipe)")
 
 
+def router_os(spec: ClusterSpec) -> Iterator[tuple[str, str]]:
+    """Target hosts: the router runs on a serving head from a venv of that host's python3, installed offline from
+    the hashed lock for that CPython (roles/gridready_router, ROUTER_PYTHON); a node group serving a tier on an OS
+    without one would stop at serve time, after the engines were deployed."""
+    serving = spec.serving
+    if not serving.router.enabled or serving.target != "hosts":
+        return
+    used = {tier.node_group or spec.node_groups[0].name for tier in serving.tiers}
+    for i, group in enumerate(spec.node_groups):
+        if group.name in used and router_python(group.os) is None:
+            yield (f"node_groups[{i}].os", f"{group.os} has no supported router install (a LiteLLM lock exists for "
+                   f"{', '.join(sorted(ROUTER_PYTHON))}); serve this group's tiers on one of those, or set "
+                   "serving.router.enabled: false")
+
+
 def check(spec: ClusterSpec, nodes: dict[str, int]) -> list[tuple[str, str]]:
     """Every rule but placement, which inventory.load runs last, once nothing else is wrong (its message
     assumes tiers that each fit their group)."""
     return [*one_line(spec), *field_patterns(spec), *ranges(spec), *hardware(spec), *cross_tier(spec, nodes),
-            *kubernetes(spec), *lora(spec), *triton_nodes(spec, nodes)]
+            *kubernetes(spec), *lora(spec), *triton_nodes(spec, nodes), *router_os(spec)]

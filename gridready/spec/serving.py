@@ -255,6 +255,11 @@ class KubernetesServing(BaseModel):
         description="multi-node Triton tiers: an image built FROM the tier's pinned tritonserver image with "
                     "openssh-server and openssh-client and a checked /opt/hpcx/ompi/bin/mpirun (docs/kubernetes.md "
                     "recipe); the stock image has no sshd, so without it such a tier is refused at validate")
+    router_url: str | None = Field(
+        None, pattern=r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?$",
+        description="where this machine reaches the router (the Gateway listener's, a LoadBalancer's or a "
+                    "port-forward's URL, no path): serve's readiness, smoke, benchmark and SLO gate go through it; "
+                    "unset: the address serving.router.gateway publishes (docs/kubernetes.md)")
     gpu_operator_version: str = Field("v25.10.1", description="NVIDIA GPU Operator Helm chart version")
     kuberay_version: str = Field(KUBERAY_VERSION, description="KubeRay operator Helm chart version")
     kubernetes_version: str = Field("1.32", pattern=r"^1\.[0-9]+$", description="schemas used to validate manifests")
@@ -338,3 +343,17 @@ class ServingSpec(BaseModel):
     router: RouterSpec = Field(
         default_factory=RouterSpec, description="one OpenAI-compatible endpoint in front of the tiers (docs/layer3.md)"
     )
+
+    @model_validator(mode="after")
+    def _tier_router_ports(self) -> ServingSpec:
+        """The tier routers share the serving head with the router and, often, a tier: no port twice."""
+        tr = self.router.tier_routers
+        if not (self.router.enabled and tr.enabled and self.tiers):
+            return self
+        taken = {self.router.port: "router.port"} | {t.port: f"the port of tier {t.name}" for t in self.tiers}
+        last = tr.port + len(self.tiers) - 1
+        for port in range(tr.port, last + 1):
+            if port in taken:
+                raise ValueError(f"router.tier_routers.port: the tier routers listen on {tr.port}..{last}, which "
+                                 f"includes {port}, {taken[port]}")
+        return self

@@ -35,7 +35,7 @@ from gridready.report import write_all
 from gridready.report.writer import Spill
 from gridready.spec.certification import CertificationSpec
 from gridready.spec.gates import FABRIC_GATE_NAMES, FLEET_GATE_NAMES, NODE_GATE_NAMES, is_known_gate
-from gridready.stages import attest, fanout
+from gridready.stages import attest, certify_jobs, fanout
 from gridready.stages.common import Timer, base_extravars
 from gridready.stages.fabric import run_fabric_phase
 
@@ -101,9 +101,14 @@ def _in_limit(inv: Inventory, host: str, limit: str | None) -> bool:
     if not limit:
         return True
     tokens = [t for t in limit.replace(":", ",").split(",") if t]
-    if any(t.startswith("!") or "*" in t or "~" in t for t in tokens):
+    if _limit_pattern(limit):
         return True
     return any(host == t or host in inv.groups.get(t, []) for t in tokens)
+
+
+def _limit_pattern(limit: str | None) -> bool:
+    """Whether --limit holds an Ansible pattern beyond plain names (an exclusion, a wildcard, a regex)."""
+    return any(t.startswith("!") or "*" in t or "~" in t for t in (limit or "").replace(":", ",").split(","))
 
 
 def reusable(ctx: RunContext, spec: CertificationSpec, hosts: list[str]) -> dict[str, tuple[str, NodeVerdict]]:
@@ -217,10 +222,12 @@ def dry_verdict(verdict: NodeVerdict, spec: CertificationSpec) -> NodeVerdict:
 
 
 def judge_probes(inv: Inventory, hosts: list[str], fetch_dir: Path, spill: Spill | None = None,
-                 finish: Callable[[NodeVerdict], NodeVerdict] | None = None) -> list[NodeVerdict]:
+                 finish: Callable[[NodeVerdict], NodeVerdict] | None = None,
+                 no_probe: dict[str, str] | None = None) -> list[NodeVerdict]:
     """Judge each host's fetched probe.json, one document in memory at a time; `finish` adjusts each verdict (check
     mode, a gate selection). With a `spill` each full verdict goes there as soon as it is judged and its slim copy
-    is kept (gridready.report.writer.Spill): memory stays bounded at any fleet size."""
+    is kept (gridready.report.writer.Spill): memory stays bounded at any fleet size. `no_probe`: why a host has no
+    document, where the runner knows (a probe Job's last condition)."""
     spec = inv.spec.certification
     verdicts = []
     for host in hosts:
@@ -232,7 +239,8 @@ def judge_probes(inv: Inventory, hosts: list[str], fetch_dir: Path, spill: Spill
         group = inv.spec.group(inv.node_group_of(host) or "")
         v = judge_node(spec, group, doc if isinstance(doc, dict) else None, node=host,
                        node_group=group.name if group else None, driver_branch=inv.spec.software.driver_branch,
-                       rdma_stack=inv.spec.software.rdma_stack, evidence=f"{PROBES}/{host}/probe.json")
+                       rdma_stack=inv.spec.software.rdma_stack, evidence=f"{PROBES}/{host}/probe.json",
+                       **({"no_probe": no_probe[host]} if no_probe and host in no_probe else {}))
         del doc
         v = finish(v) if finish else v
         verdicts.append(spill.keep(v) if spill is not None else v)
@@ -268,8 +276,14 @@ def run(inv: Inventory, ctx: RunContext) -> CertifySummary:
     stage_dir = ctx.stage_dir(STAGE)
     spec = inv.spec.certification
     key = evidence.load_private_key()  # a bad key stops the run before any probe (exit 2)
+    jobs = spec.runner == "kubernetes-job"
     # a fan-out the controller cannot hold stops it too; too little memory now is a warning
-    fanout_notes = fanout.check(spec.parallel, f"{display_path(inv.path / 'cluster.yml')}: certification.parallel")
+    fanout_notes = [] if jobs else \
+        fanout.check(spec.parallel, f"{display_path(inv.path / 'cluster.yml')}: certification.parallel")
+    if jobs and _limit_pattern(ctx.limit):
+        raise InvalidInput(f"--limit: (command line): {ctx.limit}: certification.runner kubernetes-job takes host "
+                           "and group names only (a,b or a:b)")
+    api = certify_jobs.KubeApi.from_inventory(inv) if jobs else None  # an unusable kubeconfig: exit 2, nothing run
     selection = selected_gates(ctx)  # a diagnostic run of some gates: probes every host asked for, records nothing
     hosts = [h for h in inv.gpu_hosts() if _in_limit(inv, h, ctx.limit)]
     reused = {} if selection is not None else reusable(ctx, spec, hosts)
@@ -279,19 +293,30 @@ def run(inv: Inventory, ctx: RunContext) -> CertifySummary:
     messages: list[str] = [*fanout_notes]
     unreachable: list[str] = []
     playbook: dict[str, Any] = {}
+    no_probe: dict[str, str] = {}
     if todo:
         limit = ",".join([ctx.limit or "all", *(f"!{h}" for h in reused)]) if reused or ctx.limit else None
         variables = extravars(inv, fetch_dir)
         if selection is not None:
             variables["gridready_certify_skip"] = sorted({*variables["gridready_certify_skip"],
                                                           *selection_skip(selection)})
-        result = ansible.run_playbook(inv, "certify.yml", stage_dir, check=ctx.check, limit=limit, tags=ctx.tags,
-                                      extravars=variables, forks=spec.parallel)
-        unreachable = sorted(result.unreachable_hosts)
-        playbook = {"runner_status": result.status, "runner_rc": result.rc, "playbook_seconds": result.seconds}
+        if api is not None:  # a Job per node; check mode leaves out what loads the GPUs, as the role does
+            if ctx.check:
+                variables["gridready_certify_skip"] = sorted({*variables["gridready_certify_skip"],
+                                                              *certify_jobs.check_mode_skip()})
+            jobs_timer = Timer()
+            no_probe = certify_jobs.probe_all(inv, todo, variables, fetch_dir, run_id=ctx.run_id, api=api)
+            playbook = {"runner": "kubernetes-job", "jobs_seconds": jobs_timer.seconds,
+                        "jobs_without_document": sorted(no_probe)}
+        else:
+            result = ansible.run_playbook(inv, "certify.yml", stage_dir, check=ctx.check, limit=limit,
+                                          tags=ctx.tags, extravars=variables, forks=spec.parallel)
+            unreachable = sorted(result.unreachable_hosts)
+            playbook = {"runner_status": result.status, "runner_rc": result.rc, "playbook_seconds": result.seconds}
     spill = Spill(stage_dir)
     verdicts = judge_probes(inv, todo, fetch_dir, spill,
-                            finish=lambda v: finished_verdict(v, spec, check=ctx.check, selection=selection))
+                            finish=lambda v: finished_verdict(v, spec, check=ctx.check, selection=selection),
+                            no_probe=no_probe)
     if ctx.check:
         messages.append("check mode: read-only gates judged; nothing loaded the GPUs or the fabric (load gates and "
                         "the fabric phase not run)")

@@ -39,8 +39,9 @@ PROVISION_ROLES = ("preflight", "nvidia_driver", "fabricmanager", "nccl", "dcgm"
 
 def _roles(v: dict[str, Any]) -> dict[str, str]:
     """What each provision role is set to do on a host of a group with role variables `v` (provision_vars)."""
-    fm = "nvidia-fabricmanager at the driver's version" if v["gridready_fabricmanager_nvswitch"] else \
-        "skipped: no NVSwitch (not an HGX 8-GPU board)"
+    fm = "skipped: no NVSwitch (not an HGX 8-GPU board)" if not v["gridready_fabricmanager_nvswitch"] else \
+        "nvidia-fabricmanager at the driver's version" if v.get("gridready_fabricmanager_on_node", True) else \
+        "skipped: runs in the host or service VM of this passthrough guest (fabric state still checked)"
     nccl_tests = ("from the release gridready ships" if v.get("gridready_nccl_tests_bundled_tarball")
                   else "from upstream, checksum " + v.get("gridready_nccl_tests_checksum", "(none: set one)"))
     gdr = "nvidia-peermem" if v["gridready_rdma_peermem"] else "DMA-BUF"

@@ -6,9 +6,16 @@ back and judges them as the certify stage does.
 pinned to it by its `kubernetes.io/hostname` label (the inventory's host name), tolerating every taint (a node
 quarantined by an earlier run is probed again), asking for all its GPUs, privileged with the host's PID namespace
 and network (the probe reads dmesg, sysfs, dcgmi and the HCAs as on the host), and running the probe with the
-options the role passes (`probe_argv`, from the same role variables). The container prints the probe document
-between two marker lines and its own log after them; `document_from_log` takes the document out of `kubectl logs`
-as probes/<node>/probe.json, which the stage's judge reads unchanged.
+options the role passes (`probe_argv`, from the same role variables). The container prints the tail of the
+probe's own log, then the probe document between two marker lines, last: the kubelet rotates a container's log at
+containerLogMaxSize (10Mi by default) and the log endpoint serves the current file only, so the document is written
+where rotation cannot have moved it. `document_from_log` takes the document out of the pod's log as
+probes/<node>/probe.json, which the stage's judge reads unchanged; `job_state` reads a Job's batch/v1 status.
+
+Why the log: every cluster serves a finished pod's log through the API (GET .../pods/<pod>/log) for as long as the
+pod exists (`ttlSecondsAfterFinished` keeps it a day) with no permission in the pod; a ConfigMap written from the
+pod needs a ServiceAccount allowed to write ConfigMaps on every GPU node and holds at most 1 MiB, and a volume
+(hostPath) needs the controller to reach each node again, which is what the Job per node is there to avoid.
 """
 
 from __future__ import annotations
@@ -56,10 +63,14 @@ def job_name(host: str, run_id: str) -> str:
     return f"gridready-probe-{base}"[:63].rstrip("-")
 
 
+LOG_TAIL_BYTES = 65536
+
+
 def _script(argv: list[str]) -> str:
-    """The probe, then its document between the markers on stdout, then its log on stderr; the probe's exit code."""
-    return (f"{shlex.join(argv)} 2>{LOG}; rc=$?; echo {shlex.quote(BEGIN)}; cat {OUT}; echo; "
-            f"echo {shlex.quote(END)}; cat {LOG} >&2; exit $rc")
+    """The probe, then the tail of its log on stderr, then its document between the markers on stdout, last; the
+    probe's exit code."""
+    return (f"{shlex.join(argv)} 2>{LOG}; rc=$?; tail -c {LOG_TAIL_BYTES} {LOG} >&2; echo {shlex.quote(BEGIN)}; "
+            f"cat {OUT}; echo; echo {shlex.quote(END)}; exit $rc")
 
 
 def job(host: str, *, run_id: str, namespace: str, image: str, gpus: int, argv: list[str],
@@ -107,11 +118,16 @@ def probe_configmap(namespace: str) -> dict[str, Any]:
             "data": data}
 
 
+def deadline_s(variables: dict[str, Any], start_timeout_s: int) -> int:
+    """A Job's activeDeadlineSeconds: time to start (scheduling, image pull), the probe's own limit and its kill."""
+    return start_timeout_s + int(variables["gridready_certify_timeout_s"]) + 60
+
+
 def render(hosts: dict[str, int], variables: dict[str, Any], *, run_id: str, namespace: str,
-           image: str) -> list[dict[str, Any]]:
+           image: str, start_timeout_s: int = 120) -> list[dict[str, Any]]:
     """The ConfigMap and a Job per host (host -> GPUs per node) for one certify run."""
     argv = probe_argv(variables)
-    deadline = int(variables["gridready_certify_timeout_s"]) + 120
+    deadline = deadline_s(variables, start_timeout_s)
     return [probe_configmap(namespace), *(job(h, run_id=run_id, namespace=namespace, image=image, gpus=n,
                                                argv=argv, deadline_s=deadline) for h, n in hosts.items())]
 
@@ -131,3 +147,25 @@ def document_from_log(log: str, where: str) -> dict[str, Any]:
     if not isinstance(doc, dict):
         raise InvalidInput(f"{where}: (log): the probe document is not a JSON object")
     return doc
+
+
+def job_state(status: dict[str, Any] | None) -> tuple[str | None, str]:
+    """("complete" | "failed" | None while it runs, the last condition in words) from a Job's batch/v1 `status`
+    (JobStatus: conditions of type Complete or Failed end it; FailureTarget and SuccessCriteriaMet come before
+    them and do not; Kubernetes API reference, workload-resources/job-v1)."""
+    status = status or {}
+    conditions = [c for c in status.get("conditions") or [] if isinstance(c, dict)]
+    for kind, state in (("Failed", "failed"), ("Complete", "complete")):
+        done = next((c for c in conditions if c.get("type") == kind and c.get("status") == "True"), None)
+        if done is not None:
+            return state, _condition(done)
+    if conditions:
+        return None, _condition(conditions[-1])
+    counts = ", ".join(f"{k} {status[k]}" for k in ("active", "ready", "succeeded", "failed") if status.get(k))
+    return None, f"no condition yet ({counts or 'no pod started'})"
+
+
+def _condition(c: dict[str, Any]) -> str:
+    reason = f" ({c['reason']})" if c.get("reason") else ""
+    message = f": {c['message']}" if c.get("message") else ""
+    return f"{c.get('type')}{reason}{message}"

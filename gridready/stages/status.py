@@ -15,6 +15,8 @@ from gridready import ledger
 from gridready.artifacts import RunContext
 from gridready.inventory import Inventory
 from gridready.ledger import Ledger
+from gridready.stages import roll_state
+from gridready.stages.roll_state import RollState
 
 
 def rows(inv: Inventory, book: Ledger, now: datetime | None = None) -> list[dict[str, Any]]:
@@ -41,13 +43,14 @@ def rows(inv: Inventory, book: Ledger, now: datetime | None = None) -> list[dict
     return out
 
 
-def view(inv: Inventory, book: Ledger, now: datetime | None = None) -> dict[str, Any]:
-    """What `invoke status --json` prints."""
+def view(inv: Inventory, book: Ledger, now: datetime | None = None, roll: RollState | None = None) -> dict[str, Any]:
+    """What `invoke status --json` prints; `roll`: the rolling provision, as it goes and after (roll.json)."""
     return {
         "schema_version": "gridready.status/1", "customer": inv.customer, "revision": book.revision,
         "updated_at": book.updated_at, "nodes": rows(inv, book, now),
         "serving": book.serving.model_dump() if book.serving else None,
         "changes": [c.model_dump() for c in book.changes()],
+        "roll": roll.model_dump() if roll else None,
     }
 
 
@@ -63,6 +66,14 @@ def table(doc: dict[str, Any]) -> list[Any]:
                   r["certified_until"] or "-", ", ".join(r["failing_gates"]) or "-", r["serving"] or "-",
                   f"yes: {r['drain_reason']}" if r["drained"] else "no")
     out: list[Any] = [t]
+    if doc.get("tier_routers"):
+        tr = Table(title="tier routers (live): the replicas each holds against the ledger's drains")
+        for col in ("router", "holds", "ledger wants", "in sync"):
+            tr.add_column(col)
+        for r in doc["tier_routers"]:
+            tr.add_row(r["router"], "\n".join(r["holds"]) or "-", "\n".join(r["wants"]),
+                       "[green]yes[/]" if r["in_sync"] else f"[red]no[/]{': ' + r['error'] if r['error'] else ''}")
+        out.append(tr)
     if doc["changes"]:
         ch = Table(title="changed since the previous state")
         for col in ("node", "before", "after", "by", "reason"):
@@ -70,8 +81,35 @@ def table(doc: dict[str, Any]) -> list[Any]:
         for c in doc["changes"]:
             ch.add_row(c["node"], c["before"] or "-", c["after"], c["source"], c["reason"] or "-")
         out.append(ch)
+    if doc.get("roll"):
+        out.append(roll_table(doc["roll"]))
     return out
 
 
+def roll_table(roll: dict[str, Any]) -> Table:
+    """The rolling provision: one row per node it planned, in batch order."""
+    title = (f"rolling provision {roll['status']} (runs {', '.join(roll['runs'])}; batch {roll['current']} of "
+             f"{len(roll['batches'])}, {roll['batch_size']} serving node(s) per batch, {roll['max_failures']} "
+             f"failure(s) tolerated)")
+    if roll.get("stopped_because"):
+        title += f": {roll['stopped_because']}"
+    t = Table(title=title)
+    for col in ("node", "batch", "serving", "step", "rebooted", "re-certified", "seconds", "why"):
+        t.add_column(col)
+    colour = {"done": "green", "failed": "red", "pending": "white"}
+    for node, r in sorted(roll["nodes"].items(), key=lambda kv: (kv[1]["batch"], kv[0])):
+        gates = "-" if r["gates"] is None else (", ".join(r["gates"]) or "all gates")
+        t.add_row(node, str(r["batch"]), "yes" if r["serving"] else "idle",
+                  f"[{colour.get(r['step'], 'yellow')}]{r['step']}[/]", "yes" if r["rebooted"] else "no", gates,
+                  "-" if r["seconds"] is None else f"{r['seconds']:g}", r["reason"] or "-")
+    return t
+
+
 def run(inv: Inventory, ctx: RunContext) -> dict[str, Any]:
-    return view(inv, ledger.read(ctx.root, inv.customer)[1])
+    """The ledger's view with the rolling provision's state and, with tier routers deployed, what each holds now
+    (gridready.serving.router_drain)."""
+    from gridready.stages.serve.drain import tier_router_state
+
+    doc = view(inv, ledger.read(ctx.root, inv.customer)[1], roll=roll_state.read(ctx.root, inv.customer))
+    states = tier_router_state(inv, ctx.root)
+    return doc | {"tier_routers": states} if states else doc

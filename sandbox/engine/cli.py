@@ -53,6 +53,9 @@ def parser() -> argparse.ArgumentParser:
     # --disable-radix-cache/--page-size
     ap.add_argument("--enable-prefix-caching", action=argparse.BooleanOptionalAction, default=True)
     ap.add_argument("--block-size", type=int, default=16, help="vLLM KV block size (default 16 on CUDA)")
+    # vLLM's engine argument: "If specified, ignore GPU profiling result and use this number of GPU blocks"
+    # (docs.vllm.ai, engine args); the KV pool the prefix cache evicts from is that many blocks
+    ap.add_argument("--num-gpu-blocks-override", type=int, default=None)
     ap.add_argument("--disable-radix-cache", action="store_true")
     ap.add_argument("--page-size", type=int, default=1, help="SGLang tokens per KV page (default 1)")
     # SGLang's launcher (server_arguments.md): metrics only with --enable-metrics; multi-node start
@@ -196,7 +199,10 @@ async def run(args: argparse.Namespace, ignored: list[str]) -> int:
 def prefix_cache(args: argparse.Namespace) -> PrefixCache:
     if args.mode == "sglang":
         return PrefixCache(granularity=args.page_size, enabled=not args.disable_radix_cache)
-    return PrefixCache(granularity=args.block_size, enabled=args.mode == "openai" and args.enable_prefix_caching)
+    blocks = args.num_gpu_blocks_override
+    capacity = {"capacity_tokens": blocks * args.block_size} if blocks else {}
+    return PrefixCache(granularity=args.block_size, enabled=args.mode == "openai" and args.enable_prefix_caching,
+                       **capacity)
 
 
 async def run_follower(args: argparse.Namespace) -> int:

@@ -6,7 +6,11 @@ Both engines reuse the KV of a shared prefix; they differ in granularity, which 
 - SGLang's RadixAttention matches the radix tree token by token at `--page-size` 1 (its default,
   server_arguments.md "Memory and scheduling"), or page by page with a larger page size.
 Both recompute at least the last prompt token (the engine needs its logits), so hits <= prompt length - 1.
-Entries are evicted least-recently-used beyond `capacity_tokens` (KV pool size of the simulated GPU).
+Entries are evicted least-recently-used beyond `capacity_tokens` (KV pool size of the simulated GPU); among the
+blocks one request used, the ones at the end of its prefix go first (vLLM docs/design/prefix_caching.md, "Free
+Block Queue": a finished request's blocks are freed in reverse order, so tail blocks are evicted before the head
+blocks that other prompts share). A chain whose head survives keeps serving hits; one whose head were evicted
+first would hold blocks no lookup can reach.
 """
 
 from __future__ import annotations
@@ -49,13 +53,13 @@ class PrefixCache:
             if digest not in self._entries:
                 break
             cached = length
-            self._entries.move_to_end(digest)
         cached = min(cached, n - 1)
         self.hit += cached
-        for length, digest in hashes:
+        for length, digest in reversed(hashes):  # the head most recent: tail blocks are evicted first
             if digest not in self._entries:
                 self._entries[digest] = length
                 self._tokens += self.granularity
+            self._entries.move_to_end(digest)
         while self._tokens > self.capacity and self._entries:
             self._entries.popitem(last=False)
             self._tokens -= self.granularity

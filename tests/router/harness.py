@@ -112,15 +112,16 @@ class Harness:
         return engine
 
     def start_router(self, spec: RouterSpec, routes: list[Route], keys: dict[str, int | None],
-                     timeout_s: float = 600) -> None:
-        """Start LiteLLM with the role's config, client keys {name: rpm_limit} and a fresh master key."""
+                     timeout_s: float = 600, upstreams: dict[str, list[router.Upstream]] | None = None) -> None:
+        """Start LiteLLM with the role's config, client keys {name: rpm_limit} and a fresh master key; its
+        upstreams are the engines, one per tier, unless `upstreams` says otherwise."""
         exe = litellm_venv.ensure_venv()
         self.keys = {name: "sk-" + secrets.token_hex(16) for name in keys}
         (self.workdir / "keys.json").write_text(json.dumps(
             [{"name": n, "sha256": hashlib.sha256(k.encode()).hexdigest(), "rpm_limit": keys[n], "tpm_limit": None}
              for n, k in self.keys.items()]))
         shutil.copy(AUTH_HOOK_FILE, self.workdir / AUTH_HOOK_FILE.name)
-        ups = {t: [router.Upstream(t, e.base_url, e.served_name)] for t, e in self.engines.items()}
+        ups = upstreams or {t: [router.Upstream(t, e.base_url, e.served_name)] for t, e in self.engines.items()}
         config = router.litellm_config(spec, routes, ups)
         (self.workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=True))
         self.router_port = free_port()

@@ -169,7 +169,8 @@ def test_the_gate_names_the_spec_accepts_are_the_gates_judge_runs():
 # docs/architecture.md, "Inside stages/": a stage is a module of stages/ with a top-level `run` (a package's in its
 # __init__, its modules are its steps); the rest of stages/ are the pieces stages compose. Pieces import no stage,
 # and a stage imports another only where it composes it.
-STAGES_COMPOSED = {("plan", "provision"), ("plan", "serve"), ("discover", "certify")}
+# provision composes certify: the rolling provision re-certifies each batch before it serves again.
+STAGES_COMPOSED = {("plan", "provision"), ("plan", "serve"), ("discover", "certify"), ("provision", "certify")}
 
 
 def stage_modules() -> dict[str, Path]:

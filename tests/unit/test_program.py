@@ -226,3 +226,29 @@ def test_serve_down_on_a_terminal_asks_and_a_no_does_nothing(tmp_path: Path) -> 
     assert "take the serving tiers of acme-h200 down? type 'yes' to go on:" in text
     assert "--down: (command line): not confirmed; nothing was done" in text
     assert not list(tmp_path.rglob("serve*"))
+
+
+def test_a_source_checkout_without_distribution_metadata_runs() -> None:
+    """docs/device.md runs `python3 -m gridready.program` from a checkout on PYTHONPATH, where no gridready
+    distribution is installed: importlib.metadata raises PackageNotFoundError there, and the program must still
+    run (it crashed with a traceback before any task)."""
+    hide = ("import importlib.metadata as m, runpy, sys\n"
+            "real = m.Distribution.from_name\n"
+            "def from_name(name):\n"
+            "    if name == 'gridready':\n"
+            "        raise m.PackageNotFoundError(name)\n"
+            "    return real(name)\n"
+            "m.Distribution.from_name = staticmethod(from_name)\n"
+            "sys.argv = ['gridready', *sys.argv[1:]]\n"
+            "runpy.run_module('gridready.program', run_name='__main__')\n")
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("GRIDREADY_INVENTORY", "INVOKE_"))}
+    base["PYTHONPATH"] = str(REPO)
+    for argv, expect in ((["--version"], "0."), (["-i", "acme-h200", "validate"], "")):
+        run = subprocess.run([sys.executable, "-c", hide, *argv], cwd=REPO, capture_output=True, text=True,
+                             env=base, timeout=120, check=False)
+        assert run.returncode == 0, run.stderr
+        assert "Traceback" not in run.stderr and expect in run.stdout + run.stderr
+    from gridready import __version__
+
+    with (REPO / "pyproject.toml").open("rb") as f:
+        assert tomllib.load(f)["project"]["version"] == __version__  # the stand-in says what the package is

@@ -12,7 +12,7 @@ summary's data): a step that fails says so there, and every later step sees `pro
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from typing import Any, Self
@@ -22,12 +22,15 @@ from gridready.contracts import HostOutcome
 from gridready.errors import GridreadyError
 from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory
+from gridready.serving.k8s_status import Watch
 from gridready.serving.topology import Certification, TierPlan
 from gridready.stages.common import Timer
 
 STAGE = "serve"
 # the status a stage reports for an error's exit code; any other code is a failed deployment
 STATUS_OF = {ExitCode.NOT_CERTIFIED: "not-certified", ExitCode.INVALID: "error"}
+# serve deploys without readiness, smoke, benchmark and SLO gate (gridready.envvars FLAGS)
+SKIP_ENV = "GRIDREADY_SERVE_SKIP_BENCH"
 
 
 @dataclass
@@ -100,8 +103,34 @@ class Rendered(Planned):
 
 
 @dataclass
+class RouterReach:
+    """Kubernetes: how this machine reaches the router (gridready/stages/serve/k8s_verify.py): a URL the inventory
+    names, or the Gateway and the router's HTTPRoute whose published address decides it; `routes`: tier -> (the
+    route's model it is checked by, the other tiers that route also sends to)."""
+
+    how: str
+    url: str | None = None
+    gateway: list[Watch] = field(default_factory=list)
+    routes: dict[str, tuple[str, list[str]]] = field(default_factory=dict)
+
+
+@dataclass
+class KubernetesServed:
+    """Kubernetes, after the controllers' wait: the router's URL, how it was found, the status reader and the
+    workloads waited for (the not-ready report reads their controllers' last word)."""
+
+    reach: RouterReach
+    url: str
+    read: Callable[[Watch], Mapping[str, Any] | None]
+    watches: list[Watch]
+
+
+@dataclass
 class Deployed(Rendered):
-    """deploy: the playbook runs or the stacks applied (their outcomes are in the context)."""
+    """deploy: the playbook runs or the stacks applied (their outcomes are in the context); on Kubernetes, what
+    verify needs to reach the tiers through the router (None: nothing applied, or the checks skipped)."""
+
+    k8s: KubernetesServed | None = None
 
 
 @dataclass

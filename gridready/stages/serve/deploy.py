@@ -21,9 +21,9 @@ from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory
 from gridready.serving import mpi_ssh, topology
 from gridready.stages.common import outcome_from_playbook
-from gridready.stages.serve import k8s_bucket, k8s_wait
+from gridready.stages.serve import k8s_bucket, k8s_verify, k8s_wait
 from gridready.stages.serve import router as serve_router
-from gridready.stages.serve.context import STAGE, Deployed, Rendered
+from gridready.stages.serve.context import STAGE, Deployed, KubernetesServed, Rendered
 from gridready.yamlio import YamlError, read_capped
 
 
@@ -115,21 +115,24 @@ def _secrets(inv: Inventory) -> dict[str, str]:
                                               for var in (vault.MPI_CLIENT_KEY_VAR, vault.MPI_HOST_KEY_VAR)))}
 
 
-def kubernetes(rendered: Rendered) -> tuple[str, ExitCode]:
-    """`pulumi up` (preview in check mode) both stacks with the rendered config, unless only rendering."""
+def kubernetes(rendered: Rendered) -> tuple[str, ExitCode, KubernetesServed | None]:
+    """`pulumi up` (preview in check mode) both stacks with the rendered config, unless only rendering; then the
+    wait for every workload and, unless the checks are skipped, the router's URL for verify."""
     inv, ctx = rendered.ctx.inv, rendered.ctx.run
     data, messages, configs = rendered.ctx.data, rendered.ctx.messages, rendered.stack_configs
     stage_dir = ctx.stage_dir(STAGE)
     if ctx.render or inv.spec.serving.target != "kubernetes":
-        return "success", ExitCode.OK
+        return "success", ExitCode.OK, None
     if not gpulumi.cli_available():
         messages.append("the pulumi CLI is not installed: manifests rendered (not applied) to "
                         f"{stage_dir / 'render'}")
-        return "success", ExitCode.OK
+        return "success", ExitCode.OK, None
     secrets = _secrets(inv)
     where = f"{topology.cluster_file(inv)}: serving.kubeconfig"
-    # the status reader's kubeconfig is checked (exit 2) before anything is applied
+    # the status reader's kubeconfig, and how serve reaches the tiers through the router, are checked (exit 2)
+    # before anything is applied
     api = None if ctx.check else k8s_wait.ApiReader(secrets["kubeconfig"], where)
+    reach = None if ctx.check else k8s_verify.reach(inv, ctx.root, rendered.plans)
     state = gpulumi.state_dir(inv.customer)  # apart from artifacts/, which CI uploads
     outputs: dict[str, Any] = {}
     for stack, config in configs.items():
@@ -137,16 +140,27 @@ def kubernetes(rendered: Rendered) -> tuple[str, ExitCode]:
         outputs[stack] = gpulumi.up(stack, inv.customer, config, wanted, state, preview=ctx.check,
                                     on_output=_pulumi_line(stack))
     data["pulumi"] = outputs
-    if api is not None:  # pulumi up returns before the custom resources serve (pulumi-kubernetes #3143)
-        k8s_wait.after_up(secrets["kubeconfig"], where, stage_dir / "render" / "serving" / "manifests.yaml",
+    if api is None:
+        return "success", ExitCode.OK, None
+    # pulumi up returns before the custom resources serve (pulumi-kubernetes #3143)
+    watches = k8s_wait.after_up(secrets["kubeconfig"], where, stage_dir / "render" / "serving" / "manifests.yaml",
                                 inv.spec.serving.ready_timeout_s, data, messages, reader=api)
-    messages.append("kubernetes: bench runs from inside the cluster (endpoints are ClusterIP Services)")
-    return "success", ExitCode.OK
+    if reach is None:
+        messages.append(f"kubernetes: readiness, smoke, benchmark and SLO gate skipped ({k8s_verify.SKIP_ENV})")
+        return "success", ExitCode.OK, None
+    url = k8s_verify.router_url(reach, api)
+    messages.append(f"kubernetes: the router answers at {url} ({reach.how})")
+    return "success", ExitCode.OK, KubernetesServed(reach=reach, url=url, read=api, watches=watches)
 
 
 def run(rendered: Rendered) -> Deployed:
     ctx = rendered.ctx
+    served = None
     if rendered.proceeds:
         with ctx.failing_on(GridreadyError):
-            ctx.outcome(*(hosts(rendered) if rendered.on_hosts else kubernetes(rendered)))
-    return Deployed.after(rendered)
+            if rendered.on_hosts:
+                ctx.outcome(*hosts(rendered))
+            else:
+                status, code, served = kubernetes(rendered)
+                ctx.outcome(status, code)
+    return Deployed.after(rendered, k8s=served)

@@ -23,7 +23,7 @@ from gridready.contracts import ServeSummary
 from gridready.errors import GridreadyError
 from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory
-from gridready.serving import topology, vllm
+from gridready.serving import router_drain, router_hosts, topology, vllm
 from gridready.serving.topology import Certification, CertifiedNode, TierPlan
 from gridready.stages.serve import config as serve_config
 from gridready.stages.serve import deploy as serve_deploy
@@ -71,8 +71,10 @@ def router_vars(inv: Inventory, ctx: RunContext, cert: Certification, plans: lis
     if routed:
         head = plans[0].replicas[0].head  # the router stays where serve put it (router_hosts.router_extravars)
         where = routed["gridready_serve_router"]
+        # the firewall keeps the deployment's: a drained replica's tier port stays the router's alone
         where.update(host=head, bind=cert.certified[head].ip,
-                     url=f"http://{cert.certified[head].ip}:{inv.spec.serving.router.port}")
+                     url=f"http://{cert.certified[head].ip}:{inv.spec.serving.router.port}",
+                     upstream_ports=router_hosts.upstream_ports(plans))
     run_vars |= routed
     serve_router.open_router_port(run_vars)
     return run_vars
@@ -113,6 +115,8 @@ def sync_serving(inv: Inventory, ctx: RunContext) -> dict[str, Any]:
         return {"applied": False, "reason": found}
     cert, plans = found
     drained = {n for n, e in book.nodes.items() if e.drained and n in cert.certified}
+    if spec.router.tier_routers.enabled:
+        return sync_tier_routers(inv, cert, plans, drained)
     out_dir = ctx.stage_dir("watch") / f"router-{book.revision}"
     result = ansible.run_playbook(inv, "serve.yml", out_dir, tags="router",
                                   extravars=router_vars(inv, ctx, cert, plans, drained))
@@ -121,3 +125,50 @@ def sync_serving(inv: Inventory, ctx: RunContext) -> dict[str, Any]:
     if result.rc != 0:
         out["exit_code"] = int(ExitCode.STAGE_FAILED)
     return out
+
+
+def tier_router_workers(inv: Inventory, cert: Certification, plans: list[TierPlan], drained: set[str]
+                        ) -> dict[str, list[str]]:
+    """Per tier router URL, the replicas it should hold with `drained` left out (gridready.serving.router_drain)."""
+    by_tier = {p.tier.name: p for p in plans}
+    out = {}
+    for tr in router_hosts.tier_routers(inv.spec.serving.router, plans, cert.certified):
+        plan = by_tier[tr.tier]
+
+        def url(r: Any, port: int = plan.tier.port) -> str:
+            return router_drain.replica_url(cert.certified[r.head].ip, port)
+
+        out[tr.url] = router_drain.wanted_workers(plan.replicas, url, drained)
+    return out
+
+
+def sync_tier_routers(inv: Inventory, cert: Certification, plans: list[TierPlan], drained: set[str]
+                      ) -> dict[str, Any]:
+    """The drained set to the running tier routers through their worker API: seconds, no restart; the front
+    router (LiteLLM) reaches each tier through its tier router, so its configuration does not change."""
+    results = router_drain.sync_all(tier_router_workers(inv, cert, plans, drained))
+    errors = [f"{r.router}: {r.error}" for r in results if r.error]
+    out: dict[str, Any] = {"applied": not errors, "drained_replicas": sorted(drained),
+                           "tier_routers": [r.as_dict() for r in results],
+                           "reason": "; ".join(errors) if errors else "tier routers synced through their worker API"}
+    if errors:
+        out["exit_code"] = int(ExitCode.STAGE_FAILED)
+    return out
+
+
+def tier_router_state(inv: Inventory, root: Path) -> list[dict[str, Any]]:
+    """For `invoke status`: per tier router of the deployment, the replicas it holds now (its GET /list_workers),
+    the ones the ledger wants, and whether they agree; [] without tier routers or a deployment to plan again."""
+    if inv.spec.serving.target == "kubernetes" or not (inv.spec.serving.router.enabled
+                                                       and inv.spec.serving.router.tier_routers.enabled):
+        return []
+    _, book = ledger.read(root, inv.customer)
+    found = deployed(inv, book)
+    if isinstance(found, str):
+        return []
+    cert, plans = found
+    drained = {n for n, e in book.nodes.items() if e.drained and n in cert.certified}
+    wanted = tier_router_workers(inv, cert, plans, drained)
+    held = router_drain.held_all(list(wanted))
+    return [{"router": url, "wants": sorted(w), "holds": held[url][0], "error": held[url][1],
+             "in_sync": held[url][1] is None and sorted(w) == held[url][0]} for url, w in wanted.items()]

@@ -34,7 +34,8 @@ from gridready.serving.k8s_status import Watch
 Reader = Callable[[Watch], Mapping[str, Any] | None]
 POLL_S = 15.0
 REQUEST_TIMEOUT_S = 30.0
-PLURALS = {"RayService": "rayservices", "LeaderWorkerSet": "leaderworkersets", "Deployment": "deployments"}
+PLURALS = {"RayService": "rayservices", "LeaderWorkerSet": "leaderworkersets", "Deployment": "deployments",
+           "Gateway": "gateways", "HTTPRoute": "httproutes"}
 
 
 def _pick(items: list[Any], name: str, where: str) -> dict[str, Any]:
@@ -147,11 +148,13 @@ def wait_ready(read: Reader, watches: list[Watch], *, poll_s: float = POLL_S,
 
 
 def after_up(kubeconfig_text: str, where: str, rendered: Path, default_timeout_s: int,
-             data: dict[str, Any], messages: list[str], reader: Reader | None = None) -> None:
+             data: dict[str, Any], messages: list[str], reader: Reader | None = None) -> list[Watch]:
     """The hook of the Kubernetes deploy: every workload of the serving stack's render (`rendered`, its
-    manifests.yaml) waited for through the API; the outcome in data["ready"] and one message."""
+    manifests.yaml) waited for through the API; the outcome in data["ready"] and one message. Returns the
+    workloads waited for."""
     docs = [d for d in yaml.safe_load_all(rendered.read_text()) if isinstance(d, dict)]
     found = k8s_status.watches(docs, default_timeout_s)
     read = reader or ApiReader(kubeconfig_text, where)
     data["ready"] = wait_ready(read, found)
     messages.append(f"kubernetes: {len(found)} workloads ready ({', '.join(sorted({w.tier for w in found}))})")
+    return found

@@ -159,7 +159,25 @@ def measure_overhead(inv: Inventory, cert: Certification, plans: list[TierPlan],
     data["router"]["overhead"] = report.model_dump()
     messages.append(f"router adds p50 {report.added_p50_ms} ms, p99 {report.added_p99_ms} ms over direct access "
                     f"({report.requests} pairs to {first.tier.name}, model {first.tier.served_name})")
+    in_tier = {t["tier"]: t for t in routed.get("tier_routers", [])}
+    if first.tier.name in in_tier:
+        _measure_tier_router(in_tier[first.tier.name], direct, first, direct_key, data, messages, requests)
     return None
+
+
+def _measure_tier_router(tr: dict[str, Any], direct: str, first: TierPlan, direct_key: str | None,
+                         data: dict[str, Any], messages: list[str], requests: int) -> None:
+    """data["router"]["tier_router"]: the first tier's tier router (the hot path: one Rust hop, the tier's own
+    key checked by its replicas) beside direct access, the same interleaved pairs as the front router's."""
+    key = direct_key or "no-key"
+    try:
+        report = asyncio.run(measure(direct, tr["url"], first.tier.served_name, key, direct_key, n=requests))
+    except (HttpError, OSError) as err:
+        messages.append(f"tier router {tr['url']}: overhead not measured: {err}")
+        return
+    data["router"]["tier_router"] = {"url": tr["url"], "tier": tr["tier"], "overhead": report.model_dump()}
+    messages.append(f"tier router of {tr['tier']} adds p50 {report.added_p50_ms} ms, p99 {report.added_p99_ms} ms "
+                    f"over direct access ({report.requests} pairs)")
 
 
 ROUTER_IMAGE = "ghcr.io/berriai/litellm:main-v{version}"
@@ -221,9 +239,32 @@ def k8s_routes(inv: Inventory, root: Path, plans: list[TierPlan], canary: str | 
 
 
 def open_router_port(extravars: dict[str, Any]) -> None:
-    """The router's port joins the API ports of its host, so the serving firewall (gridready_ray_node) opens it to
-    the cluster members and serving.firewall_clients like the engines' ports, and to no one else."""
+    """With the router on, the serving firewall (gridready_ray_node) opens the router's port to the cluster
+    members and serving.firewall_clients, and each tier port the router reaches (its upstreams) to the router
+    alone: those ports move from a host's `api_ports` to its `routed_ports`, which admit
+    `gridready_serve.router_clients` (the router's address) besides the members and the controller.
+
+    vLLM's API key guards only some of its routes: its AuthenticationMiddleware checks paths under /v1 (vLLM 0.33
+    vllm/entrypoints/openai/server_utils.py), while the SageMaker routes it registers (/invocations, /ping:
+    vllm/entrypoints/sagemaker/api_router.py) serve without it. A client that reached a tier port would bypass the
+    key; through the router every route needs a client key (LiteLLM's custom_auth hook). Without the router the
+    tier ports stay open to serving.firewall_clients (docs/security.md says what that exposes)."""
     routed = extravars.get("gridready_serve_router")
-    if routed:
-        host = extravars["gridready_serve"]["hosts"][routed["host"]]
-        host["api_ports"] = sorted({*host.get("api_ports", []), routed["port"]})
+    if not routed:
+        return
+    serve = extravars["gridready_serve"]
+    for name, ports in routed.get("upstream_ports", {}).items():
+        host = serve["hosts"].get(name)
+        if host is None:
+            continue
+        host["routed_ports"] = sorted({*host.get("routed_ports", []), *ports})
+        host["api_ports"] = [p for p in host.get("api_ports", []) if p not in host["routed_ports"]]
+    host = serve["hosts"][routed["host"]]
+    host["api_ports"] = sorted({*host.get("api_ports", []), routed["port"]})
+    # the tier routers (serving.router.tier_routers) sit beside the router and are its upstreams: their ports
+    # (and their admin API, which takes no key) admit the router's address, the members and the controller only
+    tier_ports = {t["port"] for t in routed.get("tier_routers", [])}
+    if tier_ports:
+        host["routed_ports"] = sorted({*host.get("routed_ports", []), *tier_ports})
+        host["api_ports"] = [p for p in host["api_ports"] if p not in tier_ports]
+    serve["router_clients"] = [f"{routed['bind']}/32"]

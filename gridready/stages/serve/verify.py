@@ -24,11 +24,11 @@ from gridready.monitoring.write import write_monitoring
 from gridready.serving.topology import Certification, TierPlan
 from gridready.spec import API_KEY_ENGINES
 from gridready.stages.fabric import SshRunner
-from gridready.stages.serve import embedding
+from gridready.stages.serve import embedding, k8s_verify
 from gridready.stages.serve import router as serve_router
-from gridready.stages.serve.context import STAGE, Deployed, Verified
+from gridready.stages.serve.context import SKIP_ENV, STAGE, Deployed, Verified
 
-SKIP_ENV = "GRIDREADY_SERVE_SKIP_BENCH"
+__all__ = ["SKIP_ENV", "run", "verify_tiers"]
 
 
 def unit_name(tier: Any) -> str:
@@ -138,10 +138,16 @@ def verify_tiers(inv: Inventory, ctx: RunContext, cert: Certification, plans: li
 
 
 def run(deployed: Deployed) -> Verified:
-    """On target hosts, after a deployment that changed the hosts (not check mode, not --render)."""
+    """On target hosts, after a deployment that changed the hosts (not check mode, not --render); on
+    Kubernetes after the stacks were applied and every workload is ready, through the router."""
     ctx, swept = deployed.ctx, list[TierPlan]()
     if deployed.proceeds and deployed.on_hosts and not ctx.run.check:
         with ctx.failing_on(GridreadyError):
             ctx.outcome(*verify_tiers(ctx.inv, ctx.run, deployed.certification, deployed.plans, ctx.data,
                                       ctx.messages, stage=STAGE, swept=swept))
+    elif deployed.proceeds and deployed.k8s is not None:  # applied on Kubernetes, every workload ready
+        k8s = deployed.k8s
+        with ctx.failing_on(GridreadyError):
+            ctx.outcome(*k8s_verify.verify(ctx.inv, ctx.run, deployed.plans, k8s.reach, k8s.url, k8s.read,
+                                           k8s.watches, ctx.data, ctx.messages))
     return Verified.after(deployed, swept=swept)

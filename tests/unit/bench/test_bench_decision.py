@@ -107,3 +107,22 @@ def test_decide_refuses_mismatched_inputs_and_names_the_model(reports):
     changed = reports[1].model_copy(update={"workload": WL.model_copy(update={"output_len": 9})})
     with pytest.raises(ValueError, match="different workloads"):
         decide([reports[0], changed])
+
+
+def test_routing_inside_a_tier_joins_the_record_labelled_simulated(reports, tmp_path):
+    """The cache-aware vs round-robin replay (benchmarks/router_cache_replay.py) in decision.json and decision.md."""
+    from gridready.bench.decision import PolicyFigures, routing_comparison
+    from gridready.bench.record import markdown
+
+    aware = PolicyFigures(requests=288, failed=0, ttft_p50_ms=21.0, ttft_p90_ms=40.0, prefix_hit_rate=0.8,
+                          seconds=9.0)
+    rr = PolicyFigures(requests=288, failed=0, ttft_p50_ms=30.0, ttft_p90_ms=80.0, prefix_hit_rate=0.5, seconds=12.0)
+    routing = routing_comparison(aware, rr, {"replicas": 2, "turns": 6}, router="vllm-router 0.1.17",
+                                 simulated=True)
+    assert routing.statement.startswith("SIMULATED engines: ") and "p90 TTFT 2.00x lower" in routing.statement
+    d = decide(reports, DecisionSpec(objective="goodput")).model_copy(update={"routing": routing})
+    md = markdown(d, [])
+    assert "## Routing inside a tier: cache-aware vs round-robin (SIMULATED engines)" in md
+    assert "| engines' prefix-cache hit rate | 80.0% | 50.0% |" in md and "| TTFT p90 (ms) | 40.0 | 80.0 |" in md
+    back = type(d).model_validate_json(d.model_dump_json())
+    assert back.routing == routing

@@ -77,3 +77,23 @@ def test_the_probe_document_comes_back_from_the_log() -> None:
         probe_jobs.document_from_log("probe: killed\n", "job gridready-probe-gpu01")
     with pytest.raises(InvalidInput, match="not JSON"):
         probe_jobs.document_from_log(f"{probe_jobs.BEGIN}\n{{truncated\n{probe_jobs.END}\n", "job x")
+
+
+def test_the_containers_script_prints_the_document_last_and_keeps_the_probes_exit_code(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run the container's shell line with a stand-in probe: its log's tail first, the document last (the kubelet
+    rotates a long log and serves only the current file), the probe's exit code the container's."""
+    import subprocess
+    import sys
+
+    monkeypatch.setattr(probe_jobs, "OUT", str(tmp_path / "probe.json"))
+    monkeypatch.setattr(probe_jobs, "LOG", str(tmp_path / "probe.log"))
+    probe = ("import json, sys; print('x' * 100, file=sys.stderr); "
+             f"json.dump({{'schema': 'gridready.probe/1'}}, open({str(tmp_path / 'probe.json')!r}, 'w')); sys.exit(3)")
+    script = probe_jobs._script([sys.executable, "-c", probe])
+    # one stream, in the order written, as the pod's log holds stdout and stderr
+    run = subprocess.run(["/bin/sh", "-c", script], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         check=False)
+    log = run.stdout
+    assert run.returncode == 3 and log.startswith("x" * 100) and log.rstrip().endswith(probe_jobs.END)
+    assert probe_jobs.document_from_log(log, "job x") == {"schema": "gridready.probe/1"}

@@ -69,3 +69,47 @@ def serve(objects: dict[str, dict[str, Any]], seen: list[str] | None = None) -> 
     finally:
         server.shutdown()
         server.server_close()
+
+
+# What each controller publishes once a workload serves, and nothing else: KubeRay v1.7.0 rayservice_types.go
+# (condition Ready, reasons Initializing / InitializingTimeout / NonZeroServeEndpoints; numServeEndpoints), LWS
+# v0.10.0 leaderworkerset_types.go (readyReplicas, replicas, updatedReplicas, condition Available), apps/v1
+# DeploymentStatus; Gateway API v1.6.1 (Gateway status.addresses and condition Programmed; HTTPRoute
+# status.parents[].conditions Accepted). test_k8s_serves checks the keys against the vendored CRDs' status schemas.
+def ready(doc: dict[str, Any]) -> dict[str, Any]:
+    """`doc` (a rendered object) as its controller reports it once it serves."""
+    kind, replicas = doc["kind"], int((doc.get("spec") or {}).get("replicas") or 1)
+    status: dict[str, Any]
+    if kind == "RayService":
+        status = {"conditions": [condition("Ready", "True", "NonZeroServeEndpoints")], "numServeEndpoints": 1}
+    elif kind == "LeaderWorkerSet":
+        status = {"conditions": [condition("Available", "True", "AllGroupsReady")], "readyReplicas": replicas,
+                  "replicas": replicas, "updatedReplicas": replicas}
+    elif kind == "Deployment":
+        status = {"observedGeneration": 1, "replicas": replicas, "availableReplicas": replicas,
+                  "updatedReplicas": replicas,
+                  "conditions": [condition("Progressing", "True", "NewReplicaSetAvailable")]}
+    elif kind == "HTTPRoute":
+        status = {"parents": [{"parentRef": ref, "controllerName": "example.net/gateway-controller",
+                               "conditions": [condition("Accepted", "True", "Accepted")]}
+                              for ref in doc["spec"]["parentRefs"]]}
+    else:
+        raise ValueError(kind)
+    return {**doc, "metadata": {**doc["metadata"], "generation": 1}, "status": status}
+
+
+def gateway(name: str, address: str, port: int) -> dict[str, Any]:
+    """A Gateway programmed by its controller, listening for HTTP on `port` at `address`."""
+    return {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway", "metadata": {"name": name},
+            "spec": {"gatewayClassName": "example", "listeners": [{"name": "http", "port": port, "protocol": "HTTP"}]},
+            "status": {"addresses": [{"type": "IPAddress", "value": address}],
+                       "conditions": [condition("Accepted", "True", "Accepted"),
+                                      condition("Programmed", "True", "Programmed")]}}
+
+
+def path_of(doc: dict[str, Any]) -> str:
+    """The API path of a namespaced object."""
+    group = "/api/v1" if doc["apiVersion"] == "v1" else f"/apis/{doc['apiVersion']}"
+    plural = {"RayService": "rayservices", "LeaderWorkerSet": "leaderworkersets", "Deployment": "deployments",
+              "Gateway": "gateways", "HTTPRoute": "httproutes"}[doc["kind"]]
+    return f"{group}/namespaces/{doc['metadata']['namespace']}/{plural}/{doc['metadata']['name']}"

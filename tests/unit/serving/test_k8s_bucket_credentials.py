@@ -12,13 +12,14 @@ from gridready import vault
 from gridready.errors import GridreadyError
 from gridready.exitcodes import ExitCode
 from gridready.serving import topology
-from gridready.stacks.serving.program import BUCKET_SECRET, bucket_env
 from gridready.stages.serve import config as serve_config
-from gridready.stages.serve import k8s_bucket as serve_k8s_bucket
 from tests.summaries import certified_ledger
 from tests.unit.serving.conftest import vllm_tier
 
 LORA = [{"name": "sql", "path": "s3://acme-adapters/sql"}]
+BUCKET_SECRET = "lora-bucket"  # docs/kubernetes.md; gridready.stacks.serving.program.BUCKET_SECRET
+# the modules this issue added are imported in the tests that use them, so that the others run (and fail) on the
+# code before it
 
 
 def test_the_ray_pods_take_the_bucket_secret_as_environment(make_inv) -> None:
@@ -44,6 +45,9 @@ def test_a_tier_without_object_storage_adapters_gets_no_bucket_secret(make_inv) 
 
 
 def test_the_credentials_come_from_the_vault_checked(make_inv) -> None:
+    from gridready.stacks.serving.program import bucket_env
+    from gridready.stages.serve import k8s_bucket as serve_k8s_bucket
+
     inv = make_inv(1, [vllm_tier(lora_adapters=LORA)], target="kubernetes")
     assert serve_k8s_bucket.env_json(inv.customer, inv.path) == "{}"
     creds = {"AWS_ACCESS_KEY_ID": "AKIAEXAMPLE", "AWS_SECRET_ACCESS_KEY": "s3cr3t"}
@@ -59,4 +63,8 @@ def test_the_credentials_come_from_the_vault_checked(make_inv) -> None:
 
 def test_the_bucket_env_is_pulumi_secret_config() -> None:
     assert "loraBucketEnv" in gpulumi.SECRET_KEYS["serving"]
+    from gridready.stacks.serving.program import BUCKET_SECRET as NAME
+    from gridready.stacks.serving.program import bucket_env
+
+    assert NAME == BUCKET_SECRET
     assert bucket_env(gpulumi.REDACTED) == {} and bucket_env(json.dumps({"AWS_REGION": "eu"})) == {"AWS_REGION": "eu"}

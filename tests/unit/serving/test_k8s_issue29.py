@@ -230,7 +230,9 @@ def test_the_httproute_sends_v1_to_the_router_without_a_model_header(make_inv) -
     cfg = serve_config.stack_configs(inv, cert, topology.plan_tiers(inv, cert))["serving"]
     (route,) = cfg["router_routes"]
     (rule,) = route["spec"]["rules"]
-    assert rule["matches"] == [{"path": {"type": "PathPrefix", "value": "/v1"}}]
+    # /health too: serve's readiness check through the Gateway (issue 44; test_k8s_serves.py)
+    assert rule["matches"] == [{"path": {"type": "PathPrefix", "value": "/v1"}},
+                               {"path": {"type": "PathPrefix", "value": "/health"}}]
     assert rule["backendRefs"] == [{"name": "gridready-router", "port": 4000}]
 
 

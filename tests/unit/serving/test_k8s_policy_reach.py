@@ -31,13 +31,13 @@ def _ns_peer(ns: str) -> dict[str, Any]:
 
 
 def test_the_rendered_policies_admit_prometheus_and_the_operator(rendered) -> None:
-    assert _check(rendered) == []
     vllm = _doc(rendered["docs"], "NetworkPolicy", "llama70b-ingress")
     assert _ns_peer("monitoring") in _peers_to(vllm, 8080)  # Ray's metrics export, the PodMonitor's port
     assert _ns_peer("kuberay-system") in _peers_to(vllm, 8000)  # the Serve proxy's health check
     assert _ns_peer("monitoring") not in _peers_to(vllm, 8000)  # the key-less Serve port stays closed to it
     trt = _doc(rendered["docs"], "NetworkPolicy", "llama70b-trt-ingress")
     assert any(_ns_peer("monitoring") in rule["from"] for rule in trt["spec"]["ingress"])
+    assert _check(rendered) == []
 
 
 def _without(docs: list[dict[str, Any]], peer: dict[str, Any]) -> list[dict[str, Any]]:

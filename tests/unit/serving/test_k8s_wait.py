@@ -90,6 +90,8 @@ def test_a_tier_that_never_gets_ready_fails_after_its_budget():
 def _kubernetes_serve(make_inv, write_certify, monkeypatch, objects: dict[str, Any]) -> Any:
     monkeypatch.setattr(serve_deploy.gpulumi, "cli_available", lambda: True)
     monkeypatch.setattr(serve_deploy.gpulumi, "up", lambda *a, **k: {})
+    # the wait alone; the checks through the router after it: test_k8s_serves.py
+    monkeypatch.setenv("GRIDREADY_SERVE_SKIP_BENCH", "1")
     inv = make_inv(1, target="kubernetes")
     vault.write(inv.customer, inv.path, {vault.HF_TOKEN_VAR: "hf_fromthevault"})
     root = write_certify(inv, ["gpu01"])

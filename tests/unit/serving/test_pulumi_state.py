@@ -16,7 +16,8 @@ def test_pulumi_state_is_kept_out_of_the_artifacts(make_inv, write_certify, monk
     monkeypatch.setattr(serve_deploy.gpulumi, "up", lambda stack, customer, config, secrets, state, preview=False,
                         **_kw: calls.append({"stack": stack, "state": state}) or {})
     # the wait for the tiers after `up` has its own tests (test_k8s_wait.py, through a fake API)
-    monkeypatch.setattr(serve_deploy.k8s_wait, "after_up", lambda *a, **k: None)
+    monkeypatch.setattr(serve_deploy.k8s_wait, "after_up", lambda *a, **k: [])
+    monkeypatch.setenv("GRIDREADY_SERVE_SKIP_BENCH", "1")  # the checks through the router: test_k8s_serves.py
     monkeypatch.delenv("GRIDREADY_STATE", raising=False)
     inv = make_inv(1, target="kubernetes")
     (inv.path / "kubeconfig.yml").write_text(fake_k8s_api.kubeconfig("https://127.0.0.1:6443"))  # read before up

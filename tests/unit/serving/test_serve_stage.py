@@ -84,7 +84,8 @@ def test_kubernetes_target_with_the_cli_goes_through_the_automation_api(make_inv
     monkeypatch.setattr(serve_deploy.gpulumi, "cli_available", lambda: True)
     monkeypatch.setattr(serve_deploy.gpulumi, "up", up)
     # the wait for the tiers after `up` has its own tests (test_k8s_wait.py, through a fake API)
-    monkeypatch.setattr(serve_deploy.k8s_wait, "after_up", lambda *a, **k: None)
+    monkeypatch.setattr(serve_deploy.k8s_wait, "after_up", lambda *a, **k: [])
+    monkeypatch.setenv("GRIDREADY_SERVE_SKIP_BENCH", "1")  # the checks through the router: test_k8s_serves.py
     monkeypatch.setenv("GRIDREADY_HF_TOKEN", "hf_from_the_environment")  # not a source: the vault only
     inv = make_inv(1, target="kubernetes")
     (inv.path / "kubeconfig.yml").write_text(fake_k8s_api.kubeconfig("https://127.0.0.1:6443"))  # read before up

@@ -21,7 +21,7 @@ SERVE = PKG / "stages" / "serve"
 PREFIX = "gridready.stages.serve"
 STEPS = ("plan", "rendering", "deploy", "verify", "redeploy", "rollout", "record")
 FLOOR = ("context", "k8s_wait", "k8s_bucket", "k8s_volumes", "canary", "router", "config", "embedding",
-         "render_hosts")  # from the bottom up
+         "render_hosts", "k8s_verify")  # from the bottom up
 TASKS = ("preview", "down", "drain")  # invoke plan's view, serve --down, the watcher's drain
 
 

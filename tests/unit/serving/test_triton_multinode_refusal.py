@@ -15,7 +15,6 @@ from gridready import pulumi as gpulumi
 from gridready.errors import GridreadyError
 from gridready.exitcodes import ExitCode
 from gridready.serving import topology
-from gridready.serving.triton.launch import MPIRUN_ACROSS_NODES
 from gridready.stages.serve import config as serve_config
 from tests.summaries import certified_ledger
 from tests.unit.serving.conftest import MPI_IMAGE
@@ -52,6 +51,8 @@ def test_kubernetes_refuses_it_without_an_image_that_runs_sshd(make_inv, tmp_pat
 
 
 def test_with_the_image_the_rendered_group_runs_it_and_an_absolute_mpirun(make_inv, tmp_path) -> None:
+    from gridready.serving.triton.launch import MPIRUN_ACROSS_NODES  # here: the other tests run on older code
+
     inv = _load(make_inv, tmp_path, "kubernetes", triton_mpi_image=MPI_IMAGE)
     cert = topology.read_certification(inv, certified_ledger(inv, ["gpu01", "gpu02"]))
     config = serve_config.stack_configs(inv, cert, topology.plan_tiers(inv, cert))["serving"]

@@ -96,6 +96,15 @@ def test_prefix_cache_granularity_and_last_token():
     assert small.lookup_and_insert(tokens) < 39
 
 
+def test_prefix_cache_evicts_the_tail_of_a_prefix_before_its_head():
+    """vLLM frees a request's blocks tail first: under pressure a shared head block outlives the blocks after it,
+    so a later prompt with the same head still hits (evicting the head first leaves unreachable blocks)."""
+    cache = PrefixCache(2, capacity_tokens=4)
+    cache.lookup_and_insert(["sys", "prompt", "turn", "one"])  # blocks [sys prompt] and [sys prompt turn one]
+    cache.lookup_and_insert(["other", "user"])  # one block over capacity: one block is evicted
+    assert cache.lookup_and_insert(["sys", "prompt", "turn", "two"]) == 2
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -175,3 +184,12 @@ def test_a_config_file_that_is_not_flat_yaml_is_refused(tmp_path):
     bad.write_text("- a list item\n")
     with pytest.raises(SystemExit, match=r"bad\.yaml:1"):
         sglang_config_key(str(bad))
+
+
+def test_num_gpu_blocks_override_sizes_the_kv_pool_the_prefix_cache_evicts_from():
+    """vLLM's --num-gpu-blocks-override (engine args) fixes the KV pool: blocks x block size tokens."""
+    from sandbox.engine.cli import parser, prefix_cache
+
+    cache = prefix_cache(parser().parse_known_args(["--num-gpu-blocks-override", "64", "--block-size", "16"])[0])
+    assert (cache.capacity, cache.granularity) == (64 * 16, 16)
+    assert prefix_cache(parser().parse_known_args([])[0]).capacity == PrefixCache(16).capacity
