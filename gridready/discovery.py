@@ -13,7 +13,8 @@ from typing import Any
 from gridready import catalog
 from gridready.spec import NodeGroup
 
-OS_NAMES = {("ubuntu", "22.04"): "ubuntu-22.04", ("ubuntu", "24.04"): "ubuntu-24.04", ("debian", "12"): "debian-12"}
+OS_NAMES = {("ubuntu", "22.04"): "ubuntu-22.04", ("ubuntu", "24.04"): "ubuntu-24.04", ("debian", "12"): "debian-12",
+            ("debian", "13"): "debian-13"}
 
 
 class DiscoveryError(ValueError):

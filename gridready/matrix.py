@@ -17,7 +17,8 @@ if TYPE_CHECKING:
 
 MATRIX_PATH = Path(__file__).resolve().parent / "data" / "version_matrix.yml"
 BUNDLED_DIR = Path(__file__).resolve().parent / "data" / "nccl-tests"  # nccl-tests releases gridready ships
-OS_KEYS = {"debian-12": "Debian-12", "ubuntu-22.04": "Ubuntu-22", "ubuntu-24.04": "Ubuntu-24"}
+OS_KEYS = {"debian-12": "Debian-12", "debian-13": "Debian-13", "ubuntu-22.04": "Ubuntu-22",
+           "ubuntu-24.04": "Ubuntu-24"}
 
 
 GpuDirectPath = Literal["dmabuf", "peermem", "none"]

@@ -1,10 +1,14 @@
-"""Read a sandbox inventory: host names and 10.77.0.x addresses from hosts.yml, hardware profiles from sandbox.yml.
+"""Read a sandbox inventory: host names and 10.77.0.x addresses from hosts.yml, hardware profiles and releases from
+sandbox.yml.
 
 sandbox.yml (SIMULATED hardware; schema of a profile: sandbox/profile.py HardwareProfile):
 
     defaults: {sku: H200-SXM-141GB, gpus: 8, hcas: 8}       # hcas: a count (sample HCAs) or a list
     hosts:
       node3: {faults: [{kind: pcie_downtrained, gpu: 3}]}  # merged over defaults
+      node2: {os: debian-13}                               # the host's OS image (sandbox/image.py RELEASES)
+
+`os` is no hardware: it picks the host's image (default debian-12) and is taken out of the profile.
 """
 
 from __future__ import annotations
@@ -19,10 +23,11 @@ import yaml
 
 from gridready.errors import GridreadyError
 from gridready.exitcodes import ExitCode
-from sandbox import alloc
+from sandbox import alloc, image
 from sandbox.profile import HardwareProfile, sample_hca  # the simulator's schema
 
 DEFAULT_PROFILE: dict[str, Any] = {"sku": "H200-SXM-141GB", "gpus": 8, "hcas": 8}
+RELEASE_KEY = "os"  # a host's release in sandbox.yml, named as cluster.yml names a node group's OS
 
 
 @dataclass
@@ -30,6 +35,7 @@ class HostConfig:
     name: str
     address: str | None  # None: any free address (generated inventories are written with one)
     profile: dict[str, Any] = field(default_factory=dict)
+    release: str = image.DEFAULT_RELEASE  # its image: a key of sandbox/image.py RELEASES
 
 
 @dataclass
@@ -101,7 +107,13 @@ def load(inv: Path, hosts: int | None = None) -> FleetConfig:
     for name in names:
         addr = found[name].get("ansible_host")
         addr = alloc.check_address(str(addr), f"{inv / 'hosts.yml'}: {name}.ansible_host") if addr else None
-        out.append(HostConfig(name, addr, merge(defaults, per_host.get(name) or {})))
+        profile = merge(defaults, per_host.get(name) or {})
+        release = profile.pop(RELEASE_KEY, image.DEFAULT_RELEASE)
+        if release not in image.RELEASES:
+            where = "hosts." + name if RELEASE_KEY in (per_host.get(name) or {}) else "defaults"
+            raise GridreadyError(f"{inv / 'sandbox.yml'}: {where}.{RELEASE_KEY}: {release!r} is not one of "
+                                 f"{', '.join(image.RELEASES)}", ExitCode.INVALID)
+        out.append(HostConfig(name, addr, profile, release))
     unknown = sorted(set(per_host) - set(found))
     if unknown:
         raise GridreadyError(f"{inv / 'sandbox.yml'}: hosts.{unknown[0]}: not in hosts.yml", ExitCode.INVALID)

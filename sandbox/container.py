@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from gridready.errors import GridreadyError
-from sandbox import proc
+from sandbox import image, proc
 
 CGROUP_BASE = "gridready-sandbox"
 NSPAWN = "systemd-nspawn"
@@ -72,8 +72,9 @@ def fleet_cgroups(fleet: str) -> list[Path]:
     return [root / CGROUP_BASE / fleet for root in cgroup_roots()]
 
 
-def prepare(plan: HostPlan, all_hosts: dict[str, str], pubkey: str, profile_json: str) -> None:
-    """Fresh upper dir with hostname, hosts, machine-id, host key, authorized key and the hardware profile."""
+def prepare(plan: HostPlan, all_hosts: dict[str, str], pubkey: str, profile_json: str, lower: Path) -> None:
+    """Fresh upper dir with hostname, hosts, machine-id, host key, the controller's key for the image's login user
+    (sandbox/image.py LOGIN_USER) and the hardware profile."""
     shutil.rmtree(plan.dir, ignore_errors=True)
     upper = plan.dir / "upper"
     for sub in ("upper/etc/ssh", "upper/etc/gridready-sim", "work", "root"):
@@ -85,12 +86,31 @@ def prepare(plan: HostPlan, all_hosts: dict[str, str], pubkey: str, profile_json
     (upper / "etc/machine-id").write_text(uuid.uuid4().hex + "\n")
     proc.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"root@{plan.name}",
               "-f", str(upper / "etc/ssh/ssh_host_ed25519_key")], what="ssh-keygen (host key)")
-    ssh_dir = upper / "root/.ssh"
-    ssh_dir.mkdir(parents=True, mode=0o700)
-    (upper / "root").chmod(0o700)
-    (ssh_dir / "authorized_keys").write_text(pubkey.strip() + "\n")
-    (ssh_dir / "authorized_keys").chmod(0o600)
+    authorize(upper, lower, pubkey)
     (upper / "etc/gridready-sim/profile.json").write_text(profile_json)
+
+
+def authorize(upper: Path, lower: Path, pubkey: str) -> None:
+    """`pubkey` in ~/.ssh/authorized_keys of the image's login user, owned by that user: the overlay's upper copy
+    of each directory on the way keeps the image's owner and mode (an upper directory's attributes are the merged
+    directory's), as ssh-copy-id leaves them on a real host."""
+    home_rel = Path("home") / image.LOGIN_USER
+    home = lower / home_rel
+    if not home.is_dir():
+        raise GridreadyError(f"sandbox: the image at {lower} has no {home_rel} (rebuild it: sandbox/image.py)")
+    for rel in (Path("home"), home_rel):
+        st = (lower / rel).stat()
+        (upper / rel).mkdir(exist_ok=True)
+        os.chown(upper / rel, st.st_uid, st.st_gid)
+        (upper / rel).chmod(st.st_mode & 0o7777)
+    uid, gid = home.stat().st_uid, home.stat().st_gid
+    ssh_dir = upper / home_rel / ".ssh"
+    ssh_dir.mkdir(mode=0o700)
+    keys = ssh_dir / "authorized_keys"
+    keys.write_text(pubkey.strip() + "\n")
+    keys.chmod(0o600)
+    for path in (ssh_dir, keys):
+        os.chown(path, uid, gid)
 
 
 def restart_loop(nspawn: list[str], stop_marker: Path, reset: str = "") -> str:
@@ -113,9 +133,10 @@ def reset_network_state(netns: str, root: Path) -> str:
             "/usr/sbin/nft flush ruleset")
 
 
-def start(plan: HostPlan, lower: Path) -> tuple[int, int]:
+def start(plan: HostPlan, lower: Path, *, unified_cgroup: bool = False) -> tuple[int, int]:
     """Launch the container detached; returns (launcher PID, its start time). The launcher is nspawn's parent for
-    the host's whole life, across reboots (`restart_loop`)."""
+    the host's whole life, across reboots (`restart_loop`). `unified_cgroup`: the container gets the cgroup2
+    hierarchy only (sandbox/image.py UNIFIED_CGROUP_ONLY), whatever this machine's layout."""
     for cg in plan.cgroups():
         cg.mkdir(parents=True, exist_ok=True)
     pidfile = plan.dir / "nspawn.pid"
@@ -132,6 +153,8 @@ def start(plan: HostPlan, lower: Path) -> tuple[int, int]:
         "--keep-unit", "--resolv-conf=off", "--timezone=off", "--link-journal=no", "--console=read-only",
         "--capability=CAP_NET_ADMIN",
     ]
+    if unified_cgroup:  # `env` execs nspawn: the launcher's child is still systemd-nspawn (container_init)
+        nspawn = ["env", "SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1", *nspawn]
     joins = " && ".join(f"echo $$ > {shlex.quote(str(cg / 'cgroup.procs'))}" for cg in plan.cgroups())
     script = (
         f"echo $$ > {shlex.quote(str(pidfile))} && {joins} && "

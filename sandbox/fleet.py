@@ -40,6 +40,7 @@ class HostStatus(BaseModel):
     address: str | None
     state: HostState
     profile: str  # one-line summary of the SIMULATED hardware profile
+    release: str = image.DEFAULT_RELEASE  # the host's OS image (sandbox/image.py RELEASES)
 
 
 class FleetStatus(BaseModel):
@@ -124,7 +125,7 @@ def ssh_options(name: str) -> list[str]:
 def _write_ssh_config(name: str, addresses: dict[str, str], key: Path) -> Path:
     lines = [f"# gridready sandbox fleet {name!r} (generated at bring-up)"]
     for host, addr in addresses.items():
-        lines += [f"Host {host} {addr}", f"  HostName {addr}", "  User root", f"  IdentityFile {key}",
+        lines += [f"Host {host} {addr}", f"  HostName {addr}", f"  User {image.LOGIN_USER}", f"  IdentityFile {key}",
                   "  IdentitiesOnly yes", *(f"  {o.replace('=', ' ', 1)}" for o in ssh_options(name)), ""]
     path = paths.fleet_dir(name) / "ssh_config"
     path.write_text("\n".join(lines))
@@ -204,14 +205,14 @@ def _up(cfg: config.FleetConfig, hosts: int | None, owner_pid: int | None) -> Fl
         with locked() as table:
             _ensure_shared(table)
         return current
-    lower = image.ensure_image()
+    lowers = {release: image.ensure_image(release) for release in sorted({h.release for h in cfg.hosts})}
     _reap_dead_owners(name)
     _teardown(cfg.inventory, release_claim=False)  # stale or partial leftovers (a crash); keep the claim
     with locked() as table:
         addresses = claim(table, name, cfg.inventory, {h.name: h.address for h in cfg.hosts}, owner_pid)
         _ensure_shared(table)
     try:
-        _start_hosts(cfg, addresses, lower)
+        _start_hosts(cfg, addresses, lowers)
     except BaseException:
         with contextlib.suppress(Exception):
             _teardown(cfg.inventory, release_claim=True)
@@ -251,7 +252,7 @@ def _reap_dead_owners(me: str) -> None:
                     shutil.rmtree(paths.fleet_dir(name), ignore_errors=True)
 
 
-def _start_hosts(cfg: config.FleetConfig, addresses: dict[str, str], lower: Path) -> None:
+def _start_hosts(cfg: config.FleetConfig, addresses: dict[str, str], lowers: dict[str, Path]) -> None:
     name = cfg.name
     fdir = paths.fleet_dir(name)
     (fdir / "hosts").mkdir(parents=True, exist_ok=True)
@@ -260,20 +261,22 @@ def _start_hosts(cfg: config.FleetConfig, addresses: dict[str, str], lower: Path
     _write_ssh_config(name, addresses, key)
     _close_masters(name)
     paths.control_dir(name).mkdir(parents=True, mode=0o700)
-    state: dict = {"name": name, "inventory": str(cfg.inventory), "image": str(lower), "hosts": {},
+    state: dict = {"name": name, "inventory": str(cfg.inventory), "hosts": {},
                    "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     for index, h in enumerate(cfg.hosts, start=1):
         plan = _plan(name, index, h.name, addresses[h.name])
         profile = config.render_profile(h.name, plan.address, h.profile, str(cfg.inventory / "sandbox.yml"))
-        container.prepare(plan, addresses, pubkey, profile)
+        container.prepare(plan, addresses, pubkey, profile, lowers[h.release])
         config.write_sim_hardware(plan.dir / "upper", profile)
-        rec: dict[str, Any] = {"address": plan.address, "netns": plan.netns, "veth": plan.veth, "machine": plan.machine,
-               "dir": str(plan.dir), "profile": config.summary(h.profile)}
+        rec: dict[str, Any] = {"address": plan.address, "netns": plan.netns, "veth": plan.veth,
+                               "machine": plan.machine, "dir": str(plan.dir), "profile": config.summary(h.profile),
+                               "release": h.release, "image": str(lowers[h.release])}
         state["hosts"][h.name] = rec
         _write_state(name, state)  # saved before each start: a crash leaves a record for down()
         network.add_host(plan.netns, plan.veth, plan.address)
         # "nspawn_pid": the launcher, nspawn's parent for the host's whole life (a new nspawn at every reboot)
-        rec["nspawn_pid"], rec["nspawn_start"] = container.start(plan, lower)
+        rec["nspawn_pid"], rec["nspawn_start"] = container.start(
+            plan, lowers[h.release], unified_cgroup=h.release in image.UNIFIED_CGROUP_ONLY)
         _write_state(name, state)
     _wait_ready(name, state, timeout=60 + 5 * len(cfg.hosts))
     _write_state(name, state)
@@ -308,7 +311,7 @@ def reboot(inventory_dir: Path, host: str, timeout: float = 180,
         raise GridreadyError(f"sandbox: {host} of fleet {name!r} is not running", ExitCode.INVALID)
     launcher, before = rec["nspawn_pid"], container.container_init(rec["nspawn_pid"])
     # the session may end before systemctl returns (ssh exit 255): the new boot is what counts
-    subprocess.run(["ssh", "-F", str(paths.fleet_dir(name) / "ssh_config"), host, "systemctl reboot"],
+    subprocess.run(["ssh", "-F", str(paths.fleet_dir(name) / "ssh_config"), host, "sudo -n systemctl reboot"],
                    capture_output=True, timeout=60, check=False)
     deadline = time.monotonic() + timeout
     while True:
@@ -395,7 +398,7 @@ def status(inventory_dir: Path, hosts: int | None = None) -> FleetStatus:
         if rec and proc.alive(rec.get("nspawn_pid"), rec.get("nspawn_start")):
             st = "running" if container.ssh_ready(rec["address"]) else "booting"
         out.append(HostStatus(name=h.name, address=rec["address"] if rec else h.address, state=st,
-                              profile=config.summary(h.profile)))
+                              profile=config.summary(h.profile), release=h.release))
     states = {h.state for h in out}
     overall: FleetState = "running" if states == {"running"} else "stopped" if states == {"stopped"} else "degraded"
     fdir = paths.fleet_dir(cfg.name)
@@ -420,8 +423,9 @@ def format_status(st: FleetStatus) -> str:
              "[SIMULATED GPU hardware]"]
     width = max((len(h.name) for h in st.hosts), default=4)
     for h in st.hosts:
-        lines.append(f"  {h.name:<{width}}  {h.address or '-':<12}  {h.state:<8}  {h.profile}")
+        lines.append(f"  {h.name:<{width}}  {h.address or '-':<12}  {h.state:<8}  {h.release:<9}  {h.profile}")
     if st.state != "stopped":
         first = st.hosts[0].name if st.hosts else "node1"
-        lines.append(f"  ssh: ssh -F {st.ssh_config} {first}   apt proxy {st.apt_proxy}   repo {st.repo_url}")
+        lines.append(f"  ssh: ssh -F {st.ssh_config} {first} (as {image.LOGIN_USER}, sudo for root)   "
+                     f"apt proxy {st.apt_proxy}   repo {st.repo_url}")
     return "\n".join(lines)

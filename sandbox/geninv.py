@@ -19,7 +19,7 @@ import yaml
 from gridready.errors import GridreadyError
 from gridready.exitcodes import ExitCode
 from gridready.spec import names as spec_names
-from sandbox import alloc, config, fleet, paths
+from sandbox import alloc, config, fleet, image, paths
 
 BASE = paths.repo_root() / "inventories" / "sandbox"
 SLUG = re.compile(spec_names.SLUG)
@@ -54,8 +54,14 @@ def make(name: str, n: int = 3, profiles: dict[str, dict[str, Any]] | None = Non
         addresses = alloc.claim(table, name, inv, dict.fromkeys(hosts), owner_pid or os.getpid())
     shutil.rmtree(inv, ignore_errors=True)
     inv.mkdir(parents=True)
-    cluster = re.sub(r"(?m)^customer:.*$", f"customer: {name}", (base / "cluster.yml").read_text())
-    (inv / "cluster.yml").write_text(cluster)
+    defaults = base_sb.get("defaults") or {}
+    releases = {h: str((per_host[h] or {}).get(config.RELEASE_KEY, defaults.get(config.RELEASE_KEY,
+                                                                                  image.DEFAULT_RELEASE)))
+                for h in hosts}
+    cluster, groups = node_groups(yaml.safe_load((base / "cluster.yml").read_text()), releases)
+    cluster["customer"] = name
+    (inv / "cluster.yml").write_text(f"# generated for sandbox fleet {name} from {base / 'cluster.yml'}\n"
+                                     + yaml.safe_dump(cluster, sort_keys=False))
     if (base / "group_vars").is_dir():
         # not the base's vault: it is encrypted with the base's password; this inventory gets its own
         shutil.copytree(base / "group_vars", inv / "group_vars", ignore=shutil.ignore_patterns("vault.yml"))
@@ -63,16 +69,37 @@ def make(name: str, n: int = 3, profiles: dict[str, dict[str, Any]] | None = Non
     sandbox = {"defaults": base_sb.get("defaults") or {}, "hosts": {h: per_host[h] for h in hosts}}
     (inv / "sandbox.yml").write_text(f"# generated for sandbox fleet {name} (SIMULATED hardware)\n"
                                      + yaml.safe_dump(sandbox, sort_keys=False))
-    (inv / "hosts.yml").write_text(hosts_yaml(name, addresses))
+    (inv / "hosts.yml").write_text(hosts_yaml(name, addresses, groups))
     return inv
 
 
-def hosts_yaml(name: str, addresses: dict[str, str]) -> str:
-    """An Ansible YAML inventory: group gpu_nodes, root over ssh with this fleet's key and ssh options."""
+def node_groups(cluster: dict[str, Any], releases: dict[str, str]) -> tuple[dict[str, Any], dict[str, list[str]]]:
+    """The base cluster.yml with one node group per release the hosts run (a node group has one `os`), and the
+    hosts of each group. A release's group is the base group of that `os`, else the first base group under the
+    name `<first group>_<suite>` with that `os`."""
+    base = list(cluster.get("node_groups") or [])
+    if not base:
+        raise GridreadyError("sandbox: the base cluster.yml has no node_groups", ExitCode.INVALID)
+    groups: dict[str, list[str]] = {}
+    chosen: dict[str, dict[str, Any]] = {}
+    for host, release in releases.items():
+        if release not in chosen:
+            found = next((g for g in base if g.get("os") == release), None)
+            chosen[release] = found or {**base[0], "name": f"{base[0]['name']}_{image.suite(release)}",
+                                        "os": release}
+        groups.setdefault(chosen[release]["name"], []).append(host)
+    return {**cluster, "node_groups": list(chosen.values())}, groups
+
+
+def hosts_yaml(name: str, addresses: dict[str, str], groups: dict[str, list[str]] | None = None) -> str:
+    """An Ansible YAML inventory in the shape of inventories/_sample/hosts.yml: the node groups with their hosts
+    (default: all in gpu_nodes), the login user with become (sudo), plus this fleet's key and ssh options."""
     body = {"all": {
-        "children": {"gpu_nodes": {"hosts": {h: {"ansible_host": a} for h, a in addresses.items()}}},
+        "children": {group: {"hosts": {h: {"ansible_host": addresses[h]} for h in members}}
+                     for group, members in (groups or {"gpu_nodes": list(addresses)}).items()},
         "vars": {
-            "ansible_user": "root",
+            "ansible_user": image.LOGIN_USER,
+            "ansible_become": True,
             "ansible_python_interpreter": "/usr/bin/python3",
             "ansible_ssh_private_key_file": str(paths.fleet_dir(name) / "id_ed25519"),
             "ansible_host_key_checking": False,  # sandbox only: fresh host keys at every bring-up

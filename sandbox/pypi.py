@@ -3,7 +3,8 @@ repository at http://10.77.0.1:8088/pypi/simple/), read by the hosts' pip like a
 (`software.python_index` in cluster.yml). The roles install from it exactly what they install on a real host:
 
 - real wheels, mirrored: what the roles pin that runs without a GPU (Ray, with its [default] extras), downloaded
-  once by the controller's pip from PyPI for the hosts' interpreter (Debian 12: CPython 3.11, x86_64) and cached;
+  once by the controller's pip from PyPI for each of the hosts' interpreters (Debian 12: CPython 3.11, Debian 13:
+  CPython 3.13, x86_64) and cached;
 - SIMULATED wheels under the real names and pinned versions of what needs a GPU: `vllm` (console script
   `vllm = vllm.entrypoints.cli.main:main`, vLLM's own entry point in its setup.py), `sglang` (`python -m
   sglang.launch_server`, docs/advanced_features/server_arguments.md), `huggingface_hub` (console script
@@ -39,7 +40,9 @@ from sandbox import paths
 ENGINE_DIR = Path(__file__).resolve().parent / "engine"
 REPO_ROOT = Path(__file__).resolve().parents[1]
 INDEX_VERSION = 1  # bump when the layout or a wheel's content rules change
-HOST_PYTHON = ("3.11", "cp311")  # Debian 12's python3 (3.11.2)
+# the hosts' python3 per release (dists/<suite>/main/binary-amd64/Packages: python3 3.11.2-1+b1 in bookworm,
+# 3.13.5-1 in trixie): the mirror holds Ray's wheels for each
+HOST_PYTHONS = (("3.11", "cp311"), ("3.13", "cp313"))
 HOST_PLATFORMS = ("manylinux2014_x86_64", "manylinux_2_17_x86_64", "manylinux_2_28_x86_64", "linux_x86_64")
 ZIP_TIME = (2026, 1, 1, 0, 0, 0)  # reproducible wheels: same content, same digest
 
@@ -269,12 +272,21 @@ def sources_hash() -> str:
               *sorted((REPO_ROOT / "gridready/data/engine_cli").glob("*.json"))]:
         h.update(f.name.encode() + b"\0" + f.read_bytes())
     h.update("\n".join(real_requirements()).encode())
+    h.update(repr(HOST_PYTHONS).encode())
     return h.hexdigest()[:16]
 
 
 def download_real(dest: Path) -> None:
-    """The real wheels the hosts need, for their interpreter, by the controller's pip (cached by requirements)."""
-    key = hashlib.sha256("\n".join([*real_requirements(), *HOST_PYTHON, *HOST_PLATFORMS]).encode()).hexdigest()[:16]
+    """The real wheels the hosts need, for each of their interpreters (HOST_PYTHONS), by the controller's pip
+    (cached per interpreter and requirements); a pure wheel two interpreters share is linked once."""
+    for python in HOST_PYTHONS:
+        for f in _download_for(python).iterdir():
+            if not f.name.startswith(".") and not (dest / f.name).exists():
+                os.link(f, dest / f.name) if f.stat().st_dev == dest.stat().st_dev else shutil.copy(f, dest / f.name)
+
+
+def _download_for(python: tuple[str, str]) -> Path:
+    key = hashlib.sha256("\n".join([*real_requirements(), *python, *HOST_PLATFORMS]).encode()).hexdigest()[:16]
     cache = paths.cache_dir() / "pypi-real" / key
     if not (cache / ".complete").exists():
         tmp = cache.with_name(f"{key}.tmp-{os.getpid()}")
@@ -282,8 +294,8 @@ def download_real(dest: Path) -> None:
         tmp.mkdir(parents=True)
         platforms = [a for p in HOST_PLATFORMS for a in ("--platform", p)]
         res = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check",
-                              "--only-binary=:all:", "--python-version", HOST_PYTHON[0], "--implementation", "cp",
-                              "--abi", HOST_PYTHON[1], *platforms, "-d", str(tmp), *real_requirements()],
+                              "--only-binary=:all:", "--python-version", python[0], "--implementation", "cp",
+                              "--abi", python[1], *platforms, "-d", str(tmp), *real_requirements()],
                              check=False, capture_output=True, text=True)
         if res.returncode:
             tail = [line for line in res.stderr.splitlines() if "is ignored" not in line][-3:]
@@ -291,9 +303,7 @@ def download_real(dest: Path) -> None:
         (tmp / ".complete").write_text("\n".join(real_requirements()) + "\n")
         shutil.rmtree(cache, ignore_errors=True)
         tmp.rename(cache)
-    for f in cache.iterdir():
-        if not f.name.startswith("."):
-            os.link(f, dest / f.name) if f.stat().st_dev == dest.stat().st_dev else shutil.copy(f, dest / f.name)
+    return cache
 
 
 def build_index(out: Path) -> Path:

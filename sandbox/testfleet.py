@@ -5,6 +5,7 @@ and the benchmark. `start_fleet(n, profiles)` generates an inventory and brings 
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 from collections.abc import Callable
@@ -17,6 +18,11 @@ from sandbox import config, geninv, paths
 from sandbox import fleet as fleet_api
 
 VENV_BIN = Path(sys.executable).parent
+
+
+def as_root(command: str) -> str:
+    """A shell line that runs `command` as root through passwordless sudo, for an ssh session of the login user."""
+    return f"sudo -n sh -c {shlex.quote(command)}"
 
 
 @dataclass
@@ -37,18 +43,21 @@ class Fleet:
         return list(self.addresses)
 
     def testinfra_hosts(self) -> list[str]:
-        return [f"ssh://{h}" for h in self.addresses]
+        return [f"ssh://{h}?sudo=true" for h in self.addresses]
 
     def host(self, name: str) -> Any:
-        """A testinfra Host over ssh with this fleet's ssh_config."""
+        """A testinfra Host over ssh with this fleet's ssh_config, as the login user with sudo (root's ssh login
+        is refused on the hosts, as a customer's hosts refuse it)."""
         import testinfra
 
-        return testinfra.get_host(f"ssh://{name}", ssh_config=str(self.ssh_config))
+        return testinfra.get_host(f"ssh://{name}", ssh_config=str(self.ssh_config), sudo=True)
 
     def ssh(self, host: str, command: str, *, check: bool = True, timeout: float = 120,
-            input: str | None = None) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(["ssh", "-F", str(self.ssh_config), host, command], capture_output=True,
-                              text=True, check=check, timeout=timeout, input=input)
+            input: str | None = None, sudo: bool = True) -> subprocess.CompletedProcess[str]:
+        """`command` (a shell line) on `host`: as root through `sudo -n` (sudo's own environment: env_reset,
+        secure_path), or with `sudo=False` as the login user of the ssh session."""
+        return subprocess.run(["ssh", "-F", str(self.ssh_config), host, as_root(command) if sudo else command],
+                              capture_output=True, text=True, check=check, timeout=timeout, input=input)
 
     def set_faults(self, host: str, faults: list[dict[str, Any]]) -> None:
         """Inject (or, with [], clear) faults on a running host: its /etc/gridready-sim/profile.json rewritten with
@@ -75,7 +84,7 @@ class Fleet:
                   "DEBIAN_FRONTEND=noninteractive apt-get install -y -q python3-venv >/dev/null; "
                   "python3 -m venv /opt/ray/venv; /opt/ray/venv/bin/pip install -q --disable-pip-version-check "
                   f"--index-url {index} --trusted-host {paths.BRIDGE_ADDR} ray=={RAY_VERSION}")
-        procs = [subprocess.Popen(["ssh", "-F", str(self.ssh_config), h, script], stdout=subprocess.PIPE,
+        procs = [subprocess.Popen(["ssh", "-F", str(self.ssh_config), h, as_root(script)], stdout=subprocess.PIPE,
                                   stderr=subprocess.STDOUT, text=True) for h in hosts]
         for h, proc in zip(hosts, procs, strict=True):
             out, _ = proc.communicate(timeout=600)

@@ -42,7 +42,7 @@ class NodeGroup(BaseModel):
     platform: Literal["baremetal", "passthrough", "slice"] = Field(
         "baremetal", description="bare metal, GPUs passed through to a VM, or a slice (2 or 4 GPUs of an 8-GPU "
                                  "NVSwitch board on bare metal, a Slurm allocation); with gpus_per_node a shape")
-    os: Literal["ubuntu-22.04", "ubuntu-24.04", "debian-12"] = "ubuntu-22.04"
+    os: Literal["ubuntu-22.04", "ubuntu-24.04", "debian-12", "debian-13"] = "ubuntu-22.04"
     nics: list[Nic] = Field(default_factory=list, description="HCAs/NICs every node of the group has")
     mgmt_interface: str | None = Field(None, description="interface for NCCL/Gloo bootstrap sockets")
     gpudirect_rdma: bool = Field(True, description="load nvidia-peermem and expect GDR over the HCAs")

@@ -1,4 +1,4 @@
-"""A new sandbox host is a fresh Debian 12 server: what a stage needs on a node, a role must install.
+"""A new sandbox host is a fresh Debian 12 or Debian 13 server: what a stage needs on a node, a role must install.
 
 Allowed before any role ran: Debian's packages of priority required, important and standard (what a server
 install has), and openssh-server, python3 and sudo with what they depend on (a server or cloud image's remote
@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import pytest
 
-from sandbox.image import SERVER_PACKAGES
+from sandbox.image import RELEASES, SERVER_PACKAGES
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.slow]
 NOT_YET = ("nvidia-smi", "dcgmi", "nv-fabricmanager", "all_reduce_perf", "ibstat", "docker", "ray", "vllm", "pip3")
 
 
-@pytest.fixture(scope="module")
-def bare(make_module_fleet):
-    return make_module_fleet(1, healthy=True)
+@pytest.fixture(scope="module", params=sorted(RELEASES))
+def bare(request, make_module_fleet):
+    fleet = make_module_fleet(1, healthy=True, profiles={"node1": {"os": request.param}})
+    yield fleet
+    fleet.down()
 
 
 def test_installed_packages_are_a_fresh_servers(bare) -> None:
@@ -33,7 +35,7 @@ def test_installed_packages_are_a_fresh_servers(bare) -> None:
                                     "--no-breaks --no-replaces --no-enhances --installed "
                                     + " ".join(base) + " | grep -v '^ '").stdout.split())
     extra = sorted(p for p in installed if p.split(":")[0] not in closure)
-    assert extra == [], f"installed on a new host beyond a fresh Debian 12 server: {extra}"
+    assert extra == [], f"installed on a new host beyond a fresh Debian server: {extra}"
     assert {"openssh-server", "python3", "sudo"} <= set(installed)
 
 

@@ -223,3 +223,23 @@ def test_the_nccl_role_takes_the_bundled_release_only_when_nothing_else_is_named
         rendered[case] = (v["__gridready_nccl_tests_from_controller"], v["__gridready_nccl_tests_sha"])
     assert rendered == {"bundled": ("/g/n.tar.gz", "sha256:" + "c" * 64), "url": ("", "sha256:" + "a" * 64),
                         "controller": ("/srv/n.tar.gz", "sha256:" + "b" * 64)}
+
+
+def test_every_os_the_spec_accepts_has_a_row_and_a_vars_file_in_every_dispatching_role() -> None:
+    """A node group's `os` reaches the roles as vars/<Distribution>-<major>.yml: an OS the spec accepts without
+    its file stops provision on the host (include_vars), one without a matrix row stops validate."""
+    from typing import get_args
+
+    from gridready import matrix
+    from gridready.spec.cluster import NodeGroup
+
+    accepted = set(get_args(NodeGroup.model_fields["os"].annotation))
+    assert accepted == set(matrix.OS_KEYS) and "debian-13" in accepted
+    rows = matrix.load().os
+    roles = Path(__file__).resolve().parents[2] / "roles"
+    dispatching = [r for r in sorted(roles.iterdir()) if (r / "vars" / "Debian-12.yml").exists()]
+    assert len(dispatching) >= 9
+    for os_name, key in matrix.OS_KEYS.items():
+        assert key in rows, os_name
+        missing = [r.name for r in dispatching if not (r / "vars" / f"{key}.yml").exists()]
+        assert missing == [], f"{os_name}: no vars/{key}.yml in {missing}"
