@@ -103,9 +103,18 @@ def test_ansible_play_and_testinfra_on_every_host(fleet: Fleet) -> None:
     assert subprocess.run(["dpkg", "-s", "hello"], capture_output=True).returncode != 0
 
 
-def test_ray_cluster_runs_a_task_on_every_host(fleet: Fleet) -> None:
-    head, *workers = fleet.names
+def test_ray_cluster_runs_a_task_on_every_host_of_one_python(fleet: Fleet) -> None:
+    """A Ray cluster spans hosts of one Python minor (Ray refuses a node whose Python differs from the head's:
+    ray/_private/utils.py check_version_info, "Version mismatch"): the fleet mixes Debian 12 (3.11) and Debian 13
+    (3.13) hosts, so the cluster takes the head's release and a host of the other one is refused."""
     fleet.install_ray(fleet.names)  # a fresh host has none: from the sandbox's package index, as the role does
+    python = {h: fleet.ssh(h, "python3 -c 'import sys; print(*sys.version_info[:2])'").stdout.split()
+              for h in fleet.names}
+    head = fleet.names[0]
+    workers = [h for h in fleet.names[1:] if python[h] == python[head]]
+    others = [h for h in fleet.names if python[h] != python[head]]
+    assert workers and others, python  # the default fleet holds both releases
+    members = [head, *workers]
     head_ip = fleet.addresses[head]
     common = ("RAY_USAGE_STATS_ENABLED=0 {ray} start --num-cpus=1 --memory=1000000000 "
               "--object-store-memory=100000000 --disable-usage-stats --node-ip-address={ip} {extra}")
@@ -115,10 +124,14 @@ def test_ray_cluster_runs_a_task_on_every_host(fleet: Fleet) -> None:
         with ThreadPoolExecutor(len(workers)) as pool:
             list(pool.map(lambda w: fleet.ssh(w, common.format(
                 ray=RAY, ip=fleet.addresses[w], extra=f"--address={head_ip}:6379"), timeout=180), workers))
+        for other in others:
+            refused = fleet.ssh(other, common.format(ray=RAY, ip=fleet.addresses[other],
+                                                     extra=f"--address={head_ip}:6379"), timeout=180, check=False)
+            assert refused.returncode != 0, refused.stdout[-2000:]
         res = fleet.ssh(head, "RAY_USAGE_STATS_ENABLED=0 /opt/ray/venv/bin/python -", timeout=300,
                         input=(DATA / "ray_driver.py").read_text())
         placed = json.loads(res.stdout.strip().splitlines()[-1])
-        assert placed == sorted([n, a] for n, a in fleet.addresses.items())
+        assert placed == sorted([n, fleet.addresses[n]] for n in members)
     finally:
         with ThreadPoolExecutor(len(fleet.names)) as pool:
             list(pool.map(lambda h: fleet.ssh(h, f"{RAY} stop --force", check=False), fleet.names))
