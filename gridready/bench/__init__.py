@@ -17,7 +17,7 @@ from gridready.bench.gate import GateOutcome, SloCheck, slo_gate
 from gridready.bench.outputs import write_json, write_junit, write_prom, write_tier_reports
 from gridready.bench.protocols import Api
 from gridready.bench.readiness import ReadinessReport, await_ready
-from gridready.bench.record import write_decision
+from gridready.bench.record import bench_data, write_decision, write_decisions_by_model
 from gridready.bench.smoke import SmokeReport, smoke
 from gridready.bench.stats import LevelSummary, Stats
 from gridready.bench.verify import TierReport, averify_tier, verify_tier
@@ -27,6 +27,6 @@ from gridready.spec.decision import DecisionSpec
 __all__ = [
     "Api", "Decision", "DecisionSpec", "Endpoint", "GateOutcome", "Level", "LevelSummary", "ReadinessReport",
     "SloCheck", "SmokeReport", "Stats", "TierNumbers", "TierReport", "Workload", "averify_tier", "await_ready",
-    "decide", "slo_gate", "smoke", "verify_tier", "write_decision", "write_json", "write_junit",
-    "write_prom", "write_tier_reports",
+    "bench_data", "decide", "slo_gate", "smoke", "verify_tier", "write_decision", "write_decisions_by_model",
+    "write_json", "write_junit", "write_prom", "write_tier_reports",
 ]

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gridready.artifacts import make_dirs
-from gridready.bench.decision import Decision, RoutingComparison
+from gridready.bench.decision import Decision, RoutingComparison, decide
 from gridready.bench.outputs import write_json, write_text_atomic
 from gridready.bench.verify import TierReport
 
@@ -186,3 +186,20 @@ def write_decision(out_dir: Path, decision: Decision, reports: list[TierReport])
              "md": write_text_atomic(out_dir / "decision.md", markdown(decision, [lat.name, thr.name])),
              "latency_plot": lat, "throughput_plot": thr}
     return paths
+
+
+
+def write_decisions_by_model(stage_dir: Path, by_source: list[tuple[str, TierReport]], spec: Any) -> None:
+    """One decision record per model source that two or more tiers serve (stage_dir/decision/<source>), from the
+    spec's decision rule; `by_source`: each compared tier's report with its model's source."""
+    groups: dict[str, list[TierReport]] = {}
+    for source, report in by_source:
+        groups.setdefault(source, []).append(report)
+    for source, group in groups.items():
+        if len(group) > 1:
+            write_decision(stage_dir / "decision" / source.replace("/", "--"), decide(group, spec), group)
+
+
+def bench_data(reports: list[TierReport]) -> dict[str, Any]:
+    """serve's `data.bench`: each tier's gate verdict, message and whether its engine was simulated."""
+    return {r.tier: {"passed": r.gate.passed, "message": r.gate.message, "simulated": r.simulated} for r in reports}

@@ -132,16 +132,10 @@ def verify(inv: Inventory, ctx: RunContext, plans: list[TierPlan], found: Router
                                          unit_state=_controller_state(read, watches, plan.tier.name),
                                          log_lines=list, progress=console.Steps(f"{STAGE} {plan.tier.name}")))
     bench.write_tier_reports(stage_dir, reports, inv.customer)
-    by_model: dict[str, list[Any]] = {}
-    for plan, report in zip(plans, reports, strict=True):
-        if not found.routes[plan.tier.name][1]:  # a shared route's figures are not one tier's
-            by_model.setdefault(plan.tier.model.source, []).append(report)
-    for model_source, group in by_model.items():
-        if len(group) > 1:
-            decision = bench.decide(group, inv.spec.serving.decision)
-            bench.write_decision(stage_dir / "decision" / model_source.replace("/", "--"), decision, group)
-    data["bench"] = {r.tier: {"passed": r.gate.passed, "message": r.gate.message, "simulated": r.simulated}
-                     for r in reports}
+    # a shared route's figures are not one tier's: only tiers with a route of their own are compared
+    bench.write_decisions_by_model(stage_dir, [(p.tier.model.source, r) for p, r in zip(plans, reports, strict=True)
+                                               if not found.routes[p.tier.name][1]], inv.spec.serving.decision)
+    data["bench"] = bench.bench_data(reports)
     data["router"] = {"url": url, "reached_by": found.how,
                       "routes": sorted({m for m, _ in found.routes.values()}), "overhead": None}
     messages.append("router: its added latency is not measured on Kubernetes (the tiers admit the router's pods "

@@ -118,15 +118,9 @@ def verify_tiers(inv: Inventory, ctx: RunContext, cert: Certification, plans: li
     write_monitoring(stage_dir / "monitoring", inv.customer, [p.tier for p in plans], target="hosts",
                      tier_hosts={p.tier.name: [cert.certified[r.head].ip for r in p.replicas] for p in plans},
                      nodes=[c.ip for c in cert.certified.values()])
-    by_model: dict[str, list[Any]] = {}
-    for plan, report in zip(plans, reports, strict=True):
-        by_model.setdefault(plan.tier.model.source, []).append(report)
-    for model, group in by_model.items():
-        if len(group) > 1:
-            decision = bench.decide(group, inv.spec.serving.decision)
-            bench.write_decision(stage_dir / "decision" / model.replace("/", "--"), decision, group)
-    data["bench"] = {r.tier: {"passed": r.gate.passed, "message": r.gate.message, "simulated": r.simulated}
-                     for r in reports}
+    bench.write_decisions_by_model(stage_dir, [(p.tier.model.source, r) for p, r in zip(plans, reports, strict=True)],
+                                   inv.spec.serving.decision)
+    data["bench"] = bench.bench_data(reports)
     # serve waits for the router it just started; bench finds it up or says so within a minute
     live_timeout = None if stage == "serve" else serve_router.LIVE_TIMEOUT_AFTER_SERVE_S
     router_error = serve_router.measure_overhead(inv, cert, plans, data, messages, api_key,
