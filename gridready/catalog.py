@@ -256,7 +256,7 @@ SKUS: tuple[Sku, ...] = (
         name="H100-SXM5-80GB",
         device_id="0x2330",  # ANCH 0: 0x2330 = H100 SXM
         aliases=("h100", "h100-sxm", "h100-sxm5", "NVIDIA H100 80GB HBM3"),
-        memory_gib=80,  # DS-H100 SXM: 80 GB HBM3
+        memory_gib=79.6,  # DS-H100 SXM: "80 GB" HBM3; docs/examples/h100x1: nvidia-smi memory.total 81559 MiB
         nvlink_links=18,  # ANCH 3.4: 18 active links
         nvlink_link_gbps=_NVLINK4_LINK_GBPS,
         nvswitch=True,

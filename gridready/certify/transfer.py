@@ -61,9 +61,11 @@ def peer_bandwidth(doc: dict[str, Any], exp: Expectations) -> list[GateResult]:
     if exp.gpus < 2:
         return [exp.not_applicable("peer_bandwidth", "one GPU: no peer to copy to")]
     shape = exp.shape
-    if exp.sku.nvlink_links == 0 or (shape is not None and shape.nvlink_links == 0) or not expected.floor:
+    if exp.sku.nvlink_links == 0 or (shape is not None and shape.nvlink_links == 0):
         return [exp.not_applicable("peer_bandwidth", f"{exp.sku.name}"
                                    f"{' ' + shape.label if shape else ''}: no NVLink between the GPUs, no peer floor")]
+    if not expected.floor:  # the board has NVLink: only the spec's 0 turns the check off, and says so
+        return [exp.not_applicable("peer_bandwidth", "certification.floors.peer_gbps is 0 in the spec: no peer floor")]
     why = torch_missing(doc)
     tests = _nvbw(doc)
     if why and tests is None:

@@ -20,14 +20,14 @@ def _doc() -> dict[str, Any]:
 
 
 def test_peer_floor_zero_is_no_peer_floor():
-    """peer_bandwidth reads a 0 floor as "no peer floor" (n/a, like a board without NVLink): the one gate where 0
-    switches the check off; so its `expected.floor or 0` is never reached with 0 (the record's equivalent label)."""
+    """peer_bandwidth reads a 0 floor as "no peer floor" (n/a): the one gate where 0 switches the check off; the
+    reason names the spec's key, not a missing NVLink the board has."""
     doc = _doc()
     for p in doc["torch"]["peer"]:
         p["gbps"] = 0.5
     (r,) = transfer.peer_bandwidth(doc, exp("h200", 2, "passthrough", floors={"peer_gbps": 0}))
     assert (r.status, r.required) == (S.SKIPPED, False)
-    assert r.reason == "n/a: H200-SXM-141GB 2 GPUs passthrough: no NVLink between the GPUs, no peer floor"
+    assert r.reason == "n/a: certification.floors.peer_gbps is 0 in the spec: no peer floor"
 
 
 def test_h2d_floor_zero_passes_a_slow_link():

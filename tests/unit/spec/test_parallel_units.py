@@ -61,3 +61,18 @@ def test_a_name_without_a_size_takes_one_node_and_numbers_are_kept():
     assert parallel.nodes_for_weights(t, g) == 1
     s = spec(serving__tiers=[tier(tensor_parallel=4, pipeline_parallel=3)])
     assert parallel.resolve(s.serving.tiers[0], s.node_groups[0], 5) == parallel.Parallelism(4, 3, 8)
+
+
+def test_h100_sxm_memory_is_the_real_boards_gib_not_its_marketing_gb():
+    """The weights fit is computed in GiB: the catalog holds what nvidia-smi reports on a real H100 80GB HBM3
+    (81559 MiB in docs/examples/h100x1), not the datasheet's "80 GB"."""
+    import json
+    from pathlib import Path
+
+    from gridready import catalog
+
+    probe = json.loads((Path(__file__).parents[3] / "docs/examples/h100x1/accuracy/run-08/probe.json").read_text())
+    row = probe["raw"]["nvidia_smi_query"].splitlines()[1].split(", ")
+    mib = float(next(v for v in row if v.endswith(" MiB")).split()[0])
+    sku = catalog.lookup("h100")
+    assert sku is not None and abs(sku.memory_gib - mib / 1024) < 0.1
