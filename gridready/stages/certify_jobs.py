@@ -40,7 +40,7 @@ class ClusterApi(Protocol):
     """What the runner asks of the cluster."""
 
     def create(self, obj: dict[str, Any]) -> None:
-        """Create the object; a ConfigMap that exists is replaced."""
+        """Create the object; a ConfigMap that exists is kept (its name is its content's digest)."""
 
     def job_statuses(self, namespace: str, run_id: str) -> dict[str, Mapping[str, Any]]:
         """Job name -> its batch/v1 status, for the Jobs labelled with this run."""
@@ -200,8 +200,8 @@ class KubeApi:
         if code >= 300 and code != 409:
             raise StageFailed(f"Kubernetes API: POST {base} ({kind} {obj['metadata']['name']}): HTTP {code}")
         if code == 409 and kind == "ConfigMap":
-            self._ok("PUT", f"{base}/{obj['metadata']['name']}", obj)
-        elif code == 409:
+            return  # named by its content's digest: the one there holds the same probe
+        if code == 409:
             raise StageFailed(f"Kubernetes API: Job {obj['metadata']['name']} exists already in namespace {ns}")
 
     def job_statuses(self, namespace: str, run_id: str) -> dict[str, Mapping[str, Any]]:

@@ -20,6 +20,7 @@ pod needs a ServiceAccount allowed to write ConfigMaps on every GPU node and hol
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import shlex
@@ -32,7 +33,7 @@ BEGIN, END = "----- gridready probe document -----", "----- end of the gridready
 PROBE_DIR = "/opt/gridready_probe"
 OUT = "/tmp/probe.json"
 LOG = "/tmp/probe.log"
-CONFIGMAP = "gridready-probe"
+CONFIGMAP = "gridready-probe"  # the ConfigMap's name prefix; the suffix is its content's digest
 _DNS_LABEL = re.compile(r"[^a-z0-9-]+")
 
 
@@ -73,7 +74,7 @@ def _script(argv: list[str]) -> str:
             f"cat {OUT}; echo; echo {shlex.quote(END)}; exit $rc")
 
 
-def job(host: str, *, run_id: str, namespace: str, image: str, gpus: int, argv: list[str],
+def job(host: str, *, run_id: str, namespace: str, image: str, gpus: int, argv: list[str], configmap: str,
         deadline_s: int) -> dict[str, Any]:
     labels = {"app.kubernetes.io/name": "gridready-probe", "app.kubernetes.io/managed-by": "gridready",
               "gridready.io/run-id": run_id}
@@ -101,20 +102,29 @@ def job(host: str, *, run_id: str, namespace: str, image: str, gpus: int, argv: 
                         "securityContext": {"privileged": True},
                         "volumeMounts": [{"name": "probe", "mountPath": PROBE_DIR, "readOnly": True}],
                     }],
-                    "volumes": [{"name": "probe", "configMap": {"name": CONFIGMAP}}],
+                    "volumes": [{"name": "probe", "configMap": {"name": configmap}}],
                 },
             },
         },
     }
 
 
-def probe_configmap(namespace: str) -> dict[str, Any]:
-    """The probe package's modules (gridready/probe, flat: the keys are file names) as a ConfigMap."""
-    from gridready import probe
+def probe_configmap(namespace: str, data: dict[str, str] | None = None) -> dict[str, Any]:
+    """The probe package's modules (gridready/probe, flat: the keys are file names) as an immutable ConfigMap named
+    by its content's digest: runs of one gridready release share it, a run of another release (or a concurrent one
+    in the same namespace) gets its own, so no run's Jobs ever see another run's probe. A mounted ConfigMap that is
+    replaced is updated in running pods by the kubelet; an immutable one cannot be changed at all ("Immutable
+    ConfigMaps", https://kubernetes.io/docs/concepts/configuration/configmap/#configmap-immutable, GA in 1.21)."""
+    if data is None:
+        from gridready import probe
 
-    src = Path(probe.__file__).parent
-    data = {p.name: p.read_text() for p in sorted(src.glob("*.py"))}
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": CONFIGMAP, "namespace": namespace},
+        src = Path(probe.__file__).parent
+        data = {p.name: p.read_text() for p in sorted(src.glob("*.py"))}
+    digest = hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+    return {"apiVersion": "v1", "kind": "ConfigMap", "immutable": True,
+            "metadata": {"name": f"{CONFIGMAP}-{digest}", "namespace": namespace,
+                         "labels": {"app.kubernetes.io/name": "gridready-probe",
+                                    "app.kubernetes.io/managed-by": "gridready"}},
             "data": data}
 
 
@@ -128,8 +138,9 @@ def render(hosts: dict[str, int], variables: dict[str, Any], *, run_id: str, nam
     """The ConfigMap and a Job per host (host -> GPUs per node) for one certify run."""
     argv = probe_argv(variables)
     deadline = deadline_s(variables, start_timeout_s)
-    return [probe_configmap(namespace), *(job(h, run_id=run_id, namespace=namespace, image=image, gpus=n,
-                                               argv=argv, deadline_s=deadline) for h, n in hosts.items())]
+    cm = probe_configmap(namespace)
+    return [cm, *(job(h, run_id=run_id, namespace=namespace, image=image, gpus=n, argv=argv,
+                      configmap=cm["metadata"]["name"], deadline_s=deadline) for h, n in hosts.items())]
 
 
 def document_from_log(log: str, where: str) -> dict[str, Any]:

@@ -97,3 +97,19 @@ def test_the_containers_script_prints_the_document_last_and_keeps_the_probes_exi
     log = run.stdout
     assert run.returncode == 3 and log.startswith("x" * 100) and log.rstrip().endswith(probe_jobs.END)
     assert probe_jobs.document_from_log(log, "job x") == {"schema": "gridready.probe/1"}
+
+
+def test_the_probe_configmap_is_immutable_and_named_by_its_content(rendered: tuple) -> None:
+    """Two certify runs in one namespace (two releases of gridready, or one run beside another) never replace each
+    other's probe under running Jobs: the ConfigMap's name is its content's digest and it is immutable."""
+    _, objs = rendered
+    (cm,) = [o for o in objs if o["kind"] == "ConfigMap"]
+    name = cm["metadata"]["name"]
+    assert cm["immutable"] is True and DNS_LABEL.fullmatch(name) and name.startswith("gridready-probe-")
+    assert "collect.py" in cm["data"] and "__main__.py" in cm["data"]
+    for j in (o for o in objs if o["kind"] == "Job"):
+        assert j["spec"]["template"]["spec"]["volumes"] == [{"name": "probe", "configMap": {"name": name}}]
+    same = probe_jobs.probe_configmap("gridready-certify", dict(cm["data"]))
+    changed = {**cm["data"], "collect.py": cm["data"]["collect.py"] + "#"}
+    other = probe_jobs.probe_configmap("gridready-certify", changed)
+    assert same["metadata"]["name"] == name and other["metadata"]["name"] != name
