@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from gridready.serving import router, tier_router
+from gridready.serving import router, router_haproxy, tier_router
 from gridready.serving.tier_router import TierRouter
 from gridready.spec.router import Route, RouterSpec
 
@@ -99,10 +99,26 @@ def router_extravars(spec: RouterSpec, plans: Sequence[Any], certified: dict[str
         "host": head,
         "bind": certified[head].ip,
         "port": spec.port,
-        "config": router.litellm_config(spec, chosen, through_tier_routers(ups, in_tier)),
+        **proxy_vars(spec, chosen, through_tier_routers(ups, in_tier), certified[head].ip),
         "tier_routers": tier_router_vars(in_tier),
         "keys": [k.model_dump() for k in spec.keys],
         "tier_key_envs": sorted({u.api_key_env for us in ups.values() for u in us if u.api_key_env}),
         "url": f"http://{certified[head].ip}:{spec.port}",
         "upstream_ports": upstream_ports(plans),
     }}
+
+
+HAPROXY_DIR = "/etc/gridready/router"  # roles/gridready_router/defaults/main.yml gridready_router_dir
+
+
+def proxy_vars(spec: RouterSpec, routes: list[Route], ups: dict[str, list[router.Upstream]], bind: str
+               ) -> dict[str, Any]:
+    """The front's own variables: `proxy`, the routed `models`, the path it answers liveness on, and its
+    configuration (LiteLLM's `config`, or HAProxy's files under `haproxy`)."""
+    out: dict[str, Any] = {"proxy": spec.proxy, "models": [r.model for r in routes],
+                           "live_path": router_haproxy.LIVE_PATH}
+    if spec.proxy == "haproxy":
+        files = router_haproxy.render(spec, routes, ups, bind=bind, port=spec.port, directory=HAPROXY_DIR)
+        return out | {"config": {}, "haproxy": {"config": files.config, "models_map": files.models_map,
+                                                "models_json": files.models_json}}
+    return out | {"config": router.litellm_config(spec, routes, ups)}
