@@ -97,11 +97,21 @@ def _server_name(up: Upstream, replica: int, backup: bool) -> str:
     return f"{'fallback-' if backup else ''}{up.tier}-{replica}"
 
 
+def _health_path(route: Route, upstreams: Mapping[str, Sequence[Upstream]]) -> str:
+    """The one path a route's health checks ask (one `option httpchk` per backend)."""
+    tiers = [t.tier for t in route.targets] + list(route.fallback)
+    paths = {u.health_path: u.tier for t in tiers for u in upstreams.get(t, [])}
+    if len(paths) > 1:
+        raise ValueError(f"route {route.model}: its tiers answer health checks on different paths "
+                         f"({', '.join(f'{t} {p}' for p, t in sorted(paths.items()))}); HAProxy checks one per route")
+    return next(iter(paths), "/health")
+
+
 def _backend(index: int, route: Route, upstreams: Mapping[str, Sequence[Upstream]], spec: RouterSpec) -> list[str]:
     lines = [f"backend {backend_name(index)}  # model {route.model}",
              "    balance roundrobin",
-             # 4.2 option httpchk / http-check expect: the engines' /health (vLLM, SGLang, Triton's frontends)
-             "    option httpchk GET /health",
+             # 4.2 option httpchk / http-check expect: the engine's own health route on its OpenAI port
+             f"    option httpchk GET {_health_path(route, upstreams)}",
              "    http-check expect status 200",
              # 5.2: a server is marked down after `fall` failed checks or `error-limit` 5xx/timeouts it served,
              # and back after `rise` good checks; fallbacks serve only while every target is down (5.2 backup)

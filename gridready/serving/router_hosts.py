@@ -28,6 +28,14 @@ def openai_compatible(tier: Any) -> bool:
     return frontend == "trtllm-serve" or bool(getattr(settings, "openai_frontend", True))
 
 
+def health_path(tier: Any) -> str:
+    """The health route of a tier's OpenAI port: Triton's OpenAI frontend answers /health/ready, the OpenAI servers
+    of vLLM, SGLang and trtllm-serve /health."""
+    settings = getattr(tier, "triton", None)
+    frontend = getattr(settings, "frontend", None) or "triton"
+    return "/health/ready" if tier.engine == "triton-trtllm" and frontend != "trtllm-serve" else "/health"
+
+
 def upstreams(plans: Sequence[Any], certified: dict[str, _Node], api_key_tiers: set[str]
               ) -> dict[str, list[router.Upstream]]:
     """Per routable tier, one upstream per replica."""
@@ -38,7 +46,7 @@ def upstreams(plans: Sequence[Any], certified: dict[str, _Node], api_key_tiers: 
         key_env = router.tier_key_env(plan.tier.name) if plan.tier.name in api_key_tiers else None
         out[plan.tier.name] = [
             router.Upstream(plan.tier.name, f"http://{certified[r.head].ip}:{plan.tier.port}/v1",
-                            plan.tier.served_name, key_env)
+                            plan.tier.served_name, key_env, health_path(plan.tier))
             for r in plan.replicas]
     return out
 
@@ -72,7 +80,7 @@ def through_tier_routers(ups: dict[str, list[router.Upstream]], tier_routers_: S
                          ) -> dict[str, list[router.Upstream]]:
     """The front router's upstreams with every tier that has a tier router reached through it (one upstream)."""
     by_tier = {t.tier: t for t in tier_routers_}
-    return {tier: [router.Upstream(tier, f"{by_tier[tier].url}/v1", us[0].served_name, us[0].api_key_env)]
+    return {tier: [router.Upstream(tier, f"{by_tier[tier].url}/v1", us[0].served_name, us[0].api_key_env, "/health")]
             if tier in by_tier else us for tier, us in ups.items()}
 
 

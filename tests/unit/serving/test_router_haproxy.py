@@ -127,3 +127,12 @@ def test_no_secret_and_no_request_log_in_the_config() -> None:
 def test_keys_map_is_sha256_of_each_key() -> None:
     text = router_haproxy.keys_map({"tight": "sk-b", "ci": "sk-a"})
     assert text == (f"{hashlib.sha256(b'sk-a').hexdigest()} ci\n{hashlib.sha256(b'sk-b').hexdigest()} tight\n")
+
+
+def test_health_checks_ask_the_engines_own_path() -> None:
+    assert "    option httpchk GET /health\n" in render([route()]).config
+    triton = {"trt": [router.Upstream("trt", "http://10.77.0.14:9000/v1", "llama", None, "/health/ready")]}
+    cfg = render([Route(model="llama", targets=[RouteTarget(tier="trt")])], ups=triton).config
+    assert "    option httpchk GET /health/ready\n" in cfg
+    with pytest.raises(ValueError, match="different paths"):
+        render([route(fallback=["trt"])], ups=UPS | triton)
