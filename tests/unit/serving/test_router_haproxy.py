@@ -136,3 +136,12 @@ def test_health_checks_ask_the_engines_own_path() -> None:
     assert "    option httpchk GET /health/ready\n" in cfg
     with pytest.raises(ValueError, match="different paths"):
         render([route(fallback=["trt"])], ups=UPS | triton)
+
+
+def test_rebind_moves_only_the_listener() -> None:
+    cfg = render([route()]).config
+    moved = router_haproxy.rebind(cfg, "10.77.0.12", 4000)
+    assert "    bind 10.77.0.12:4000" in moved and "bind 10.77.0.11" not in moved
+    assert servers(moved) == servers(cfg)  # the upstreams stay as rendered
+    with pytest.raises(ValueError, match="one bind line"):
+        router_haproxy.rebind("global\n", "10.0.0.1", 4000)
