@@ -114,8 +114,10 @@ def _backend(index: int, route: Route, upstreams: Mapping[str, Sequence[Upstream
              f"    option httpchk GET {_health_path(route, upstreams)}",
              "    http-check expect status 200",
              # 5.2: a server is marked down after `fall` failed checks or `error-limit` 5xx/timeouts it served,
-             # and back after `rise` good checks; fallbacks serve only while every target is down (5.2 backup)
-             f"    default-server check inter {spec.health_check_interval_s}s fall 2 rise 2 "
+             # and back after `rise` good checks `downinter` apart: about cooldown_s, as LiteLLM's cooldown;
+             # fallbacks serve only while every target is down (5.2 backup)
+             f"    default-server check inter {spec.health_check_interval_s}s fastinter 1s "
+             f"downinter {max(1, spec.cooldown_s // 2)}s fall 2 rise 2 "
              f"observe layer7 error-limit {spec.allowed_fails} on-error mark-down",
              # 4.2 http-response set-header, 7.3.3 srv_name: which tier replica answered (<tier>-<replica>)
              "    http-response set-header X-Gridready-Server %[srv_name]"]

@@ -145,3 +145,11 @@ def test_rebind_moves_only_the_listener() -> None:
     assert servers(moved) == servers(cfg)  # the upstreams stay as rendered
     with pytest.raises(ValueError, match="one bind line"):
         router_haproxy.rebind("global\n", "10.0.0.1", 4000)
+
+
+def test_a_failing_server_is_marked_down_and_back_after_about_the_cooldown() -> None:
+    spec = SPEC.model_copy(update={"allowed_fails": 3, "cooldown_s": 30, "health_check_interval_s": 5})
+    line = next(ln for ln in render([route()], spec=spec).config.splitlines() if "default-server" in ln)
+    assert line.split() == ["default-server", "check", "inter", "5s", "fastinter", "1s", "downinter", "15s",
+                            "fall", "2", "rise", "2", "observe", "layer7", "error-limit", "3", "on-error",
+                            "mark-down"]
