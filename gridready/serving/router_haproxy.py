@@ -144,11 +144,11 @@ def _backend(index: int, route: Route, upstreams: Mapping[str, Sequence[Upstream
 
 
 def render(spec: RouterSpec, routes: Sequence[Route], upstreams: Mapping[str, Sequence[Upstream]], *, bind: str,
-           port: int, directory: str, key_limits: Mapping[str, int | None] | None = None) -> HAProxyFiles:
+           port: int, directory: str) -> HAProxyFiles:
     """HAProxy's configuration for `routes` over each tier's replicas, listening on bind:port and reading its maps
-    and models file from `directory`. `key_limits` ({client name: rpm limit}) defaults to spec.keys'. Raises
-    ValueError naming a route's tier that has no upstream."""
-    limits = dict(key_limits) if key_limits is not None else {k.name: k.rpm_limit for k in spec.keys}
+    and models file from `directory`, with spec.keys' request limits. Raises ValueError naming a route's tier that
+    has no upstream (or serves another model name)."""
+    limits = {k.name: k.rpm_limit for k in spec.keys}
     bufsize = spec.haproxy.max_body_kib * 1024 + 1024  # + tune.maxrewrite's default share of the buffer (3.2)
     keys_map, models_map = f"{directory}/{KEYS_MAP}", f"{directory}/{MODELS_MAP}"
     models_file = f"{directory}/{MODELS_JSON}"
