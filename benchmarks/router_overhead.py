@@ -8,6 +8,9 @@ Candidates, each started, measured and stopped in turn:
   the custom_auth key hook, Prometheus callback, background health checks, one worker)
 - litellm-tuned: the same routes and key hook, `--tuned-workers` workers (default one per core), no Prometheus
   callback or background health checks, no spend or error logs, uvloop (in the lock: uvicorn's loop "auto")
+- haproxy: HAProxy from the OS's package (`haproxy` on PATH) as the gridready_router role runs it with
+  `serving.router.proxy: haproxy` (gridready.serving.router_haproxy: keys by SHA-256 map, routing by the body's
+  model, per-key stick table, health checks), master-worker mode, its default threads (one per core)
 - vllm-router / sglang-router: the Rust routers from PyPI (wheels `vllm-router`, `sglang-router`), cache_aware
   policy, their `--api-key` check on
 Per candidate:
@@ -49,14 +52,14 @@ sys.path.insert(0, str(REPO))
 
 from gridready.bench.http import Connection, Url  # noqa: E402
 from gridready.bench.router_overhead import measure  # noqa: E402
-from gridready.serving import router  # noqa: E402
-from gridready.spec.router import Route, RouterSpec, RouteTarget  # noqa: E402
+from gridready.serving import router, router_haproxy  # noqa: E402
+from gridready.spec.router import Route, RouterKey, RouterSpec, RouteTarget  # noqa: E402
 from sandbox import litellm_venv  # noqa: E402
 from tests.router.harness import Proc, free_port, wait_http  # noqa: E402
 
 MODEL = "llama-sim"
 TIER = "hot"
-CANDIDATES = ("direct", "litellm", "litellm-tuned", "vllm-router", "sglang-router")
+CANDIDATES = ("direct", "haproxy", "litellm", "litellm-tuned", "vllm-router", "sglang-router")
 BODY = json.dumps({"model": MODEL, "messages": [{"role": "user", "content": "ping"}], "max_tokens": 1}).encode()
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -129,6 +132,29 @@ def start_litellm(workdir: Path, urls: list[str], key: str, tuned: bool, args_wo
     url = f"http://127.0.0.1:{port}"
     try:
         wait_http(f"{url}/health/liveliness", 900)  # its imports take minutes on a loaded machine
+    except TimeoutError:
+        proc.stop()
+        raise
+    return proc, url
+
+
+def start_haproxy(workdir: Path, urls: list[str], key: str) -> tuple[Proc, str]:
+    exe = shutil.which("haproxy")
+    if not exe:
+        raise TimeoutError("no haproxy binary on PATH (apt-get install haproxy)")
+    spec = RouterSpec(enabled=True, proxy="haproxy", keys=[RouterKey(name="bench", vault_var="k")])
+    ups = {TIER: [router.Upstream(TIER, f"{u}/v1", MODEL) for u in urls]}
+    port = free_port()
+    files = router_haproxy.render(spec, [Route(model=MODEL, targets=[RouteTarget(tier=TIER)])], ups,
+                                  bind="127.0.0.1", port=port, directory=str(workdir))
+    (workdir / router_haproxy.KEYS_MAP).write_text(router_haproxy.keys_map({"bench": key}))
+    (workdir / router_haproxy.MODELS_MAP).write_text(files.models_map)
+    (workdir / router_haproxy.MODELS_JSON).write_text(files.models_json)
+    (workdir / "haproxy.cfg").write_text(files.config)
+    proc = start(workdir, "haproxy", [exe, "-W", "-db", "-f", str(workdir / "haproxy.cfg")])
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_http(f"{url}{router_haproxy.LIVE_PATH}", 30)
     except TimeoutError:
         proc.stop()
         raise
@@ -233,6 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     engines, urls = start_engines(workdir, args.replicas)
     results: list[dict[str, Any]] = []
     starters: dict[str, Callable[[], tuple[Proc, str]]] = {
+        "haproxy": lambda: start_haproxy(workdir, urls, key),
         "litellm": lambda: start_litellm(workdir, urls, key, tuned=False),
         "litellm-tuned": lambda: start_litellm(workdir, urls, key, tuned=True, args_workers=args.tuned_workers),
         "vllm-router": lambda: start_rust(workdir, args.rust_venv, "vllm-router", urls, key),

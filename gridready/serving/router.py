@@ -36,6 +36,7 @@ class Upstream:
     base_url: str  # http://<head>:<port>/v1
     served_name: str
     api_key_env: str | None = None  # environment variable holding the tier's API key, None: the tier has none
+    health_path: str = "/health"  # what a health check asks (vLLM, SGLang, trtllm-serve; Triton's frontend below)
 
 
 def tier_key_env(tier: str) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from gridready.serving import router, tier_router
+from gridready.serving import router, router_haproxy, tier_router
 from gridready.serving.tier_router import TierRouter
 from gridready.spec.router import Route, RouterSpec
 
@@ -28,6 +28,14 @@ def openai_compatible(tier: Any) -> bool:
     return frontend == "trtllm-serve" or bool(getattr(settings, "openai_frontend", True))
 
 
+def health_path(tier: Any) -> str:
+    """The health route of a tier's OpenAI port: Triton's OpenAI frontend answers /health/ready, the OpenAI servers
+    of vLLM, SGLang and trtllm-serve /health."""
+    settings = getattr(tier, "triton", None)
+    frontend = getattr(settings, "frontend", None) or "triton"
+    return "/health/ready" if tier.engine == "triton-trtllm" and frontend != "trtllm-serve" else "/health"
+
+
 def upstreams(plans: Sequence[Any], certified: dict[str, _Node], api_key_tiers: set[str]
               ) -> dict[str, list[router.Upstream]]:
     """Per routable tier, one upstream per replica."""
@@ -38,7 +46,7 @@ def upstreams(plans: Sequence[Any], certified: dict[str, _Node], api_key_tiers: 
         key_env = router.tier_key_env(plan.tier.name) if plan.tier.name in api_key_tiers else None
         out[plan.tier.name] = [
             router.Upstream(plan.tier.name, f"http://{certified[r.head].ip}:{plan.tier.port}/v1",
-                            plan.tier.served_name, key_env)
+                            plan.tier.served_name, key_env, health_path(plan.tier))
             for r in plan.replicas]
     return out
 
@@ -72,7 +80,7 @@ def through_tier_routers(ups: dict[str, list[router.Upstream]], tier_routers_: S
                          ) -> dict[str, list[router.Upstream]]:
     """The front router's upstreams with every tier that has a tier router reached through it (one upstream)."""
     by_tier = {t.tier: t for t in tier_routers_}
-    return {tier: [router.Upstream(tier, f"{by_tier[tier].url}/v1", us[0].served_name, us[0].api_key_env)]
+    return {tier: [router.Upstream(tier, f"{by_tier[tier].url}/v1", us[0].served_name, us[0].api_key_env, "/health")]
             if tier in by_tier else us for tier, us in ups.items()}
 
 
@@ -99,10 +107,26 @@ def router_extravars(spec: RouterSpec, plans: Sequence[Any], certified: dict[str
         "host": head,
         "bind": certified[head].ip,
         "port": spec.port,
-        "config": router.litellm_config(spec, chosen, through_tier_routers(ups, in_tier)),
+        **proxy_vars(spec, chosen, through_tier_routers(ups, in_tier), certified[head].ip),
         "tier_routers": tier_router_vars(in_tier),
         "keys": [k.model_dump() for k in spec.keys],
         "tier_key_envs": sorted({u.api_key_env for us in ups.values() for u in us if u.api_key_env}),
         "url": f"http://{certified[head].ip}:{spec.port}",
         "upstream_ports": upstream_ports(plans),
     }}
+
+
+HAPROXY_DIR = "/etc/gridready/router"  # roles/gridready_router/defaults/main.yml gridready_router_dir
+
+
+def proxy_vars(spec: RouterSpec, routes: list[Route], ups: dict[str, list[router.Upstream]], bind: str
+               ) -> dict[str, Any]:
+    """The front's own variables: `proxy`, the routed `models`, the path it answers liveness on, and its
+    configuration (LiteLLM's `config`, or HAProxy's files under `haproxy`)."""
+    out: dict[str, Any] = {"proxy": spec.proxy, "models": [r.model for r in routes],
+                           "live_path": router_haproxy.LIVE_PATH}
+    if spec.proxy == "haproxy":
+        files = router_haproxy.render(spec, routes, ups, bind=bind, port=spec.port, directory=HAPROXY_DIR)
+        return out | {"config": {}, "haproxy": {"config": files.config, "models_map": files.models_map,
+                                                "models_json": files.models_json}}
+    return out | {"config": router.litellm_config(spec, routes, ups)}

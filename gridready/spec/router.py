@@ -1,4 +1,5 @@
-"""`serving.router` of cluster.yml: one OpenAI-compatible endpoint (LiteLLM's proxy) in front of the tiers."""
+"""`serving.router` of cluster.yml: one OpenAI-compatible endpoint in front of the tiers, HAProxy from the OS's
+archive or LiteLLM's proxy (`proxy`, docs/layer3.md "HAProxy front")."""
 
 from __future__ import annotations
 
@@ -91,10 +92,24 @@ class TierRouters(BaseModel):
     health_check_interval_s: PositiveInt = Field(5, description="vllm-router --health-check-interval-secs")
 
 
+class HAProxySettings(BaseModel):
+    """Settings of the HAProxy front (gridready.serving.router_haproxy) that LiteLLM has no counterpart for."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+
+    max_body_kib: int = Field(1024, ge=16, le=65536, description=(
+        "largest request body routed by its model (tune.bufsize); a larger one is refused with 413"))
+    maxconn: int = Field(4096, ge=64, le=1_000_000, description="concurrent client connections (global maxconn)")
+
+
 class RouterSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
-    enabled: bool = Field(False, description="run the router (hosts: LiteLLM proxy on the first tier's head)")
+    enabled: bool = Field(False, description="run the router on the first tier's head")
+    proxy: Literal["haproxy", "litellm"] = Field("litellm", description=(
+        "hosts: haproxy (the OS's package: well under 2 ms added, request limits only) or litellm (Python proxy: "
+        "token limits too, tens of ms added); Kubernetes always runs LiteLLM"))
+    haproxy: HAProxySettings = Field(default_factory=HAProxySettings)
     port: int = Field(4000, ge=1024, le=65535, description="the router's port")
     routes: list[Route] = Field(
         default_factory=list, description="default: one route per served_name over the tiers serving it, weight 1")

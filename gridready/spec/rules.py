@@ -389,6 +389,25 @@ def router(spec: ClusterSpec) -> Iterator[tuple[str, str]]:
     names = [k.name for k in rs.keys]
     for dupe in sorted({n for n in names if names.count(n) > 1}):
         yield "serving.router.keys", f"duplicate key name {dupe!r}"
+    if rs.proxy == "haproxy" and serving.target == "hosts":
+        yield from _haproxy_router(spec)
+
+
+def _haproxy_router(spec: ClusterSpec) -> Iterator[tuple[str, str]]:
+    """HAProxy counts requests, not tokens, and passes the request body on as it came (LiteLLM rewrites its
+    model to the tier's served name): docs/layer3.md "HAProxy front"."""
+    rs = spec.serving.router
+    for i, key in enumerate(rs.keys):
+        if key.tpm_limit is not None:
+            yield (f"serving.router.keys[{i}].tpm_limit", "proxy haproxy limits requests, not tokens (it never reads "
+                   "the answer's usage); drop tpm_limit or set serving.router.proxy: litellm")
+    served = {t.name: t.served_name for t in spec.serving.tiers}
+    for i, route in enumerate(rs.routes):
+        for tier in dict.fromkeys([t.tier for t in route.targets] + route.fallback):
+            if tier in served and served[tier] != route.model:
+                yield (f"serving.router.routes[{i}].model", f"{route.model} is not what tier {tier} serves "
+                       f"({served[tier]}); proxy haproxy passes the request body on unchanged, so name the route "
+                       f"{served[tier]} or set serving.router.proxy: litellm")
 
 
 def placement(spec: ClusterSpec, nodes: dict[str, int]) -> Iterator[tuple[str, str]]:
@@ -438,8 +457,8 @@ def router_os(spec: ClusterSpec) -> Iterator[tuple[str, str]]:
     the hashed lock for that CPython (roles/gridready_router, ROUTER_PYTHON); a node group serving a tier on an OS
     without one would stop at serve time, after the engines were deployed."""
     serving = spec.serving
-    if not serving.router.enabled or serving.target != "hosts":
-        return
+    if not serving.router.enabled or serving.target != "hosts" or serving.router.proxy == "haproxy":
+        return  # HAProxy comes from the OS's own archive (roles/gridready_router/tasks/haproxy.yml)
     used = {tier.node_group or spec.node_groups[0].name for tier in serving.tiers}
     for i, group in enumerate(spec.node_groups):
         if group.name in used and router_python(group.os) is None:

@@ -1,4 +1,5 @@
-"""The real LiteLLM router on loopback in front of simulated engines (router tests and the latency benchmark).
+"""The real routers on loopback in front of simulated engines (router tests and the latency benchmark): LiteLLM's
+proxy from the role's lock, and HAProxy from the OS's package (`haproxy` on PATH).
 
 Everything is started as a child process with its own port and torn down by `close()`; nothing leaves loopback.
 The engines are gridready's simulated engine (sandbox.engine), the router is LiteLLM's proxy from the
@@ -26,8 +27,8 @@ from typing import Any
 
 import yaml
 
-from gridready.serving import router
-from gridready.spec.router import Route, RouterSpec
+from gridready.serving import router, router_haproxy
+from gridready.spec.router import Route, RouterKey, RouterSpec
 from sandbox import litellm_venv, paths
 
 AUTH_HOOK_FILE = paths.repo_root() / "roles" / "gridready_router" / "files" / "gridready_router_auth.py"
@@ -108,7 +109,7 @@ class Harness:
             proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         engine = Engine(tier, served_name, port, Proc(proc, log))
         self.engines[tier] = engine
-        wait_http(f"http://127.0.0.1:{port}/v1/models", 60)
+        wait_http(f"http://127.0.0.1:{port}/health", 60)  # public: an engine with --api-key answers it too
         return engine
 
     def start_router(self, spec: RouterSpec, routes: list[Route], keys: dict[str, int | None],
@@ -162,3 +163,65 @@ class Harness:
             engine.proc.stop()
         if self.owns_workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+HAPROXY = shutil.which("haproxy") or ""
+
+
+@dataclass
+class HAProxyRouter:
+    """HAProxy from the OS's package with gridready's configuration (gridready.serving.router_haproxy), in
+    master-worker mode as the role's unit runs it: `reload` re-renders and signals the master (USR2)."""
+
+    workdir: Path
+    port: int
+    proc: Proc
+    spec: RouterSpec
+    upstreams: dict[str, list[router.Upstream]]
+    env: dict[str, str]
+    routes: list[Route] = field(default_factory=list)  # as last written
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def write(self, routes: list[Route]) -> None:
+        files = router_haproxy.render(self.spec, routes, self.upstreams, bind="127.0.0.1", port=self.port,
+                                      directory=str(self.workdir))
+        self.routes = list(routes)
+        (self.workdir / router_haproxy.MODELS_MAP).write_text(files.models_map)
+        (self.workdir / router_haproxy.MODELS_JSON).write_text(files.models_json)
+        (self.workdir / "haproxy.cfg").write_text(files.config)
+        check = subprocess.run([HAPROXY, "-c", "-q", "-f", str(self.workdir / "haproxy.cfg")],
+                               capture_output=True, text=True, env=self.env)
+        if check.returncode:
+            raise RuntimeError(f"haproxy -c: {check.stdout}{check.stderr}")
+
+    def reload(self, routes: list[Route]) -> None:
+        """Re-render and reload hitlessly: the master starts new workers, the old ones finish their requests."""
+        self.write(routes)
+        os.kill(self.proc.proc.pid, signal.SIGUSR2)
+
+
+def start_haproxy(h: Harness, spec: RouterSpec, routes: list[Route], keys: dict[str, int | None],
+                  upstreams: dict[str, list[router.Upstream]] | None = None,
+                  env: dict[str, str] | None = None) -> HAProxyRouter:
+    """HAProxy in front of the harness' engines (one upstream per tier unless `upstreams` says otherwise), client
+    keys {name: rpm_limit} generated into h.keys; `env` holds the tiers' API keys as the unit's environment file."""
+    h.keys = {name: "sk-" + secrets.token_hex(16) for name in keys}
+    workdir = h.workdir / "haproxy"
+    workdir.mkdir(exist_ok=True)
+    (workdir / router_haproxy.KEYS_MAP).write_text(router_haproxy.keys_map(h.keys))
+    spec = spec.model_copy(update={"keys": [RouterKey(name=n, vault_var="v", rpm_limit=r) for n, r in keys.items()]})
+    ups = upstreams or {t: [router.Upstream(t, e.base_url, e.served_name)] for t, e in h.engines.items()}
+    run_env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **(env or {})}
+    hap = HAProxyRouter(workdir, free_port(), None, spec, ups, run_env)  # type: ignore[arg-type]
+    hap.write(routes)
+    log = workdir / "haproxy.log"
+    with open(log, "ab") as out:
+        proc = subprocess.Popen([HAPROXY, "-W", "-db", "-f", str(workdir / "haproxy.cfg")], stdout=out,
+                                stderr=subprocess.STDOUT, env=run_env, start_new_session=True)
+    hap.proc = Proc(proc, log)
+    h.router, h.router_port = hap.proc, hap.port
+    wait_http(f"{hap.url}{router_haproxy.LIVE_PATH}", 30)
+    return hap

@@ -340,6 +340,13 @@ SERVE_TIME = [
     ("router-port-is-dashboard", cl(lambda d: d["serving"].update(router={
         "enabled": True, "port": 8265, "keys": [{"name": "ci", "vault_var": "vault_ci_key"}]})),
      C + "serving.router.port: 8265 is the Ray dashboard's port"),
+    ("haproxy-tpm-limit", cl(lambda d: d["serving"].update(router={
+        "enabled": True, "proxy": "haproxy", "keys": [{"name": "ci", "vault_var": "vault_ci_key", "tpm_limit": 9}]})),
+     C + "serving.router.keys[0].tpm_limit: proxy haproxy limits requests, not tokens"),
+    ("haproxy-route-renames-model", cl(lambda d: d["serving"].update(router={
+        "enabled": True, "proxy": "haproxy", "keys": [{"name": "ci", "vault_var": "vault_ci_key"}],
+        "routes": [{"model": "chat", "targets": [{"tier": "llama"}]}]})),
+     C + "serving.router.routes[0].model: chat is not what tier llama serves"),
     ("router-key-is-engine-key", cl(lambda d: d["serving"].update(router={
         "enabled": True, "keys": [{"name": "ci", "vault_var": "vault_gridready_vllm_api_key"}]})),
      C + "serving.router.keys[0].vault_var: vault_gridready_vllm_api_key is the engines' API key"),

@@ -23,7 +23,7 @@ from gridready.contracts import ServeSummary
 from gridready.errors import GridreadyError
 from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory
-from gridready.serving import router_drain, router_hosts, topology, vllm
+from gridready.serving import router_drain, router_haproxy, router_hosts, topology, vllm
 from gridready.serving.topology import Certification, CertifiedNode, TierPlan
 from gridready.stages.serve import config as serve_config
 from gridready.stages.serve import deploy as serve_deploy
@@ -75,6 +75,9 @@ def router_vars(inv: Inventory, ctx: RunContext, cert: Certification, plans: lis
         where.update(host=head, bind=cert.certified[head].ip,
                      url=f"http://{cert.certified[head].ip}:{inv.spec.serving.router.port}",
                      upstream_ports=router_hosts.upstream_ports(plans))
+        if where.get("haproxy"):
+            where["haproxy"]["config"] = router_haproxy.rebind(where["haproxy"]["config"], where["bind"],
+                                                               inv.spec.serving.router.port)
     run_vars |= routed
     serve_router.open_router_port(run_vars)
     return run_vars

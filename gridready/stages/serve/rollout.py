@@ -4,8 +4,9 @@ gridready.stages.serve.canary.
 The flags are checked before anything runs (exit 2, one line). On target hosts, serve deploys every tier with the
 canary's route as it is without the canary, readiness/smoke/benchmark pass on each tier directly, and then the
 canary is split in, observed on its live metrics through the router and promoted or rolled back: each weight change
-is a run of serve.yml's router play (tag `router`), which rewrites the LiteLLM config and restarts the unit only
-when the config changed. On Kubernetes the canary is the weighted HTTPRoute of its route (rendered by serve).
+is a run of serve.yml's router play (tag `router`), which rewrites the front's configuration and, only when it
+changed, restarts LiteLLM or reloads HAProxy hitlessly (its master starts new workers, the old ones finish their
+requests). On Kubernetes the canary is the weighted HTTPRoute of its route (rendered by serve).
 """
 
 from __future__ import annotations
@@ -81,7 +82,8 @@ def on_hosts(inv: Inventory, ctx: RunContext, cert: Certification, plans: list[T
     base = router.canary_route(routes, ctx.canary)
     stage_dir = ctx.stage_dir(STAGE)
     applied: list[str] = []
-    router_url = serve_router.extravars(inv, ctx.root, cert, plans, chosen=routes)["gridready_serve_router"]["url"]
+    front = serve_router.extravars(inv, ctx.root, cert, plans, chosen=routes)["gridready_serve_router"]
+    router_url, live_path = front["url"], front["live_path"]
     metrics = Endpoint.for_tier(plan.tier, cert.certified[plan.replicas[0].head].ip).metrics_url
 
     def apply(route: Route) -> None:
@@ -96,7 +98,7 @@ def on_hosts(inv: Inventory, ctx: RunContext, cert: Certification, plans: list[T
         if code != ExitCode.OK:
             raise GridreadyError(f"canary {ctx.canary}: the router play failed ({result.status}, rc {result.rc}); "
                                  f"see {stage_dir / f'canary-{step}'}", code)
-        if not serve_router.wait_live(router_url, float(inv.spec.serving.wait_timeout_s)):
+        if not serve_router.wait_live(router_url, float(inv.spec.serving.wait_timeout_s), path=live_path):
             raise GridreadyError(f"canary {ctx.canary}: the router did not come back after {step}",
                                  ExitCode.STAGE_FAILED)
 

@@ -102,14 +102,15 @@ def _decided(inv: Inventory, root: Path, index: int, route: Route, plans: list[T
         raise InvalidInput(f"{where}: {record}: {err}") from err
 
 
-def wait_live(url: str, timeout_s: float, interval_s: float = 3.0) -> bool:
-    """Whether the router answers /health/liveliness (LiteLLM's liveness probe,
-    https://docs.litellm.ai/docs/proxy/health) within timeout_s. The router play starts the unit without waiting,
-    so its start overlaps the tiers' readiness, smoke and benchmark."""
+def wait_live(url: str, timeout_s: float, interval_s: float = 3.0, path: str = "/health/liveliness") -> bool:
+    """Whether the router answers its liveness path within timeout_s: LiteLLM's liveness probe
+    (https://docs.litellm.ai/docs/proxy/health), or HAProxy's monitor-uri on the same path (the extravars'
+    `live_path`). The router play starts the unit without waiting, so its start overlaps the tiers' readiness,
+    smoke and benchmark."""
     deadline = time.monotonic() + timeout_s
     while True:
         try:
-            if asyncio.run(fetch(url, "/health/liveliness", timeout=10))[0] == 200:
+            if asyncio.run(fetch(url, path, timeout=10))[0] == 200:
                 return True
         except HttpError:
             pass
@@ -128,15 +129,15 @@ def measure_overhead(inv: Inventory, cert: Certification, plans: list[TierPlan],
     if not router_spec.enabled or not plans:
         return None
     routed = router_hosts.router_extravars(router_spec, plans, cert.certified, set())["gridready_serve_router"]
-    names = list(dict.fromkeys(d["model_name"] for d in routed["config"]["model_list"]))
-    data["router"] = {"url": routed["url"], "routes": names}
+    names = list(routed["models"])
+    data["router"] = {"url": routed["url"], "routes": names, "proxy": routed["proxy"]}
     started = time.monotonic()
     timeout = float(inv.spec.serving.wait_timeout_s) if live_timeout_s is None else live_timeout_s
-    live = wait_live(routed["url"], timeout)
+    live = wait_live(routed["url"], timeout, path=routed["live_path"])
     data["router"]["live_after_s"] = round(time.monotonic() - started, 1) if live else None
     if not live:
-        return (f"router: {routed['url']}/health/liveliness did not answer 200 within {timeout:g} s "
-                f"(journalctl -u gridready-router on {routed['host']})")
+        return (f"router ({routed['proxy']}): {routed['url']}{routed['live_path']} did not answer 200 within "
+                f"{timeout:g} s (journalctl -u gridready-router on {routed['host']})")
     key = client_key(inv)
     if not key:
         messages.append(f"router: no client key ({KEY_ENV} or serving.router.keys): its added latency was not "

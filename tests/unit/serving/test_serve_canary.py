@@ -171,7 +171,7 @@ def test_hosts_rollout_applies_each_step_through_the_router_play(make_inv, write
 
     scrapes = iter([_metrics(0, ttft_s), _metrics(20, ttft_s)])
     monkeypatch.setattr(serve_canary.ansible, "run_playbook", run_playbook)
-    monkeypatch.setattr(serve_router, "wait_live", lambda url, timeout_s: True)
+    monkeypatch.setattr(serve_router, "wait_live", lambda url, timeout_s, **_: True)
     monkeypatch.setattr(canary, "_scrape", lambda url: _async(next(scrapes)))
     monkeypatch.setattr(canary, "_drive", lambda url, key, model, n, observe_s: _async((n, 0)))
     ctx = RunContext(customer="acme", run_id="20261201T050000Z-cana", root=root, canary="hot", canary_weight=10)

@@ -112,3 +112,36 @@ def test_bench_says_in_words_which_deployment_differs(make_inv, monkeypatch, tmp
         bench.deployed(one, ctx, plans)
     assert "served chat on gpu01, gpu02, but the current certification plans chat on gpu01" in str(err.value)
     assert "{" not in str(err.value) and "[" not in str(err.value)
+
+
+def test_haproxy_keeps_listening_on_its_head_when_that_heads_replica_is_drained(make_inv, monkeypatch, tmp_path):
+    """proxy haproxy: draining the serving head's own replica re-renders HAProxy's upstreams from the replica left,
+    while its listener stays on the head serve put it on (the firewall opened the router's port there)."""
+    monkeypatch.setenv("GRIDREADY_SERVE_SKIP_BENCH", "1")
+    inv = with_router(make_inv(3, [TIER]), proxy="haproxy")
+    path, _ = certification(inv, ["gpu01", "gpu02", "gpu03"])
+    root = path.parents[3]
+    deployed: dict[str, Any] = {}
+    monkeypatch.setattr(serve_deploy.ansible, "run_playbook", _fake_playbook(deployed))
+    assert serve.run(inv, RunContext(customer="acme", run_id="20261202T050000Z-hapx", root=root)).exit_code == 0
+    served = deployed["extravars"]["gridready_serve_router"]
+    assert served["bind"] == "10.77.0.11" and "    bind 10.77.0.11:4000" in served["haproxy"]["config"]
+    plays: list[dict[str, Any]] = []
+
+    def router_play(inv_, playbook, stage_dir, **kw):
+        plays.append(kw)
+        return ansible.PlaybookResult(playbook=playbook, status="successful", rc=0, hosts={}, events=[])
+
+    monkeypatch.setattr(serve_drain.ansible, "run_playbook", router_play)
+    signals = tmp_path / "signals.json"
+    signals.write_text(json.dumps([{"node": "gpu01", "kind": "xid", "code": "79"}]))
+
+    def recertify(inv_, sub):
+        return certification(inv_, [], ["gpu01"], run_id=sub.run_id, root=sub.root, record=False)[1]
+
+    done = watch.run(inv, RunContext(customer="acme", run_id="20261202T051000Z-hap1", root=root), str(signals),
+                     watch.load_policy(None, None), recertify)
+    assert done["drained"] == ["gpu01"] and done["router"]["applied"], done["router"]
+    config = plays[0]["extravars"]["gridready_serve_router"]["haproxy"]["config"]
+    assert "    bind 10.77.0.11:4000" in config and "bind 10.77.0.12" not in config
+    assert [ln.split()[2] for ln in config.splitlines() if ln.strip().startswith("server ")] == ["10.77.0.12:8000"]

@@ -70,10 +70,32 @@ def test_bench_waits_a_minute_for_a_router_serve_started_not_serves_start_up_tim
     inv = with_router(make_inv(4, TIERS))
     cert = topology.read_certification(inv, certified_ledger(inv, ["gpu01", "gpu02", "gpu03", "gpu04"]))
     asked: list[float] = []
-    monkeypatch.setattr(serve_router, "wait_live", lambda url, timeout_s: asked.append(timeout_s) or False)
+    monkeypatch.setattr(serve_router, "wait_live", lambda url, timeout_s, **_: asked.append(timeout_s) or False)
     data: dict[str, Any] = {}
     error = serve_router.measure_overhead(inv, cert, topology.plan_tiers(inv, cert), data, [],
                                           live_timeout_s=stage_timeout)
     assert asked == [waited]
     assert error is not None and f"did not answer 200 within {waited:g} s" in error
     assert data["router"]["live_after_s"] is None
+
+
+def test_haproxy_play_variables(make_inv, write_certify, monkeypatch):
+    """proxy haproxy: the play gets HAProxy's files (no LiteLLM config), the models and the liveness path the
+    stages wait on; the tiers' API key only as an environment name."""
+    captured: dict[str, Any] = {}
+    monkeypatch.setattr(serve_deploy.ansible, "run_playbook", _fake_playbook(captured))
+    monkeypatch.setenv("GRIDREADY_SERVE_SKIP_BENCH", "1")
+    inv = with_router(make_inv(4, TIERS), proxy="haproxy")
+    root = write_certify(inv, ["gpu01", "gpu02", "gpu03", "gpu04"])
+    result = serve.run(inv, RunContext(customer="acme", run_id="20261201T040000Z-hapx", root=root))
+    assert result.exit_code == 0, result.messages
+    routed = captured["extravars"]["gridready_serve_router"]
+    assert routed["proxy"] == "haproxy" and routed["config"] == {}
+    assert routed["models"] == ["llama-3.3-70b"] and routed["live_path"] == "/health/liveliness"
+    files = routed["haproxy"]
+    assert files["models_map"] == "llama-3.3-70b route_0\n"
+    assert f"bind {routed['bind']}:4000" in files["config"]
+    assert "{ sc_http_req_rate(0) gt 60 }" in files["config"]
+    assert "%[env(GRIDREADY_TIER_BATCH_API_KEY)]" in files["config"]
+    assert 4000 in captured["extravars"]["gridready_serve"]["hosts"][routed["host"]]["api_ports"]
+    assert "sk-" not in json.dumps(routed)

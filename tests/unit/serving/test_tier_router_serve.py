@@ -157,7 +157,7 @@ def test_serve_measures_the_first_tiers_tier_router_beside_direct_access(make_in
 
     inv = with_router(make_inv(4, TIERS), tier_routers=TIER_ROUTERS)
     cert = topology.read_certification(inv, certified_ledger(inv, ["gpu01", "gpu02", "gpu03", "gpu04"]))
-    monkeypatch.setattr(serve_router, "wait_live", lambda url, timeout_s: True)
+    monkeypatch.setattr(serve_router, "wait_live", lambda url, timeout_s, **_: True)
     monkeypatch.setenv(serve_router.KEY_ENV, "sk-client")
     measured: list[tuple[str, str, str | None]] = []
 

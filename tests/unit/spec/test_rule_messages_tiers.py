@@ -146,6 +146,31 @@ def test_router(router, found):
     assert list(rules.router(spec(serving__tiers=[tier(port=8000)], serving__router=router))) == found
 
 
+@pytest.mark.parametrize(("router", "found"), [
+    ({"enabled": True, "proxy": "haproxy", "keys": [KEY, {"name": "team-b", "vault_var": "v_b", "tpm_limit": 9}]},
+     [("serving.router.keys[1].tpm_limit", "proxy haproxy limits requests, not tokens (it never reads the answer's "
+       "usage); drop tpm_limit or set serving.router.proxy: litellm")]),
+    ({"enabled": True, "proxy": "litellm", "keys": [{**KEY, "tpm_limit": 9}],
+      "routes": [{"model": "chat", "targets": [{"tier": "llama"}]}]}, []),
+    ({"enabled": True, "proxy": "haproxy", "keys": [KEY],
+      "routes": [{"model": "chat", "targets": [{"tier": "llama"}]}]},
+     [("serving.router.routes[0].model", "chat is not what tier llama serves (llama); proxy haproxy passes the "
+       "request body on unchanged, so name the route llama or set serving.router.proxy: litellm")]),
+    ({"enabled": True, "proxy": "haproxy", "keys": [{**KEY, "rpm_limit": 60}],
+      "routes": [{"model": "llama", "targets": [{"tier": "llama"}]}]}, []),
+])
+def test_haproxy_router(router, found):
+    assert list(rules.router(spec(serving__tiers=[tier(port=8000)], serving__router=router))) == found
+
+
+def test_haproxy_needs_no_python_lock(monkeypatch):
+    """HAProxy comes from the OS's archive: an OS without a LiteLLM lock may run it, LiteLLM may not."""
+    monkeypatch.setattr(rules, "router_python", lambda _os: None)  # an OS no LiteLLM lock is made for
+    for proxy, errors in (("haproxy", 0), ("litellm", 1)):
+        on = {"enabled": True, "proxy": proxy, "keys": [KEY]}
+        assert len(list(rules.router_os(spec(serving__tiers=[tier(port=8000)], serving__router=on)))) == errors
+
+
 # --- placement ------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize(("tiers", "nodes", "found"), [
     ([tier(), tier("bb", port=8001, replicas=2)], 3, []),
