@@ -112,7 +112,7 @@ def router_host(inventory: Path, host: str, tier_routers: bool) -> None:
     path = inventory / "hosts.yml"
     doc = yaml.safe_load(path.read_text())
     groups = doc["all"]["children"]
-    for body in groups.values():
+    for body in list(groups.values()):
         moved = (body.get("hosts") or {}).pop(host, None)
         if moved is not None:
             groups["routers"] = {"hosts": {host: moved}}
