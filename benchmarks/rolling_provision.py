@@ -36,14 +36,12 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from gridready import vault  # noqa: E402
 from sandbox.testfleet import start_fleet  # noqa: E402
-from tests.e2e.test_rolling_provision import CURRENT, PREVIOUS, pin, shape  # noqa: E402
+from tests.e2e.test_rolling_provision import CURRENT, PREVIOUS, pin, router_host, set_router, shape  # noqa: E402
 
 
 def gridready(inv: Path, artifacts: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -104,28 +102,6 @@ def ordered(history: list[dict[str, Any]], node: str) -> bool:
     certified = next((i for i, h in later if h["source"].startswith("certify ") and h["after"] == "certified"), None)
     returned = next((i for i, h in later if h["before"] == "drained" and h["after"] != "drained"), None)
     return certified is not None and returned is not None and certified < returned
-
-
-def router_host(inventory: Path, host: str, tier_routers: bool) -> None:
-    """`host` out of the node groups into an inventory group `routers`, named in serving.router.hosts; the tier
-    routers on or off."""
-    path = inventory / "hosts.yml"
-    doc = yaml.safe_load(path.read_text())
-    groups = doc["all"]["children"]
-    for body in list(groups.values()):
-        moved = (body.get("hosts") or {}).pop(host, None)
-        if moved is not None:
-            groups["routers"] = {"hosts": {host: moved}}
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    set_router(inventory, hosts=[host], tier_routers=tier_routers)
-
-
-def set_router(inventory: Path, *, hosts: list[str], tier_routers: bool) -> None:
-    path = inventory / "cluster.yml"
-    spec = yaml.safe_load(path.read_text())
-    spec["serving"]["router"]["hosts"] = hosts
-    spec["serving"]["router"]["tier_routers"] = {"enabled": tier_routers}
-    path.write_text(yaml.safe_dump(spec, sort_keys=False))
 
 
 def main() -> int:
