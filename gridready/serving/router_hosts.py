@@ -41,7 +41,7 @@ def openai_compatible(tier: Any) -> bool:
     return frontend == "trtllm-serve" or bool(getattr(settings, "openai_frontend", True))
 
 
-def upstreams(plans: Sequence[Any], certified: dict[str, _Node], api_key_tiers: set[str]
+def upstreams(plans: Sequence[Any], certified: Mapping[str, _Node], api_key_tiers: set[str]
               ) -> dict[str, list[router.Upstream]]:
     """Per routable tier, one upstream per replica."""
     out: dict[str, list[router.Upstream]] = {}
