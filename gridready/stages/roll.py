@@ -14,7 +14,9 @@ provision"). The provision stage rolls where nodes serve; per batch:
    re-applied with its replicas.
 
 A node that fails any step stays drained; the roll stops before its next batch once more nodes failed than
-`--max-fail` tolerates (default none). Nodes that serve nothing roll first, in one batch. The roll's state is
+`--max-fail` tolerates (default none). Nodes that serve nothing roll first, in one batch; serving nodes in batches
+cut along the deployment's replicas, the replica of the node that holds the router (no serving.router.hosts) last
+(gridready.stages.roll_plan). The roll's state is
 `artifacts/<customer>/roll.json` (gridready.stages.roll_state): `status` shows it, a second run resumes it.
 """
 
