@@ -101,7 +101,8 @@ def ordered(history: list[dict[str, Any]], node: str) -> bool:
     later = list(enumerate(mine))[drained + 1:]
     certified = next((i for i, h in later if h["source"].startswith("certify ") and h["after"] == "certified"), None)
     returned = next((i for i, h in later if h["before"] == "drained" and h["after"] != "drained"), None)
-    return certified is not None and returned is not None and certified < returned
+    # a certify run that certifies a drained node records drained -> certified: that entry is its return too
+    return certified is not None and returned is not None and certified <= returned
 
 
 def main() -> int:
