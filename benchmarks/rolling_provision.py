@@ -3,18 +3,21 @@ acceptance): every node drained, upgraded, rebooted and re-certified before it s
 counted; time per node and in total.
 
     sudo flock /work/wt/fleet.lock env PYTHONPATH=$PWD .venv/bin/python benchmarks/rolling_provision.py \\
-        [--batch 1] [--clients 2] [--out FILE.json]
+        [--batch 1] [--clients 2] [--router-on-head] [--no-tier-routers] [--out FILE.json]
 
-Steps: a fleet of 3 healthy SIMULATED hosts comes up (sandbox.testfleet.start_fleet); its inventory is shaped as
-tests/e2e/test_rolling_provision.py shapes it (one vLLM tier, a replica of tensor_parallel 8 per node, the router
-on, the driver pinned to the sandbox repository's previous release, 580.95.05, reboots allowed); `provision certify
-serve` runs; then the pin goes to the current release, 580.159.04 (sandbox/sim/versions.json: the repository
-serves both), and `provision --batch N` rolls it while `--clients` loops send chat requests through the router,
-one at a time each. Afterwards, from the artifacts: per node from roll.json its batch, whether it rebooted, the
-gates re-certified and its seconds; from the ledger's history that its certification came after its drain and
-before its return; each node's driver as nvidia-smi reports it; every request that did not answer 200, with the
-node whose batch was under way. One JSON document on stdout (and --out); docs/provision.md records it by hand.
-The fleet goes down at the end.
+Steps: a fleet of 3 healthy SIMULATED GPU hosts and a router host comes up (sandbox.testfleet.start_fleet: node4
+moves into an inventory group `routers` of its own, serving.router.hosts: [node4]; `--router-on-head` leaves it out
+and the router on the serving head); its inventory is shaped as tests/e2e/test_rolling_provision.py shapes it (one
+vLLM tier, a replica of tensor_parallel 8 per node, the router on with a tier router in front of the tier's
+replicas, which a drain reaches through its worker API without restarting anything (`--no-tier-routers`: LiteLLM
+alone, re-configured and restarted at every drain and return), the driver pinned to the sandbox repository's
+previous release, 580.95.05, reboots allowed); `provision certify serve` runs; then the pin goes to the current
+release, 580.159.04 (sandbox/sim/versions.json: the repository serves both), and `provision --batch N` rolls it
+while `--clients` loops send chat requests through the router, one at a time each. Afterwards, from the artifacts:
+per node from roll.json its batch, whether it rebooted, the gates re-certified and its seconds; from the ledger's
+history that its certification came after its drain and before its return; each node's driver as nvidia-smi reports
+it; every request that did not answer 200, with the node whose batch was under way. One JSON document on stdout (and
+--out); docs/provision.md records it by hand. The fleet goes down at the end.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -37,7 +41,7 @@ sys.path.insert(0, str(REPO))
 
 from gridready import vault  # noqa: E402
 from sandbox.testfleet import start_fleet  # noqa: E402
-from tests.e2e.test_rolling_provision import CURRENT, PREVIOUS, pin, shape  # noqa: E402
+from tests.e2e.test_rolling_provision import CURRENT, PREVIOUS, pin, router_host, set_router, shape  # noqa: E402
 
 
 def gridready(inv: Path, artifacts: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -88,25 +92,38 @@ class Load:
 
 
 def ordered(history: list[dict[str, Any]], node: str) -> bool:
-    """The node's ledger history in the roll: drained, then a certify run's verdict (certified), then nothing that
-    put it back before that verdict."""
+    """The node's ledger history in the roll: drained, then a certify run's verdict (certified), and only then
+    returned (undrained)."""
     mine = [h for h in history if h["node"] == node]
     drained = next((i for i, h in enumerate(mine) if h["after"] == "drained" and "rolling" in h["reason"]), None)
     if drained is None:
         return False
-    return any(h["source"].startswith("certify ") and h["after"] == "certified" for h in mine[drained + 1:])
+    later = list(enumerate(mine))[drained + 1:]
+    certified = next((i for i, h in later if h["source"].startswith("certify ") and h["after"] == "certified"), None)
+    returned = next((i for i, h in later if h["before"] == "drained" and h["after"] != "drained"), None)
+    # a certify run that certifies a drained node records drained -> certified: that entry is its return too
+    return certified is not None and returned is not None and certified <= returned
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--batch", default="1")
     ap.add_argument("--clients", type=int, default=2)
+    ap.add_argument("--router-on-head", action="store_true", help="no router host: the router on the serving head")
+    ap.add_argument("--no-tier-routers", action="store_true", help="LiteLLM alone in front of the replicas")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
+    # a `timeout` or a kill by hand still brings the fleet down (the finally below)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     t0 = time.monotonic()
-    fleet = start_fleet(3, healthy=True, prefix="roll")
+    fleet = start_fleet(3 if args.router_on_head else 4, healthy=True, prefix="roll")
+    gpu_nodes = ["node1", "node2", "node3"]
     try:
         shape(fleet.inventory, 3, PREVIOUS)
+        if args.router_on_head:
+            set_router(fleet.inventory, hosts=[], tier_routers=not args.no_tier_routers)
+        else:
+            router_host(fleet.inventory, "node4", tier_routers=not args.no_tier_routers)
         artifacts = Path(tempfile.mkdtemp(prefix=f"{fleet.name}-artifacts-"))
         first = gridready(fleet.inventory, artifacts, "provision", "certify", "serve")
         if first.returncode != 0:
@@ -129,11 +146,16 @@ def main() -> int:
         roll = json.loads((artifacts / customer / "roll.json").read_text())
         history = json.loads((artifacts / customer / "ledger.json").read_text())["history"]
         query = "nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -n 1"
-        drivers = {n: fleet.ssh(n, query, check=False).stdout.strip() for n in fleet.names}
+        drivers = {n: fleet.ssh(n, query, check=False).stdout.strip() for n in gpu_nodes}
         failed = [{"sent": round(s - r0, 1), "status": c} for s, _, c in load.done if c != 200]
+        during = [(s, e) for s, e, _ in load.done if r0 <= s <= r1]
+        flags = [*(["--router-on-head"] if args.router_on_head else []),
+                 *(["--no-tier-routers"] if args.no_tier_routers else [])]
         doc = {
             "command": " ".join(["benchmarks/rolling_provision.py", "--batch", args.batch, "--clients",
-                                 str(args.clients)]),
+                                 str(args.clients), *flags]),
+            "router": {"hosts": [] if args.router_on_head else ["node4"], "tier_routers": not args.no_tier_routers,
+                       "url": serve["data"]["router"]["url"]},
             "simulated": "sandbox fleet: SIMULATED GPUs, driver packages and engines; real Ansible, systemd, reboots "
                          "(systemd-nspawn), router",
             "roll_exit": rolled.returncode, "roll_stderr_tail": rolled.stderr[-1500:],
@@ -141,7 +163,9 @@ def main() -> int:
             "nodes": {n: {"batch": r["batch"], "rebooted": r["rebooted"], "gates": r["gates"] if r["gates"] is not None
                           else "none", "seconds": r["seconds"], "step": r["step"], "driver": drivers.get(n),
                           "certified_after_drain": ordered(history, n)} for n, r in roll["nodes"].items()},
-            "requests": len(load.done), "failed_requests": len(failed), "failed": failed[:50],
+            "requests": len(load.done), "requests_during_roll": len(during),
+            "slowest_request_s": round(max((e - s for s, e in during), default=0.0), 2),
+            "failed_requests": len(failed), "failed": failed[:50],
         }
         text = json.dumps(doc, indent=2)
         print(text)

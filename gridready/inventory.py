@@ -392,6 +392,7 @@ def _cross_check(file: str, spec: ClusterSpec, groups: dict[str, list[str]], hos
             continue
         for sub, problem in fit_problems(tier, group, len(groups.get(group.name, []))):
             errors.append(f"{file}: {key}{'.' + sub if sub else ''}: {problem}")
+    errors.extend(_router_host_lines(file, spec, groups, owner, hosts_file))
     names = [t.name for t in spec.serving.tiers]
     for dupe in sorted({n for n in names if names.count(n) > 1}):
         errors.append(f"{file}: serving.tiers: duplicate tier name {dupe!r}")
@@ -417,6 +418,27 @@ def _cross_check(file: str, spec: ClusterSpec, groups: dict[str, list[str]], hos
             f"{len(owner)} GPU nodes in {hosts_file}"
         )
     return errors
+
+
+def _router_host_lines(file: str, spec: ClusterSpec, groups: dict[str, list[str]], owner: dict[str, str],
+                       hosts_file: str) -> list[str]:
+    """serving.router.hosts: hosts of hosts.yml outside every node group (a roll never drains or reboots them),
+    on target hosts only."""
+    declared = spec.serving.router.hosts
+    if declared and spec.serving.target != "hosts":
+        return [f"{file}: serving.router.hosts: only for serving.target hosts (on Kubernetes the router runs as a "
+                "Deployment behind the Gateway)"]
+    known = {h for members in groups.values() for h in members}
+    lines = []
+    for i, host in enumerate(declared):
+        key = f"{file}: serving.router.hosts[{i}]"
+        if host not in known:
+            lines.append(f"{key}: host {host!r} is not in {hosts_file}")
+        elif host in owner:
+            lines.append(f"{key}: host {host!r} is in node group {owner[host]!r}: a router host serves no GPU work "
+                         "(a rolling provision would drain and reboot it under the router); put it in a group of "
+                         "its own, e.g. routers")
+    return lines
 
 
 def _node_name_lines(inv_dir: Path, spec: ClusterSpec, groups: dict[str, list[str]],

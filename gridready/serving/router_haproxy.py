@@ -220,15 +220,6 @@ def render(spec: RouterSpec, routes: Sequence[Route], upstreams: Mapping[str, Se
     return HAProxyFiles(config="\n".join(cfg), models_map="\n".join(models_lines) + "\n", models_json=models_json)
 
 
-def rebind(config: str, bind: str, port: int) -> str:
-    """`config` listening on bind:port instead (the router stays on the deployment's head when a drain renders its
-    upstreams from the replicas left)."""
-    out, n = re.subn(r"(?m)^    bind \S+$", f"    bind {bind}:{port}", config)
-    if n != 1:
-        raise ValueError(f"expected one bind line in the configuration, found {n}")
-    return out
-
-
 def keys_map(keys: Mapping[str, str]) -> str:
     """The keys' map: `<sha256 hex of the key> <client name>` per line ({name: key}); the role's keys.map.j2
     writes the same lines from the vault."""

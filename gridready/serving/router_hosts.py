@@ -1,12 +1,14 @@
 """`gridready_serve_router` for playbooks/serve.yml: where the router runs and what it routes to (target hosts).
 
-The router runs on the head of the first tier's first replica (the serving head); every replica of every routed
-tier is an upstream at <head ip>:<tier port>/v1. A Triton tier is routable only through an OpenAI-compatible
-frontend (trtllm-serve, or Triton's OpenAI frontend, both on the tier's port: gridready/bench/endpoint.py)."""
+The router runs on serving.router.hosts (hosts of their own, outside the node groups: a rolling provision never
+drains or reboots them), else on the head of the first tier's first replica (the serving head); its tier routers
+run beside it. Every replica of every routed tier is an upstream at <head ip>:<tier port>/v1. A Triton tier is
+routable only through an OpenAI-compatible frontend (trtllm-serve, or Triton's OpenAI frontend, both on the tier's
+port: gridready/bench/endpoint.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from gridready.serving import router, router_haproxy, tier_router
@@ -16,6 +18,17 @@ from gridready.spec.router import Route, RouterSpec
 
 class _Node(Protocol):
     ip: str
+
+
+def placement(spec: RouterSpec, plans: Sequence[Any], certified: Mapping[str, _Node],
+              declared: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Where the router runs, host -> the address it binds: serving.router.hosts at their `declared` addresses,
+    else the serving head. `plans` are the deployment's (a drain leaves them whole: the router keeps its host)."""
+    if spec.hosts:
+        found = declared or {}
+        return {h: found[h] for h in spec.hosts}
+    head = plans[0].replicas[0].head
+    return {head: certified[head].ip}
 
 
 def openai_compatible(tier: Any) -> bool:
@@ -36,7 +49,7 @@ def health_path(tier: Any) -> str:
     return "/health/ready" if tier.engine == "triton-trtllm" and frontend != "trtllm-serve" else "/health"
 
 
-def upstreams(plans: Sequence[Any], certified: dict[str, _Node], api_key_tiers: set[str]
+def upstreams(plans: Sequence[Any], certified: Mapping[str, _Node], api_key_tiers: set[str]
               ) -> dict[str, list[router.Upstream]]:
     """Per routable tier, one upstream per replica."""
     out: dict[str, list[router.Upstream]] = {}
@@ -62,12 +75,13 @@ def upstream_ports(plans: Sequence[Any]) -> dict[str, list[int]]:
     return {host: sorted(ports) for host, ports in sorted(out.items())}
 
 
-def tier_routers(spec: RouterSpec, plans: Sequence[Any], certified: dict[str, _Node]) -> list[TierRouter]:
-    """With serving.router.tier_routers on: one tier router per routable tier on the serving head, in front of the
-    tier's replicas (port, port + 1, ... in the plans' order); [] when off."""
+def tier_routers(spec: RouterSpec, plans: Sequence[Any], certified: Mapping[str, _Node],
+                 placed: Mapping[str, str] | None = None) -> list[TierRouter]:
+    """With serving.router.tier_routers on: one tier router per routable tier beside the router (`placed`, default
+    the serving head), in front of the tier's replicas (port, port + 1, ... in the plans' order); [] when off."""
     if not (spec.enabled and spec.tier_routers.enabled and plans):
         return []
-    bind = certified[plans[0].replicas[0].head].ip
+    bind = next(iter((placed or placement(spec, plans, certified)).values()))
     routable = [p for p in plans if openai_compatible(p.tier) and p.replicas]
     return [TierRouter(tier=p.tier.name, bind=bind, port=spec.tier_routers.port + i,
                        workers=tuple(f"http://{certified[r.head].ip}:{p.tier.port}" for r in p.replicas),
@@ -94,24 +108,31 @@ def routes_for(spec: RouterSpec, plans: Sequence[Any]) -> list[Route]:
     return spec.routes or router.default_routes((p.tier.name, p.tier.served_name) for p in plans)
 
 
-def router_extravars(spec: RouterSpec, plans: Sequence[Any], certified: dict[str, _Node],
-                     api_key_tiers: set[str], routes: list[Route] | None = None) -> dict[str, Any]:
-    """{} when the router is off; else `gridready_serve_router` (no secrets: key names and vault variables)."""
+def router_extravars(spec: RouterSpec, plans: Sequence[Any], certified: Mapping[str, _Node],
+                     api_key_tiers: set[str], routes: list[Route] | None = None,
+                     placed: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """{} when the router is off; else `gridready_serve_router` (no secrets: key names and vault variables).
+    `placed`: where the router runs (`placement`; default the serving head of `plans`). `host`, `bind` and `url`
+    are the first router host's; `hosts` and `binds` all of them."""
     if not spec.enabled or not plans:
         return {}
-    head = plans[0].replicas[0].head
+    where = dict(placed or placement(spec, plans, certified))
+    head, bind = next(iter(where.items()))
     ups = upstreams(plans, certified, api_key_tiers)
-    in_tier = tier_routers(spec, plans, certified)
+    in_tier = tier_routers(spec, plans, certified, where)
     chosen = routes if routes is not None else routes_for(spec, plans)
     return {"gridready_serve_router": {
         "host": head,
-        "bind": certified[head].ip,
+        "hosts": list(where),
+        "binds": where,
+        "dedicated": bool(spec.hosts),
+        "bind": bind,
         "port": spec.port,
-        **proxy_vars(spec, chosen, through_tier_routers(ups, in_tier), certified[head].ip),
+        **proxy_vars(spec, chosen, through_tier_routers(ups, in_tier), bind),
         "tier_routers": tier_router_vars(in_tier),
         "keys": [k.model_dump() for k in spec.keys],
         "tier_key_envs": sorted({u.api_key_env for us in ups.values() for u in us if u.api_key_env}),
-        "url": f"http://{certified[head].ip}:{spec.port}",
+        "url": f"http://{bind}:{spec.port}",
         "upstream_ports": upstream_ports(plans),
     }}
 

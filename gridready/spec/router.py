@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator, model_validator
 
 from gridready.spec.names import ANSIBLE_NAME, SLUG
 
@@ -105,12 +105,17 @@ class HAProxySettings(BaseModel):
 class RouterSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
-    enabled: bool = Field(False, description="run the router on the first tier's head")
+    enabled: bool = Field(False, description=(
+        "run the router (hosts: on serving.router.hosts, else on the first tier's head)"))
     proxy: Literal["haproxy", "litellm"] = Field("litellm", description=(
         "hosts: haproxy (the OS's package: well under 2 ms added, request limits only) or litellm (Python proxy: "
         "token limits too, tens of ms added); Kubernetes always runs LiteLLM"))
     haproxy: HAProxySettings = Field(default_factory=HAProxySettings)
     port: int = Field(4000, ge=1024, le=65535, description="the router's port")
+    hosts: list[str] = Field(default_factory=list, description=(
+        "target hosts: inventory hosts the router (and its tier routers) runs on, in a group of their own outside "
+        "the node groups (e.g. routers): never drained or rebooted by a rolling provision; empty: the serving "
+        "head, which a roll then rolls last"))
     routes: list[Route] = Field(
         default_factory=list, description="default: one route per served_name over the tiers serving it, weight 1")
     keys: list[RouterKey] = Field(default_factory=list, description="client keys (at least one when enabled)")
@@ -124,10 +129,21 @@ class RouterSpec(BaseModel):
     gateway: str = Field("inference-gateway", pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
                          description="Kubernetes: the Gateway in serving.kubernetes.namespace the HTTPRoutes attach to")
 
+    @field_validator("hosts")
+    @classmethod
+    def _hosts_once(cls, hosts: list[str]) -> list[str]:
+        dupes = sorted({h for h in hosts if hosts.count(h) > 1})
+        if dupes:
+            raise ValueError(f"{', '.join(map(repr, dupes))} named twice")
+        return hosts
+
     @model_validator(mode="after")
     def _keys(self) -> RouterSpec:
         if self.enabled and not self.keys:
             raise ValueError("an enabled router needs at least one entry in keys")
+        if len(self.hosts) > 1 and self.tier_routers.enabled:
+            raise ValueError("hosts: one router host only with tier_routers enabled (the controller drains each "
+                             "tier router through its own API, and there is one per tier)")
         models = [r.model for r in self.routes]
         if len(set(models)) != len(models):
             raise ValueError("two routes have the same model")

@@ -14,7 +14,9 @@ provision"). The provision stage rolls where nodes serve; per batch:
    re-applied with its replicas.
 
 A node that fails any step stays drained; the roll stops before its next batch once more nodes failed than
-`--max-fail` tolerates (default none). Nodes that serve nothing roll first, in one batch. The roll's state is
+`--max-fail` tolerates (default none). Nodes that serve nothing roll first, in one batch; serving nodes in batches
+cut along the deployment's replicas, the replica of the node that holds the router (no serving.router.hosts) last
+(gridready.stages.roll_plan). The roll's state is
 `artifacts/<customer>/roll.json` (gridready.stages.roll_state): `status` shows it, a second run resumes it.
 """
 
@@ -172,6 +174,22 @@ def replica_urls(inv: Inventory, book: ledger.Ledger, nodes: Iterable[str]) -> d
             for n in set(replica.nodes) & wanted:
                 out.setdefault(n, []).append(url)
     return out
+
+
+def deployment_shape(inv: Inventory, book: ledger.Ledger) -> tuple[list[tuple[str, ...]], str | None]:
+    """The deployment's replicas (their nodes), and the node the router runs on where that is a serving node (the
+    serving head, no serving.router.hosts); ([], None) when the deployment cannot be planned again."""
+    from gridready.stages.serve.drain import deployed
+
+    found = deployed(inv, book)
+    if isinstance(found, str):
+        return [], None
+    _, plans = found
+    replicas = [tuple(r.nodes) for p in plans for r in p.replicas]
+    spec = inv.spec.serving
+    on_node = spec.target == "hosts" and spec.router.enabled and not spec.router.hosts
+    head = next((r.head for p in plans for r in p.replicas), None)
+    return replicas, head if on_node else None
 
 
 @dataclass
@@ -399,7 +417,8 @@ def _start(inv: Inventory, ctx: RunContext, key: str, book: ledger.Ledger) -> tu
     tolerated = roll_plan.max_failures(len(idle) + len(serving), max_fail)
     done = previous.done() if previous else set()
     first = [n for n, e in book.nodes.items() if e.drained and previous is not None and n in previous.nodes]
-    plan = roll_plan.batches(idle, serving, size, done, sorted(first))
+    replicas, router_node = deployment_shape(inv, book)
+    plan = roll_plan.batches(idle, serving, size, done, sorted(first), replicas=replicas, last=router_node)
     state = previous or RollState(customer=inv.customer, key=key, batch_size=size, max_failures=tolerated)
     state.status, state.stopped_because, state.current = "running", None, 0
     state.batch_size, state.max_failures, state.batches = size, tolerated, plan

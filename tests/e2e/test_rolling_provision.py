@@ -1,8 +1,9 @@
-"""The rolling provision on a real sandbox fleet (3 hosts serving ONE vLLM tier, a replica per node, behind the
-LiteLLM router): the driver pin bumped while the fleet serves, `provision --batch 1` rolls node1 (drained,
-upgraded, rebooted, re-certified, returned), then node2, whose re-certification fails (a GPU link downtrained at
-runtime: sandbox.testfleet.Fleet.set_faults): the roll stops there with exit 3 naming node2, node2 stays drained,
-node3 is never touched, and the router keeps answering from node1 and node3."""
+"""The rolling provision on a real sandbox fleet (3 hosts serving ONE vLLM tier, a replica per node, behind the LiteLLM
+router on a router host of its own, node4, outside the node groups): the driver pin bumped while the fleet serves,
+`provision --batch 1` rolls node1 (drained, upgraded, rebooted, re-certified, returned), then node2, whose
+re-certification fails (a GPU link downtrained at runtime: sandbox.testfleet.Fleet.set_faults): the roll stops there
+with exit 3 naming node2, node2 stays drained, node3 is never touched, node4 (the router host) neither, and the
+router keeps answering from node1 and node3."""
 
 from __future__ import annotations
 
@@ -45,10 +46,33 @@ def pin(inventory: Path, driver: str) -> None:
     path.write_text(yaml.safe_dump(spec, sort_keys=False))
 
 
+def router_host(inventory: Path, host: str, tier_routers: bool) -> None:
+    """`host` out of the node groups into an inventory group `routers`, named in serving.router.hosts; the tier
+    routers on or off."""
+    path = inventory / "hosts.yml"
+    doc = yaml.safe_load(path.read_text())
+    groups = doc["all"]["children"]
+    for body in list(groups.values()):
+        moved = (body.get("hosts") or {}).pop(host, None)
+        if moved is not None:
+            groups["routers"] = {"hosts": {host: moved}}
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    set_router(inventory, hosts=[host], tier_routers=tier_routers)
+
+
+def set_router(inventory: Path, *, hosts: list[str], tier_routers: bool) -> None:
+    path = inventory / "cluster.yml"
+    spec = yaml.safe_load(path.read_text())
+    spec["serving"]["router"]["hosts"] = hosts
+    spec["serving"]["router"]["tier_routers"] = {"enabled": tier_routers}
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+
+
 def test_a_roll_whose_second_batch_fails_stops_there(make_module_fleet, tmp_path_factory):
     t0 = time.monotonic()
-    fleet = make_module_fleet(3, healthy=True)
+    fleet = make_module_fleet(4, healthy=True)
     shape(fleet.inventory, 3, PREVIOUS)
+    router_host(fleet.inventory, "node4", tier_routers=False)
     artifacts = tmp_path_factory.mktemp("artifacts")
     first = _invoke(fleet.inventory, artifacts, "provision", "certify", "serve")
     assert first.returncode == 0, first.stderr[-4000:]
@@ -75,12 +99,13 @@ def test_a_roll_whose_second_batch_fails_stops_there(make_module_fleet, tmp_path
 
     # node3 never touched: still the old driver; node1 the new one
     query = "nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -n 1"
-    versions = {n: fleet.ssh(n, query, check=False).stdout.strip() for n in fleet.names}
+    versions = {n: fleet.ssh(n, query, check=False).stdout.strip() for n in ("node1", "node2", "node3")}
     assert versions["node1"] == CURRENT and versions["node3"] == PREVIOUS, versions
 
-    # the router sends to node1 and node3 only, and answers
-    reads = [fleet.ssh(n, f"cat {ROUTER_CONFIG}", check=False) for n in fleet.names]
-    cfg = next(r.stdout for r in reads if r.returncode == 0)
+    # the router, on node4 alone, sends to node1 and node3 only, and answers
+    reads = {n: fleet.ssh(n, f"cat {ROUTER_CONFIG}", check=False) for n in fleet.names}
+    assert [n for n, r in reads.items() if r.returncode == 0] == ["node4"]
+    cfg = reads["node4"].stdout
     assert f"//{fleet.addresses['node2']}:" not in cfg
     assert f"//{fleet.addresses['node1']}:" in cfg and f"//{fleet.addresses['node3']}:" in cfg
     summary = json.loads(max(artifacts.glob("*/*/serve/summary.json"), key=lambda p: p.stat().st_mtime).read_text())

@@ -23,7 +23,7 @@ from gridready.contracts import ServeSummary
 from gridready.errors import GridreadyError
 from gridready.exitcodes import ExitCode
 from gridready.inventory import Inventory
-from gridready.serving import router_drain, router_haproxy, router_hosts, topology, vllm
+from gridready.serving import router_drain, router_hosts, topology, vllm
 from gridready.serving.topology import Certification, CertifiedNode, TierPlan
 from gridready.stages.serve import config as serve_config
 from gridready.stages.serve import deploy as serve_deploy
@@ -67,17 +67,12 @@ def router_vars(inv: Inventory, ctx: RunContext, cert: Certification, plans: lis
     kept = [p if p.replicas else full for p, full in zip(without(plans, drained), plans, strict=True)]
     run_vars = serve_config.hosts_extravars(inv, cert, plans)
     routes = serve_router.routes(inv, ctx.root, plans)
-    routed = serve_router.extravars(inv, ctx.root, cert, kept, chosen=routes)
+    # the router stays where serve put it: placed by the whole deployment, not by what is left of it
+    routed = serve_router.extravars(inv, ctx.root, cert, kept, chosen=routes,
+                                    placed=serve_router.placement(inv, cert, plans))
     if routed:
-        head = plans[0].replicas[0].head  # the router stays where serve put it (router_hosts.router_extravars)
-        where = routed["gridready_serve_router"]
         # the firewall keeps the deployment's: a drained replica's tier port stays the router's alone
-        where.update(host=head, bind=cert.certified[head].ip,
-                     url=f"http://{cert.certified[head].ip}:{inv.spec.serving.router.port}",
-                     upstream_ports=router_hosts.upstream_ports(plans))
-        if where.get("haproxy"):
-            where["haproxy"]["config"] = router_haproxy.rebind(where["haproxy"]["config"], where["bind"],
-                                                               inv.spec.serving.router.port)
+        routed["gridready_serve_router"]["upstream_ports"] = router_hosts.upstream_ports(plans)
     run_vars |= routed
     serve_router.open_router_port(run_vars)
     return run_vars
@@ -135,7 +130,8 @@ def tier_router_workers(inv: Inventory, cert: Certification, plans: list[TierPla
     """Per tier router URL, the replicas it should hold with `drained` left out (gridready.serving.router_drain)."""
     by_tier = {p.tier.name: p for p in plans}
     out = {}
-    for tr in router_hosts.tier_routers(inv.spec.serving.router, plans, cert.certified):
+    for tr in router_hosts.tier_routers(inv.spec.serving.router, plans, cert.certified,
+                                        serve_router.placement(inv, cert, plans)):
         plan = by_tier[tr.tier]
 
         def url(r: Any, port: int = plan.tier.port) -> str:

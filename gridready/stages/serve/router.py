@@ -52,9 +52,18 @@ def routes(inv: Inventory, root: Path, plans: list[TierPlan], canary: str | None
     return out
 
 
+def placement(inv: Inventory, cert: Certification, plans: list[TierPlan]) -> dict[str, str]:
+    """Where the router runs, host -> address: serving.router.hosts (inventory hosts of their own), else the
+    serving head of `plans` (the deployment's: a drain never moves the router)."""
+    spec = inv.spec.serving.router
+    declared = {h: topology.node_ip(inv, h) for h in spec.hosts}
+    return router_hosts.placement(spec, plans, cert.certified, declared)
+
+
 def extravars(inv: Inventory, root: Path, cert: Certification, plans: list[TierPlan], canary: str | None = None,
-              chosen: list[Route] | None = None) -> dict[str, Any]:
-    """`gridready_serve_router` for serve.yml, {} when the router is off; `chosen` routes replace the spec's."""
+              chosen: list[Route] | None = None, placed: dict[str, str] | None = None) -> dict[str, Any]:
+    """`gridready_serve_router` for serve.yml, {} when the router is off; `chosen` routes replace the spec's;
+    `placed`: where the router runs (default `placement` of `plans`)."""
     spec = inv.spec.serving.router
     if not spec.enabled:
         return {}
@@ -62,7 +71,8 @@ def extravars(inv: Inventory, root: Path, cert: Certification, plans: list[TierP
     chosen = chosen if chosen is not None else routes(inv, root, plans, canary)
     keyed_tiers = {p.tier.name for p in plans if p.tier.engine in API_KEY_ENGINES}
     try:
-        return router_hosts.router_extravars(spec, plans, cert.certified, keyed_tiers, chosen)
+        return router_hosts.router_extravars(spec, plans, cert.certified, keyed_tiers, chosen,
+                                             placed or (placement(inv, cert, plans) if plans else None))
     except ValueError as err:
         raise InvalidInput(f"{topology.cluster_file(inv)}: serving.router.routes: {err}") from err
 
@@ -128,7 +138,8 @@ def measure_overhead(inv: Inventory, cert: Certification, plans: list[TierPlan],
     router_spec = inv.spec.serving.router
     if not router_spec.enabled or not plans:
         return None
-    routed = router_hosts.router_extravars(router_spec, plans, cert.certified, set())["gridready_serve_router"]
+    routed = router_hosts.router_extravars(router_spec, plans, cert.certified, set(),
+                                           placed=placement(inv, cert, plans))["gridready_serve_router"]
     names = list(routed["models"])
     data["router"] = {"url": routed["url"], "routes": names, "proxy": routed["proxy"]}
     started = time.monotonic()
@@ -260,12 +271,15 @@ def open_router_port(extravars: dict[str, Any]) -> None:
             continue
         host["routed_ports"] = sorted({*host.get("routed_ports", []), *ports})
         host["api_ports"] = [p for p in host.get("api_ports", []) if p not in host["routed_ports"]]
-    host = serve["hosts"][routed["host"]]
-    host["api_ports"] = sorted({*host.get("api_ports", []), routed["port"]})
     # the tier routers (serving.router.tier_routers) sit beside the router and are its upstreams: their ports
     # (and their admin API, which takes no key) admit the router's address, the members and the controller only
     tier_ports = {t["port"] for t in routed.get("tier_routers", [])}
-    if tier_ports:
-        host["routed_ports"] = sorted({*host.get("routed_ports", []), *tier_ports})
-        host["api_ports"] = [p for p in host["api_ports"] if p not in tier_ports]
-    serve["router_clients"] = [f"{routed['bind']}/32"]
+    for name in routed.get("hosts") or [routed["host"]]:
+        # a serving head holds the router in its own firewall; a router host of its own (serving.router.hosts)
+        # gets the router play's (routed["firewall"])
+        host = serve["hosts"].get(name) or routed.setdefault("firewall", {"api_ports": [], "routed_ports": []})
+        host["api_ports"] = sorted({*host.get("api_ports", []), routed["port"]} - tier_ports)
+        if tier_ports:
+            host["routed_ports"] = sorted({*host.get("routed_ports", []), *tier_ports})
+    binds = routed.get("binds") or {routed["host"]: routed["bind"]}
+    serve["router_clients"] = [f"{ip}/32" for ip in binds.values()]

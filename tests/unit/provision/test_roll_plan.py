@@ -79,3 +79,40 @@ def test_the_roll_stops_once_more_failed_than_tolerated():
 def test_the_gates_a_change_re_certifies(roles, rebooted, gates):
     assert gates_after(roles, rebooted) == gates
     assert gates_after(["nccl"], False) and "nccl_allreduce" in gates_after(["nccl"], False)
+
+
+@pytest.mark.parametrize(("nodes", "replicas", "units"), [
+    (["a", "b", "c", "d"], [("a", "b"), ("c", "d")], [["a", "b"], ["c", "d"]]),
+    (["a", "b", "c", "d"], [("b", "d"), ("a",), ("c",)], [["a"], ["b", "d"], ["c"]]),  # in the nodes' order
+    (["a", "b", "c", "d", "e"], [("a", "c"), ("c", "e")], [["a", "c", "e"], ["b"], ["d"]]),  # sharing c: one unit
+    (["a", "b"], [("a", "z")], [["a"], ["b"]]),  # z not rolled (--limit): a rolls alone
+    (["a", "b", "c"], [], [["a"], ["b"], ["c"]]),
+])
+def test_units_are_whole_replicas(nodes, replicas, units):
+    assert roll_plan.units_of(nodes, replicas) == units
+
+
+@pytest.mark.parametrize(("size", "want"), [
+    (1, [["n1", "n2"], ["n3", "n4"], ["n5"]]),  # a two-node replica is one batch however small the size
+    (2, [["n1", "n2"], ["n3", "n4"], ["n5"]]),
+    (3, [["n1", "n2"], ["n3", "n4", "n5"]]),  # never half a replica to fill a batch
+    (4, [["n1", "n2", "n3", "n4"], ["n5"]]),
+    (5, [["n1", "n2", "n3", "n4", "n5"]]),
+])
+def test_batches_are_cut_along_replicas(size, want):
+    replicas = [("n1", "n2"), ("n3", "n4"), ("n5",)]
+    got = roll_plan.batches([], ["n1", "n2", "n3", "n4", "n5"], size, replicas=replicas)
+    assert got == want
+    for batch in got:  # a replica is in one batch or none
+        assert all(set(r) <= set(batch) or not set(r) & set(batch) for r in replicas)
+
+
+def test_the_router_node_rolls_last_with_its_replica():
+    assert roll_plan.batches(["i1"], ["n1", "n2", "n3"], 1, last="n1") == [["i1"], ["n2"], ["n3"], ["n1"]]
+    replicas = [("n1", "n2"), ("n3",), ("n4",)]
+    assert roll_plan.batches([], ["n1", "n2", "n3", "n4"], 2, replicas=replicas, last="n2") == \
+        [["n3", "n4"], ["n1", "n2"]]
+    # resumed: a node left drained goes first, the router's unit still last, the done ones not again
+    assert roll_plan.batches([], ["n1", "n2", "n3", "n4"], 1, {"n3"}, ["n4"], replicas=replicas, last="n1") == \
+        [["n4"], ["n1", "n2"]]
+    assert roll_plan.batches([], ["n1", "n2"], 1, last="elsewhere") == [["n1"], ["n2"]]

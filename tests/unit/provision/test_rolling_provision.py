@@ -1,6 +1,7 @@
 """The rolling provision's orchestration (gridready.stages.roll) with Ansible faked at the runner boundary
 (gridready.ansible.run_playbook): provision.yml, reboot.yml and the router play of serve.yml. Three nodes serve one
-tier of three replicas behind the router; certify is the stage's own writer."""
+tier of three replicas behind the router, which runs on a router host of its own (serving.router.hosts) unless a
+test says otherwise; certify is the stage's own writer."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import io
 from typing import Any
 
 import pytest
+import yaml
 from rich.console import Console
 
 from gridready import ansible, ledger
@@ -74,9 +76,23 @@ class Fleet:
                                       rc=2 if self.broken & set(hosts) else 0, hosts=stats, events=events)
 
 
-def _served(make_inv, monkeypatch):
+ROUTER_HOST, ROUTER_IP = "lb01", "10.77.0.50"
+
+
+def with_router_host(inv):
+    """The router on a host of its own: `lb01` in an inventory group `routers`, outside the node groups."""
+    path = inv.path / "hosts.yml"
+    doc = yaml.safe_load(path.read_text())
+    doc["all"]["children"]["routers"] = {"hosts": {ROUTER_HOST: {"ansible_host": ROUTER_IP}}}
+    path.write_text(yaml.safe_dump(doc))
+    return with_router(inv, hosts=[ROUTER_HOST])
+
+
+def _served(make_inv, monkeypatch, router_host: bool = True, nodes: int = 3, tier=TIER):
     monkeypatch.setenv("GRIDREADY_SERVE_SKIP_BENCH", "1")
-    inv = with_router(make_inv(3, [TIER]))
+    inv = make_inv(nodes, [tier])
+    inv = with_router_host(inv) if router_host else with_router(inv)
+    NODES = [f"gpu{i:02d}" for i in range(1, nodes + 1)]  # noqa: N806
     path, _ = certification(inv, NODES)
     root = path.parents[3]
     monkeypatch.setattr(serve_deploy.ansible, "run_playbook", _fake_playbook({}))
@@ -211,7 +227,8 @@ def test_a_change_without_reboot_re_certifies_its_gates_only(make_inv, monkeypat
 
 def test_idle_nodes_roll_first_in_one_batch_without_drain(make_inv, monkeypatch):
     monkeypatch.setenv("GRIDREADY_SERVE_SKIP_BENCH", "1")
-    inv = with_router(make_inv(4, [vllm_tier(name="chat", tensor_parallel=8, pipeline_parallel=1, replicas=2)]))
+    inv = with_router_host(make_inv(4, [vllm_tier(name="chat", tensor_parallel=8, pipeline_parallel=1,
+                                                  replicas=2)]))
     path, _ = certification(inv, ["gpu01", "gpu02", "gpu03", "gpu04"])
     root = path.parents[3]
     monkeypatch.setattr(serve_deploy.ansible, "run_playbook", _fake_playbook({}))
@@ -284,3 +301,101 @@ def test_in_flight_reads_the_engines_running_and_queued_gauges():
     sglang = 'sglang:num_running_reqs{model_name="m"} 0.0\nsglang:num_queue_reqs{model_name="m"} 4.0\n'
     assert roll._metric_sum(sglang, roll.IN_FLIGHT_GAUGES) == 4.0
     assert roll._metric_sum("vllm:num_requests_running{} not-a-number\n", roll.IN_FLIGHT_GAUGES) == 0.0
+
+
+class RouterPlays(Fleet):
+    """The faked runner, also keeping the router play's variables."""
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.router_vars: list[dict[str, Any]] = []
+
+    def run_playbook(self, inv, playbook, stage_dir, **kw) -> ansible.PlaybookResult:
+        if playbook == "serve.yml":
+            self.router_vars.append(kw["extravars"])
+        return super().run_playbook(inv, playbook, stage_dir, **kw)
+
+
+def test_the_router_host_is_never_rolled_and_keeps_the_router(make_inv, monkeypatch):
+    inv, root = _served(make_inv, monkeypatch)
+    fleet, certified = RouterPlays(), []
+    summary = _roll(inv, root, _hooks(fleet, certified, monkeypatch), "20261206T160000Z-roll")
+    assert summary.exit_code == 0, summary.messages
+    assert roll_state.read(root, "acme").batches == [["gpu01"], ["gpu02"], ["gpu03"]]
+    assert not any(ROUTER_HOST in hosts for what, hosts in fleet.log if what != "router")
+    assert len(fleet.router_vars) == 6  # drained and returned, each node
+    for run_vars in fleet.router_vars:
+        routed = run_vars["gridready_serve_router"]
+        assert (routed["hosts"], routed["host"], routed["bind"]) == ([ROUTER_HOST], ROUTER_HOST, ROUTER_IP)
+        assert routed["url"] == f"http://{ROUTER_IP}:4000"
+        assert routed["firewall"] == {"api_ports": [4000], "routed_ports": []}  # the router host's own
+        serve_vars = run_vars["gridready_serve"]
+        assert serve_vars["router_clients"] == [f"{ROUTER_IP}/32"]
+        assert ROUTER_HOST not in serve_vars["hosts"]
+        for node in NODES:  # the tier port admits the router host only; no node opens the router's port
+            assert serve_vars["hosts"][node]["routed_ports"] == [8000]
+            assert 4000 not in serve_vars["hosts"][node]["api_ports"]
+
+
+def test_the_serving_head_that_holds_the_router_rolls_last(make_inv, monkeypatch):
+    inv, root = _served(make_inv, monkeypatch, router_host=False)
+    fleet, certified = RouterPlays(), []
+    summary = _roll(inv, root, _hooks(fleet, certified, monkeypatch), "20261206T170000Z-roll")
+    assert summary.exit_code == 0, summary.messages
+    assert roll_state.read(root, "acme").batches == [["gpu02"], ["gpu03"], ["gpu01"]]
+    assert [h for what, h in fleet.log if what == "reboot.yml"] == [("gpu02",), ("gpu03",), ("gpu01",)]
+    assert all(v["gridready_serve_router"]["host"] == "gpu01" for v in fleet.router_vars)  # it never moves
+
+
+def test_a_replica_over_two_nodes_rolls_as_one_batch(make_inv, monkeypatch):
+    tier = vllm_tier(name="chat", tensor_parallel=8, pipeline_parallel=2, replicas=2)
+    inv, root = _served(make_inv, monkeypatch, nodes=4, tier=tier)
+    fleet, certified = Fleet(), []
+    summary = _roll(inv, root, _hooks(fleet, certified, monkeypatch), "20261206T180000Z-roll")  # --batch 1
+    assert summary.exit_code == 0, summary.messages
+    assert roll_state.read(root, "acme").batches == [["gpu01", "gpu02"], ["gpu03", "gpu04"]]
+    assert [h for what, h in fleet.log if what == "reboot.yml"] == [("gpu01", "gpu02"), ("gpu03", "gpu04")]
+    # one replica out at a time: the router always holds the other
+    assert [len(up) for up in fleet.router_upstreams] == [1, 2, 1, 2]
+
+
+def _with_router_hosts(make_inv, hosts: list[str], target: str = "hosts", tier_routers: bool = False):
+    inv = make_inv(3, [TIER], target)
+    path = inv.path / "hosts.yml"
+    doc = yaml.safe_load(path.read_text())
+    doc["all"]["children"]["routers"] = {"hosts": {"lb01": {"ansible_host": ROUTER_IP},
+                                                   "lb02": {"ansible_host": "10.77.0.51"}}}
+    path.write_text(yaml.safe_dump(doc))
+    extra = {"tier_routers": {"enabled": True}} if tier_routers else {}
+    return with_router(inv, hosts=hosts, **extra)
+
+
+@pytest.mark.parametrize(("hosts", "target", "tier_routers", "line"), [
+    (["lb09"], "hosts", False, "cluster.yml: serving.router.hosts[0]: host 'lb09' is not in "),
+    (["lb01", "gpu02"], "hosts", False,
+     "cluster.yml: serving.router.hosts[1]: host 'gpu02' is in node group 'gpu_nodes': a router host serves no "
+     "GPU work"),
+    (["lb01"], "kubernetes", False, "cluster.yml: serving.router.hosts: only for serving.target hosts"),
+    (["lb01", "lb01"], "hosts", False, "cluster.yml: serving.router.hosts: 'lb01' named twice"),
+    (["lb01", "lb02"], "hosts", True, "cluster.yml: serving.router: hosts: one router host only with "
+                                      "tier_routers enabled"),
+])
+def test_a_bad_router_host_is_one_line_naming_the_key(make_inv, hosts, target, tier_routers, line):
+    with pytest.raises(InvalidInput) as err:
+        _with_router_hosts(make_inv, hosts, target, tier_routers)
+    assert any(line in got for got in err.value.lines), err.value.lines
+    assert err.value.code == 2 and len(err.value.lines) == 1
+
+
+def test_two_router_hosts_each_bind_their_own_address(make_inv, monkeypatch):
+    monkeypatch.setenv("GRIDREADY_SERVE_SKIP_BENCH", "1")
+    inv = _with_router_hosts(make_inv, ["lb01", "lb02"])
+    path, _ = certification(inv, NODES)
+    root = path.parents[3]
+    captured: dict[str, Any] = {}
+    monkeypatch.setattr(serve_deploy.ansible, "run_playbook", _fake_playbook(captured))
+    assert serve.run(inv, RunContext(customer="acme", run_id="20261206T190000Z-serv", root=root)).exit_code == 0
+    run_vars = captured["extravars"]
+    routed = run_vars["gridready_serve_router"]
+    assert routed["hosts"] == ["lb01", "lb02"] and routed["binds"] == {"lb01": ROUTER_IP, "lb02": "10.77.0.51"}
+    assert sorted(run_vars["gridready_serve"]["router_clients"]) == [f"{ROUTER_IP}/32", "10.77.0.51/32"]

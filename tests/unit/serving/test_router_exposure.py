@@ -111,8 +111,9 @@ def test_without_routed_ports_the_clients_reach_the_tier_port() -> None:
 
 
 def test_every_firewall_of_serve_gets_the_routed_ports() -> None:
-    """The Ray nodes', the SGLang nodes' and the Triton nodes' firewall plays all pass the split."""
+    """The Ray nodes', the SGLang nodes', the Triton nodes' and a router host's firewall plays all pass the
+    split."""
     text = (ROLE.parents[1] / "playbooks" / "serve.yml").read_text()
-    assert text.count("gridready_ray_node_routed_ports:") == 3
-    assert text.count("gridready_ray_node_router_clients: \"{{ gridready_serve.router_clients | default([]) }}\"") == 3
+    assert text.count("gridready_ray_node_routed_ports:") == 4
+    assert text.count("gridready_ray_node_router_clients: \"{{ gridready_serve.router_clients | default([]) }}\"") == 4
 

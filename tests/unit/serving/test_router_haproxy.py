@@ -138,15 +138,6 @@ def test_health_checks_ask_the_engines_own_path() -> None:
         render([route(fallback=["trt"])], ups=UPS | triton)
 
 
-def test_rebind_moves_only_the_listener() -> None:
-    cfg = render([route()]).config
-    moved = router_haproxy.rebind(cfg, "10.77.0.12", 4000)
-    assert "    bind 10.77.0.12:4000" in moved and "bind 10.77.0.11" not in moved
-    assert servers(moved) == servers(cfg)  # the upstreams stay as rendered
-    with pytest.raises(ValueError, match="one bind line"):
-        router_haproxy.rebind("global\n", "10.0.0.1", 4000)
-
-
 def test_a_failing_server_is_marked_down_and_back_after_about_the_cooldown() -> None:
     spec = SPEC.model_copy(update={"allowed_fails": 3, "cooldown_s": 30, "health_check_interval_s": 5})
     line = next(ln for ln in render([route()], spec=spec).config.splitlines() if "default-server" in ln)
