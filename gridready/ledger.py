@@ -56,6 +56,9 @@ class NodeEntry(BaseModel):
     drained: bool = Field(False, description="taken out of serving by the watcher")
     drain_reason: str | None = None
     drained_at: str | None = None
+    drain_held: bool = Field(False, description=(
+        "drained by a rolling provision, which returns it itself after its engines answer: a certified verdict "
+        "does not return it"))
 
 
 class Deployment(BaseModel):
@@ -191,6 +194,7 @@ def record_certify(ledger: Ledger, summary: CertifySummary, summary_path: Path, 
         if node.reused:
             continue  # certified by an earlier run: that run's entry stands
         before = ledger.nodes.get(host)
+        kept = bool(before and before.drained and (node.status != "certified" or before.drain_held))
         stmt, ident = (evidence or {}).get(host, (None, None))
         entry = NodeEntry(
             verdict=node.status, group=(groups or {}).get(host, before.group if before else None),
@@ -198,10 +202,10 @@ def record_certify(ledger: Ledger, summary: CertifySummary, summary_path: Path, 
             failing_gates=failing_gates(node.blocking), blocking=node.blocking, summary=str(summary_path),
             certification=node.certification, evidence=stmt, identity=ident, hcas_passed=node.hcas_passed,
             hcas_failed=node.hcas_failed, simulated=host in summary.simulated,
-            # a fresh pass returns a drained node; any other verdict keeps it out
-            drained=bool(before and before.drained and node.status != "certified"),
-            drain_reason=before.drain_reason if before and before.drained and node.status != "certified" else None,
-            drained_at=before.drained_at if before and before.drained and node.status != "certified" else None,
+            # a fresh pass returns a drained node, unless a roll holds it; any other verdict keeps it out
+            drained=kept, drain_reason=before.drain_reason if before and kept else None,
+            drained_at=before.drained_at if before and kept else None, drain_held=bool(before and kept
+                                                                                       and before.drain_held),
         )
         ledger.nodes[host] = entry
         reason = ", ".join(entry.failing_gates) or ("re-certified" if before else "first certification")
@@ -223,14 +227,16 @@ def record_serve(ledger: Ledger, summary: ServeSummary, summary_path: Path, role
     return _stamp(ledger, at, events, f"serve {summary.run_id}")
 
 
-def drain(ledger: Ledger, node: str, reason: str, *, at: str | None = None) -> Ledger:
-    """The watcher took `node` out of serving."""
+def drain(ledger: Ledger, node: str, reason: str, *, at: str | None = None, held: bool = False) -> Ledger:
+    """The watcher (or a roll: `held`, returned only by `undrain`) took `node` out of serving."""
     entry = ledger.nodes.get(node)
     if entry is None or entry.drained:
+        if entry is not None and held:
+            entry.drain_held = True
         return ledger
     at = at or now_iso()
     before = state(entry)
-    entry.drained, entry.drain_reason, entry.drained_at = True, reason, at
+    entry.drained, entry.drain_reason, entry.drained_at, entry.drain_held = True, reason, at, held
     return _stamp(ledger, at, [(node, before, "drained", reason)], "watch")
 
 
@@ -247,7 +253,7 @@ def record_targeted(ledger: Ledger, node: str, result: NodeCertification, gates:
     names = ", ".join(sorted(gates))
     before = state(entry)
     if result.status == "certified":
-        if not entry.drained:
+        if not entry.drained or entry.drain_held:  # a roll's drain: the roll returns it after its health wait
             return ledger
         entry.drained, entry.drain_reason, entry.drained_at = False, None, None
         return _stamp(ledger, at, [(node, before, entry.verdict, f"targeted re-certification passed ({names}; "
@@ -267,7 +273,7 @@ def undrain(ledger: Ledger, node: str, reason: str, *, at: str | None = None) ->
     if entry is None or not entry.drained:
         return ledger
     at = at or now_iso()
-    entry.drained, entry.drain_reason, entry.drained_at = False, None, None
+    entry.drained, entry.drain_reason, entry.drained_at, entry.drain_held = False, None, None, False
     return _stamp(ledger, at, [(node, "drained", entry.verdict, reason)], "watch")
 
 

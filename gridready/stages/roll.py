@@ -250,7 +250,7 @@ class Batch:
         entry.step = "failed"
         entry.seconds = round(time.monotonic() - self.started, 1)
         reason = f"rolling provision {self.ctx.run_id}: {entry.reason}"
-        ledger.update(self.ctx.root, self.inv.customer, partial(ledger.drain, node=node, reason=reason))
+        ledger.update(self.ctx.root, self.inv.customer, partial(ledger.drain, node=node, reason=reason, held=True))
         self.outcomes.setdefault(node, HostOutcome(status="failed")).status = "failed"
         self.outcomes[node].detail["roll"] = entry.reason
         roll_state.write(self.ctx.root, self.state)
@@ -284,7 +284,7 @@ class Batch:
         self.step(serving, "draining")
         why = f"rolling provision {self.ctx.run_id}, batch {self.index}"
         for n in serving:
-            ledger.update(self.ctx.root, self.inv.customer, partial(ledger.drain, node=n, reason=why))
+            ledger.update(self.ctx.root, self.inv.customer, partial(ledger.drain, node=n, reason=why, held=True))
         if not self.route("drain"):
             for n in serving:
                 self.fail(n, "the router was not re-applied without the node (see the run's watch/router-* "

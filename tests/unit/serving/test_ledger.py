@@ -9,7 +9,7 @@ import pytest
 
 from gridready import ledger
 from gridready.artifacts import RunContext
-from gridready.contracts import CertifySummary
+from gridready.contracts import CertifySummary, NodeCertification
 from gridready.errors import InvalidInput, NotCertified
 from gridready.exitcodes import ExitCode
 from gridready.serving import topology
@@ -81,6 +81,26 @@ def test_a_drained_node_is_left_out_until_a_fresh_pass_returns_it(make_inv):
     assert quarantined.nodes["gpu02"].drained, "a failed re-certification keeps the node out"
     _, back = certified_ledger(inv, ["gpu02"], run_id=C)
     assert not back.nodes["gpu02"].drained and back.changes()[0].after == "certified"
+
+
+def test_a_rolls_drain_holds_through_a_fresh_pass_until_the_roll_returns_the_node(make_inv):
+    """A rolling provision re-certifies a drained node before its engines answer again: the pass must not return
+    it (an `invoke watch` sync then would send it traffic), only the roll's undrain after its health wait does."""
+    inv = make_inv(2)
+    certification(inv, ["gpu01", "gpu02"], run_id=A)
+    root, customer = _root_and_customer(inv)
+    ledger.update(root, customer, lambda b: ledger.drain(b, "gpu02", "rolling provision r1, batch 1", held=True))
+    _, passed = certified_ledger(inv, ["gpu02"], run_id=B)
+    assert passed.nodes["gpu02"].drained and passed.nodes["gpu02"].drain_held
+    assert passed.nodes["gpu02"].verdict == "certified" and passed.nodes["gpu02"].run_id == B
+    cert = topology.read_certification(inv, ledger.read(root, customer))
+    assert list(cert.certified) == ["gpu01"]
+    held = ledger.read(root, customer)[1]
+    targeted = ledger.record_targeted(held, "gpu02", NodeCertification(status="certified"), ["dcgm"],
+                                      root / "s.json", C)
+    assert targeted.nodes["gpu02"].drained, "a targeted pass does not return a held node either"
+    back = ledger.update(root, customer, lambda b: ledger.undrain(b, "gpu02", "returned"))
+    assert not back.nodes["gpu02"].drained and not back.nodes["gpu02"].drain_held
 
 
 def test_reuse_reads_the_ledger_not_the_newest_summary(make_inv, monkeypatch):
