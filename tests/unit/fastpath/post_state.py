@@ -129,6 +129,9 @@ python3 -c 'import json, sys; {pick}' {tmp}/smi-answers.json "$n"
                          capture_output=True, text=True, timeout=300, cwd=REPO,
                          env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}",
                               "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
+                              # the filters beside playbooks/provision.yml, which Ansible loads for the playbook
+                              # that includes these tasks (this play lives elsewhere)
+                              "ANSIBLE_FILTER_PLUGINS": str(REPO / "playbooks" / "filter_plugins"),
                               "ANSIBLE_PYTHON_INTERPRETER": sys.executable})
     facts_file = marker.with_suffix(".facts")
     facts = json.loads(facts_file.read_text()) if facts_file.exists() else {}
