@@ -1,7 +1,7 @@
 """Certify wall time against nodes and forks on a sandbox fleet, the controller's cost per fork, and the fan-out
 model's parameters fitted to the points (docs/benchmarks.md, 'Fan-out').
 
-    flock /work/wt/fleet.lock env PYTHONPATH=$PWD .venv/bin/python benchmarks/certify_fanout.py \\
+    env PYTHONPATH=$PWD .venv/bin/python benchmarks/certify_fanout.py \\
         --sizes 3 6 12 --forks 1 3 12 --json /tmp/fanout.json
 
 One generated fleet of the largest size (sandbox.testfleet, SIMULATED hosts, not provisioned: the probe runs with

@@ -2,7 +2,7 @@
 acceptance): every node drained, upgraded, rebooted and re-certified before it serves again; failed requests
 counted; time per node and in total.
 
-    sudo flock /work/wt/fleet.lock env PYTHONPATH=$PWD .venv/bin/python benchmarks/rolling_provision.py \\
+    sudo env PYTHONPATH=$PWD .venv/bin/python benchmarks/rolling_provision.py \\
         [--batch 1] [--clients 2] [--router-on-head] [--no-tier-routers] [--out FILE.json]
 
 Steps: a fleet of 3 healthy SIMULATED GPU hosts and a router host comes up (sandbox.testfleet.start_fleet: node4
