@@ -29,7 +29,17 @@ from tests.e2e.test_pipeline import _invoke
 # the shared CI machine): the ledger, evidence, watcher and router-drain logic are unit-tested in the default suite
 pytestmark = [pytest.mark.sandbox, pytest.mark.slow, pytest.mark.extended]
 
-ROUTER_CONFIG = "/etc/gridready/router/config.yaml"  # roles/gridready_router (gridready_router_dir)
+# roles/gridready_router (gridready_router_dir): HAProxy's configuration (proxy haproxy) or LiteLLM's (litellm)
+ROUTER_CONFIG = "/etc/gridready/router/haproxy.cfg /etc/gridready/router/config.yaml"
+READ_ROUTER_CONFIG = "cat /etc/gridready/router/haproxy.cfg 2>/dev/null || cat /etc/gridready/router/config.yaml"
+
+
+def upstream_count(cfg: str, address: str) -> int:
+    """How many upstreams of a router configuration are at `address`: HAProxy's `server <name> <ip>:<port>` lines
+    or LiteLLM's deployments' `api_base: http://<ip>:<port>/v1`."""
+    servers = sum(1 for line in cfg.splitlines() if line.split()[:1] == ["server"] and
+                  len(line.split()) > 2 and line.split()[2].startswith(f"{address}:"))
+    return servers + cfg.count(f"//{address}:")
 
 
 def _one_tier_two_replicas(inventory: Path) -> None:
@@ -96,11 +106,11 @@ def test_ledger_evidence_and_the_lifecycle_of_a_serving_fleet(make_module_fleet,
         return rows
 
     def router_upstreams() -> dict[str, int]:
-        """How many LiteLLM deployments (api_base) of the router's config name each node's address."""
+        """How many upstreams of the router's configuration are at each node's address."""
         for n in fleet.names:
-            cfg = fleet.ssh(n, f"cat {ROUTER_CONFIG}", check=False)
+            cfg = fleet.ssh(n, READ_ROUTER_CONFIG, check=False)
             if cfg.returncode == 0:
-                return {h: cfg.stdout.count(f"//{a}:") for h, a in fleet.addresses.items()}
+                return {h: upstream_count(cfg.stdout, a) for h, a in fleet.addresses.items()}
         raise AssertionError(f"no host has {ROUTER_CONFIG}")
 
     # -- certify, the ledger across a --limit run, evidence

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from gridready import vault
-from tests.e2e.test_fleet_lifecycle import ROUTER_CONFIG, _answers
+from tests.e2e.test_fleet_lifecycle import READ_ROUTER_CONFIG, _answers, upstream_count
 from tests.e2e.test_pipeline import _invoke
 
 # extended: a fleet of its own for provision, certify, serve and a roll with reboots (over 15 min on the shared
@@ -103,11 +103,11 @@ def test_a_roll_whose_second_batch_fails_stops_there(make_module_fleet, tmp_path
     assert versions["node1"] == CURRENT and versions["node3"] == PREVIOUS, versions
 
     # the router, on node4 alone, sends to node1 and node3 only, and answers
-    reads = {n: fleet.ssh(n, f"cat {ROUTER_CONFIG}", check=False) for n in fleet.names}
+    reads = {n: fleet.ssh(n, READ_ROUTER_CONFIG, check=False) for n in fleet.names}
     assert [n for n, r in reads.items() if r.returncode == 0] == ["node4"]
     cfg = reads["node4"].stdout
-    assert f"//{fleet.addresses['node2']}:" not in cfg
-    assert f"//{fleet.addresses['node1']}:" in cfg and f"//{fleet.addresses['node3']}:" in cfg
+    count = {n: upstream_count(cfg, fleet.addresses[n]) for n in ("node1", "node2", "node3")}
+    assert count["node2"] == 0 and count["node1"] >= 1 and count["node3"] >= 1, count
     summary = json.loads(max(artifacts.glob("*/*/serve/summary.json"), key=lambda p: p.stat().st_mtime).read_text())
     (model,) = summary["data"]["router"]["routes"]
     key = vault.read(fleet.name, fleet.inventory)["vault_gridready_router_key_sandbox"]
