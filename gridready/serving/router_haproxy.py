@@ -38,6 +38,8 @@ RPM_TABLE = "gridready_rpm"
 KEYS_MAP = "keys.map"
 MODELS_MAP = "models.map"
 MODELS_JSON = "models.json"
+# the OpenAI routes the router forwards or answers itself (/v1/models, /metrics): every other path is a 404
+ROUTES = ("/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/models", "/metrics")
 
 
 @dataclass(frozen=True)
@@ -185,6 +187,11 @@ def render(spec: RouterSpec, routes: Sequence[Route], upstreams: Mapping[str, Se
         f"    bind {bind}:{port}",
         f"    monitor-uri {LIVE_PATH}",
         "    option http-buffer-request",
+        # only the routes the router serves: any other path of an engine behind it (vLLM's /invocations and the
+        # rest of its server's routes) is answered here, before the key, and never forwarded (4.2 http-request
+        # return; 7.3.6 path, exact matches)
+        "    " + _error(404, "no such route on this endpoint", "invalid_request_error", "not_found")
+        + f" unless {{ path {' '.join(ROUTES)} {LIVE_PATH} }}",
         f"    http-request set-var(txn.client) req.hdr(authorization),bytes(7),sha2(256),hex,lower,map({keys_map}) "
         "if { req.hdr(authorization) -m beg -i \"bearer \" }",
         "    " + _error(401, "missing or unknown API key", "invalid_request_error", "invalid_api_key")

@@ -84,6 +84,19 @@ def test_keys_are_checked_and_the_models_listed(hap: tuple[Harness, HAProxyRoute
     assert status == 401
 
 
+def test_no_other_path_of_an_engine_is_reachable(hap: tuple[Harness, HAProxyRouter]) -> None:
+    """vLLM answers /invocations without its key: through the router it is a 404 even with a client key, and
+    the body's model does not route it."""
+    h, _ = hap
+    for path in ("/invocations", "/vllm/invocations", "/v1/chat/completions/../../invocations", "/tokenize"):
+        for key in (h.keys["ci"], None):
+            status, body, _ = h.request(path, {"model": MODEL, "prompt": "hi", "max_tokens": 1}, key=key)
+            assert status in (400, 404) and b"choices" not in body, (path, key, status, body)
+    status, body, _ = h.request("/invocations", {"model": MODEL, "prompt": "hi", "max_tokens": 1},
+                                key=h.keys["ci"])
+    assert status == 404 and error_code(body) == "not_found"
+
+
 def test_the_tier_gets_its_own_key_never_the_clients(hap: tuple[Harness, HAProxyRouter]) -> None:
     """`batch` refuses any key but TIER_KEY: every answer it gives through the router was sent with TIER_KEY."""
     h, _ = hap

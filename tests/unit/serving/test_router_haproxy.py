@@ -90,10 +90,11 @@ def test_keys_are_checked_by_digest_and_limits_rendered_per_key() -> None:
 
 
 def test_order_of_the_frontend_rules() -> None:
-    """Keys before limits before anything is answered or routed; metrics only behind a key."""
+    """Unknown paths first, then keys before limits before anything is answered or routed; metrics only behind a
+    key."""
     front = render([route()]).config.split("frontend api")[1]
-    marks = ["status 401", "track-sc0", "status 429", "prometheus-exporter", "status 413", "json_query",
-             "status 404", "use_backend"]
+    marks = ["no such route", "status 401", "track-sc0", "status 429", "prometheus-exporter", "status 413",
+             "json_query", "model_not_found", "use_backend"]
     at = [front.index(m) for m in marks]
     assert at == sorted(at)
 
@@ -144,3 +145,13 @@ def test_a_failing_server_is_marked_down_and_back_after_about_the_cooldown() -> 
     assert line.split() == ["default-server", "check", "inter", "5s", "fastinter", "1s", "downinter", "15s",
                             "fall", "2", "rise", "2", "observe", "layer7", "error-limit", "3", "on-error",
                             "mark-down"]
+
+
+def test_only_the_routers_own_routes_pass_every_other_path_is_404() -> None:
+    """vLLM's server answers /invocations (and more) without checking its key: the router forwards only the OpenAI
+    routes it serves, so no other path of an engine is reachable through it, with or without a client key."""
+    front = render([route()]).config.split("frontend api")[1]
+    (line,) = [ln for ln in front.splitlines() if "no such route" in ln]
+    allowed = line.split("unless { path ", 1)[1].rstrip(" }").split()
+    assert sorted(allowed) == sorted([*router_haproxy.ROUTES, router_haproxy.LIVE_PATH])
+    assert "/invocations" not in allowed and not any(p.startswith("/vllm") for p in allowed)
