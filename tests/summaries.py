@@ -54,3 +54,19 @@ def certified_ledger(inv: Inventory, certified: Sequence[str], quarantined: Sequ
     """`certification(...)`, then the customer's ledger as `ledger.read` returns it (what serve reads)."""
     path, _ = certification(inv, certified, quarantined, **kwargs)
     return ledger.read(path.parents[3], inv.customer)
+
+
+def watch_fault(inv: Inventory, root: Path, tmp_path: Path, node: str, run_id: str) -> dict[str, Any]:
+    """`invoke watch` (customer acme) on an Xid 79 signal of `node`, whose re-certification quarantines it."""
+    import json
+
+    from gridready.stages import watch
+
+    signals = tmp_path / "signals.json"
+    signals.write_text(json.dumps([{"node": node, "kind": "xid", "code": "79"}]))
+
+    def recertify(inv_: Inventory, sub: RunContext) -> Any:
+        return certification(inv_, [], [node], run_id=sub.run_id, root=sub.root, record=False)[1]
+
+    return watch.run(inv, RunContext(customer="acme", run_id=run_id, root=root), str(signals),
+                     watch.load_policy(None, None), recertify)

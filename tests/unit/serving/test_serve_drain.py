@@ -13,7 +13,7 @@ from gridready.artifacts import RunContext
 from gridready.stages import serve, watch
 from gridready.stages.serve import deploy as serve_deploy
 from gridready.stages.serve import drain as serve_drain
-from tests.summaries import certification
+from tests.summaries import certification, watch_fault
 from tests.unit.serving.conftest import vllm_tier
 from tests.unit.serving.test_serve_router import with_router
 from tests.unit.serving.test_serve_stage import _fake_playbook
@@ -133,14 +133,7 @@ def test_haproxy_keeps_listening_on_its_head_when_that_heads_replica_is_drained(
         return ansible.PlaybookResult(playbook=playbook, status="successful", rc=0, hosts={}, events=[])
 
     monkeypatch.setattr(serve_drain.ansible, "run_playbook", router_play)
-    signals = tmp_path / "signals.json"
-    signals.write_text(json.dumps([{"node": "gpu01", "kind": "xid", "code": "79"}]))
-
-    def recertify(inv_, sub):
-        return certification(inv_, [], ["gpu01"], run_id=sub.run_id, root=sub.root, record=False)[1]
-
-    done = watch.run(inv, RunContext(customer="acme", run_id="20261202T051000Z-hap1", root=root), str(signals),
-                     watch.load_policy(None, None), recertify)
+    done = watch_fault(inv, root, tmp_path, "gpu01", "20261202T051000Z-hap1")
     assert done["drained"] == ["gpu01"] and done["router"]["applied"], done["router"]
     config = plays[0]["extravars"]["gridready_serve_router"]["haproxy"]["config"]
     assert "    bind 10.77.0.11:4000" in config and "bind 10.77.0.12" not in config

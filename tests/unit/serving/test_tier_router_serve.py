@@ -4,7 +4,6 @@ restart). The spec refuses tier router ports that fall on the router's or a tier
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -14,10 +13,10 @@ from gridready.artifacts import RunContext
 from gridready.errors import InvalidInput
 from gridready.exitcodes import ExitCode
 from gridready.serving import router_drain
-from gridready.stages import serve, watch
+from gridready.stages import serve
 from gridready.stages.serve import deploy as serve_deploy
 from gridready.stages.serve import drain as serve_drain
-from tests.summaries import certification
+from tests.summaries import certification, watch_fault
 from tests.unit.serving.conftest import vllm_tier
 from tests.unit.serving.test_serve_router import TIERS, with_router
 from tests.unit.serving.test_serve_stage import _fake_playbook
@@ -82,14 +81,7 @@ def test_a_drain_reaches_the_running_tier_router_with_no_play(make_inv, monkeypa
         return [router_drain.SyncResult(url, removed=["http://10.77.0.12:8000"]) for url in wanted]
 
     monkeypatch.setattr(serve_drain.router_drain, "sync_all", sync_all)
-    signals = tmp_path / "signals.json"
-    signals.write_text(json.dumps([{"node": "gpu02", "kind": "xid", "code": "79"}]))
-
-    def recertify(inv_, sub):
-        return certification(inv_, [], ["gpu02"], run_id=sub.run_id, root=sub.root, record=False)[1]
-
-    done = watch.run(inv, RunContext(customer="acme", run_id="20261206T051000Z-wat1", root=root), str(signals),
-                     watch.load_policy(None, None), recertify)
+    done = watch_fault(inv, root, tmp_path, "gpu02", "20261206T051000Z-wat1")
     assert done["drained"] == ["gpu02"] and done["router"]["applied"], done["router"]
     assert sent == [{tr["url"]: ["http://10.77.0.11:8000"]}]
     assert done["router"]["tier_routers"][0]["removed"] == ["http://10.77.0.12:8000"]
