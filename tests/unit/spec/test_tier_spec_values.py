@@ -39,8 +39,9 @@ def test_a_refused_engine_says_why(engine):
     assert lines(Tier, tier(engine=engine)) == ["cluster.yml: engine: " + REFUSED_ENGINES["tgi"]]
 
 
-def test_an_unknown_engine_is_a_plain_literal_error():
-    assert lines(Tier, tier(engine="tgi-2")) == [
+@pytest.mark.parametrize("engine", ["tgi-2", 5, None])
+def test_an_unknown_engine_is_a_plain_literal_error(engine):
+    assert lines(Tier, tier(engine=engine)) == [
         "cluster.yml: engine: Input should be 'vllm', 'triton-trtllm', 'sglang' or 'triton-embedding'"]
 
 
