@@ -234,3 +234,28 @@ def test_rendered_values_reads_nested_fields(monkeypatch):
     assert ("--served-model-name", "llama") in seen and ("--tensor-parallel-size", 8) in seen
     assert not [f for f, v in seen if isinstance(v, bool) or v is None]
     assert "--max-lora-rank" not in dict(seen) and "--quantization" not in dict(seen)
+
+
+@pytest.mark.parametrize(("letters", "shown"), [
+    ("abcdef", "--opt-a, --opt-b, --opt-c, --opt-d, --opt-e, --opt-f"),                  # six: no ellipsis
+    ("abcdefg", "--opt-a, --opt-b, --opt-c, --opt-d, --opt-e, --opt-f, ..."),
+])
+def test_the_ambiguous_line_cuts_after_six(monkeypatch, letters, shown):
+    tbl = table(*(option(f"--opt-{c}") for c in letters))
+    monkeypatch.setattr(eo, "table", lambda engine, version: tbl)
+    assert eo.problems("vllm", "9.9", "opt", 1) == (
+        f"--opt is ambiguous to vLLM 9.9's parser (it could match {shown}); write the option in full")
+
+
+def test_problems_names_an_owned_option_itself():
+    """problems() is complete on its own: an owned option is refused there too, not only by rules.engine_args."""
+    assert eo.problems("vllm", V, "tensor_parallel", 2) == (
+        "resolves to --tensor-parallel-size, which gridready owns (set the tier's tensor_parallel)")
+    assert eo.problems("sglang", S, "tp_size", 2) == (
+        "gridready sets this argument itself; use the tier's tensor_parallel")
+
+
+def test_a_value_line_names_the_option_a_prefix_resolves_to(monkeypatch):
+    tbl = table(option("--seed", type_="int"))
+    monkeypatch.setattr(eo, "table", lambda engine, version: tbl)
+    assert eo.problems("vllm", "9.9", "se", "seven") == "--seed (vLLM 9.9) takes an int, not 'seven'"
