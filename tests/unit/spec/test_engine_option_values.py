@@ -56,12 +56,12 @@ def test_unknown_engine_and_release():
 
 @pytest.mark.parametrize(("word", "flag"), [
     ("--seed", "--seed"), ("--seed=3", "--seed"), ("--se", "--seed"), ("--se=3", "--seed"),
-    ("--seed-x", None), ("-x", None), ("-se", None),
+    ("--seed=3=4", "--seed"), ("--se=3=4", "--seed"), ("--seed-x", None), ("-x", None), ("-se", None),
 ])
 def test_resolve_exact_then_before_equals_then_prefix(word, flag):
     tbl = table(option("--seed"), option("--no-x", takes_value=False), option("-s", takes_value=False))
     got = eo.resolve(tbl, word)
-    assert got.flag == flag and (got.option is None) == (flag is None)
+    assert got.flag == flag and (got.option is None) == (flag is None) and got.word == word
 
 
 def test_the_exact_single_dash_word_resolves():
@@ -259,3 +259,19 @@ def test_a_value_line_names_the_option_a_prefix_resolves_to(monkeypatch):
     tbl = table(option("--seed", type_="int"))
     monkeypatch.setattr(eo, "table", lambda engine, version: tbl)
     assert eo.problems("vllm", "9.9", "se", "seven") == "--seed (vLLM 9.9) takes an int, not 'seven'"
+
+
+def test_rendered_values_go_on_past_a_derived_field():
+    adapters = [{"name": "sql", "path": "/adapters/sql"}]
+    t = _tier(tensor_parallel="derive", pipeline_parallel="derive", lora_adapters=adapters, max_lora_rank=4)
+    assert [f for f, _ in eo.rendered_values("vllm", V, t)] == ["max_lora_rank"]
+
+
+def test_rendered_values_skip_flags_the_table_lacks_and_engines_that_render_none(monkeypatch):
+    rank = option("--max-lora-rank", type_="int", choices=(8, 16))
+    tbl = table(rank)                                             # none of the other rendered flags
+    monkeypatch.setattr(eo, "table", lambda engine, version: tbl)
+    t = _tier(lora_adapters=[{"name": "sql", "path": "/adapters/sql"}], max_lora_rank=4)
+    assert list(eo.rendered_values("vllm", "9.9", t)) == [
+        ("max_lora_rank", "4 is not a value --max-lora-rank (vLLM 9.9) accepts: one of 8, 16")]
+    assert list(eo.rendered_values("tgi", "9.9", t)) == []       # no RENDERED entry for the engine
