@@ -4,7 +4,8 @@ It behaves as torch documents these calls (https://pytorch.org/docs/stable/): `t
 with `manual_seed(seed)` returning the generator; `torch.randn(*size, device=, generator=, dtype=)` drawing from it
 (the same seed gives the same values, two draws differ); `Tensor.to(dtype)` rounding to nearest-even (bfloat16, and
 float8_e4m3fn, 3 mantissa bits, bias 7, largest 448: the OCP FP8 formats); `Tensor.view(dtype)` reinterpreting the
-bytes (a different item size changes the last dimension) and `Tensor.view(-1)` refusing a non-contiguous tensor;
+bytes (a different item size changes the last dimension) and `Tensor.view(-1)` refusing a non-contiguous tensor
+(and any size below -1); operands on two devices (a CPU tensor with a GPU one) refused;
 `Tensor.numpy()` refusing bfloat16/float8 (numpy has no such dtype); `torch.mm` refusing float8 ('addmm_cuda' not
 implemented for 'Float8_e4m3fn') and using TF32 for float32 while `torch.backends.cuda.matmul.allow_tf32` is set;
 `torch._scaled_mm(a, b, scale_a=, scale_b=, out_dtype=)` wanting float8 inputs with `b` column-major; int64
@@ -150,9 +151,14 @@ class Tensor:
                                "dimension spans across two contiguous subspaces). Use .reshape(...) instead.")
         if len(arg) == 1 and isinstance(arg[0], DType):
             return Tensor.of(self.data.view(arg[0].storage), arg[0], self.device)
+        if any(s < -1 for s in arg):
+            raise RuntimeError(f"invalid shape dimension {min(arg)}")
         return Tensor.of(self.data.reshape(*arg), self.dtype, self.device)
 
     def _int_op(self, other: Any, op: Callable[[Any, Any], Any]) -> Tensor:
+        if isinstance(other, Tensor) and other.device != self.device:
+            raise RuntimeError("Expected all tensors to be on the same device, but found at least two devices, "
+                               f"{self.device} and {other.device}!")
         rhs = other.data if isinstance(other, Tensor) else np.int64(other)
         return Tensor.of(op(self.data, rhs), self.dtype, self.device)
 
@@ -290,6 +296,8 @@ class FakeTorch(types.ModuleType):
                    **_: Any) -> Tensor:
         if a.dtype is not float8_e4m3fn or b.dtype is not float8_e4m3fn:
             raise RuntimeError("Expected both inputs to be fp8 types")
+        if any(t.device != a.device for t in (b, scale_a, scale_b)):
+            raise RuntimeError("Expected all tensors to be on the same device")
         if not a.data.flags.c_contiguous or not b.data.flags.f_contiguous:
             raise RuntimeError("mat1 must be row_major and mat2 must be col_major")
         return self._product("_scaled_mm", a, b, out_dtype, scale_a.item() * scale_b.item(), False)

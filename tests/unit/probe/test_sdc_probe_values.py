@@ -135,6 +135,14 @@ def test_warm_up_runs_twenty_gemms_per_synchronize_until_the_time_is_spent(torch
     assert {c[1] for c in torch.calls if c[0] == "synchronize"} == {1}
 
 
+def test_the_row_warms_the_gpu_it_measures(torch, monkeypatch):
+    monkeypatch.setattr(sdc, "WORKLOADS", SMALL)
+    row = sdc.run_gpu(1, ["bf16_gemm_6"], repeats=1, warm_s=0.25)
+    assert row["warm_s"] == 0.25
+    assert [c for c in torch.calls if c[0] == "randn" and c[1] == (8192, 8192)] == [
+        ("randn", (8192, 8192), 1, None, ft.bfloat16)]
+
+
 def test_warm_up_rounds_the_seconds_to_hundredths(torch):
     torch.sync_s = 0.3337
     assert sdc._warm(torch, 0, 0.5) == 0.67
@@ -193,6 +201,10 @@ def test_a_flipped_bit_in_one_repeat_is_outvoted_and_breaks_the_repeat(monkeypat
     good = expected_digest(ft.FakeTorch(), 0, "bf16", 6, 30)
     assert w["digest"] == good and w["digests"][0] == good == w["digests"][2] and w["digests"][1] != good
     assert w["repeat_ok"] is False and w["host_sha256_repeat_ok"] is False
+    ra, rb = drawn(ft.FakeTorch(), 0, 6, 30)
+    x, y = (ft.decode(ft.encode(v, ft.bfloat16), ft.bfloat16).astype(np.float64) for v in (ra, rb))
+    first = ft.encode((x @ y).astype(np.float32), ft.bfloat16)  # the first repeat, not the corrupted second
+    assert w["host_sha256"] == hashlib.sha256(first.astype("<u2").tobytes()).hexdigest()
 
 
 def test_host_sha256_is_the_sha256_of_the_output_bytes(torch, monkeypatch):
