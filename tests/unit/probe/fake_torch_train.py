@@ -7,8 +7,9 @@ registers submodules and parameters on assignment (assigning one before `Module.
 eps = `torch.finfo(x.dtype).eps` (bfloat16: 2^-7); `F.scaled_dot_product_attention(q, k, v, is_causal=)` is
 softmax(q k^T / sqrt(E) + causal mask) v over (..., L, E); `F.gelu(x, approximate='none'|'tanh')` refuses other
 values; `F.linear(x, w)` is x w^T; `F.cross_entropy(input (N, C), target (N,))` is the mean negative log-softmax;
-`Tensor.view` wants int sizes with the same number of elements; `torch.randperm`, `torch.randint(low, high, size)`
-and `torch.randn` draw from the `generator` given; iterating a tensor yields its slices along dim 0;
+`Tensor.view` wants int sizes (none below -1) with the same number of elements; `torch.randperm`,
+`torch.randint(low, high, size)` draw from the `generator` given, on its device (a CUDA generator for a CPU
+tensor is refused), device None being the CPU; iterating a tensor yields its slices along dim 0;
 `torch.multiprocessing.start_processes(fn, args, nprocs, join, start_method)` calls `fn(i, *args)` for each i
 (here one after the other, in this process); NCCL writes its debug log to `NCCL_DEBUG_FILE` with `%h` the host
 and `%p` the pid. There are no gradients: `backward` and the optimizer step are recorded, the weights stay as
@@ -47,6 +48,8 @@ class T:
     def view(self, *shape: Any) -> T:
         if not all(isinstance(s, int) for s in shape):
             raise TypeError(f"view(): argument 'size' must be tuple of ints, but found {shape}")
+        if any(s < -1 for s in shape):
+            raise RuntimeError(f"invalid shape dimension {min(shape)}")
         try:
             return T(self.a.reshape(shape), self.dtype, self.device)
         except ValueError:
@@ -87,6 +90,20 @@ class T:
         return T(self.a + (other.a if isinstance(other, T) else other), self.dtype, self.device)
 
 
+def where(device: Any) -> str:
+    """torch's device argument as a string: None is the CPU, an int the CUDA device of that index."""
+    return "cpu" if device is None else f"cuda:{device}" if isinstance(device, int) else str(device)
+
+
+def drawn_on(device: Any, generator: Generator | None) -> str:
+    """A tensor drawn from a generator must be on the generator's device (torch refuses otherwise)."""
+    dev = where(device)
+    if generator is not None and generator.device != dev:
+        raise RuntimeError(f"Expected a '{dev.split(':')[0]}' device type for generator but found "
+                           f"'{generator.device.split(':')[0]}'")
+    return dev
+
+
 def _np(idx: Any) -> Any:
     if isinstance(idx, tuple):
         return tuple(_np(i) for i in idx)
@@ -119,7 +136,7 @@ class Module:
     def to(self, device: Any = None, dtype: str | None = None) -> Module:
         self.moved = (device, dtype)
         for p in self.parameters():
-            p.dtype, p.device = dtype or p.dtype, f"cuda:{device}" if isinstance(device, int) else str(device)
+            p.dtype, p.device = dtype or p.dtype, where(device)
         return self
 
     def __call__(self, *args: Any) -> Any:
@@ -277,14 +294,16 @@ class FakeTorch(types.ModuleType):
         return g
 
     def randperm(self, n: int, device: Any = None, generator: Generator | None = None) -> T:
-        return T((generator.rng if generator else self._global).permutation(n), "int64", f"cuda:{device}")
+        dev = drawn_on(device, generator)
+        return T((generator.rng if generator else self._global).permutation(n), "int64", dev)
 
     def randint(self, low: int, high: int, size: tuple[int, ...], device: Any = None,
                 generator: Generator | None = None) -> T:
-        return T((generator.rng if generator else self._global).integers(low, high, size), "int64", f"cuda:{device}")
+        dev = drawn_on(device, generator)
+        return T((generator.rng if generator else self._global).integers(low, high, size), "int64", dev)
 
     def empty(self, *size: int, dtype: str = "float32", device: Any = None) -> T:
-        return T(np.full(size, -1, dtype=np.int64 if dtype == "int64" else np.float64), dtype, f"cuda:{device}")
+        return T(np.full(size, -1, dtype=np.int64 if dtype == "int64" else np.float64), dtype, where(device))
 
     def _normal(self, p: Parameter, mean: float = 0.0, std: float = 1.0) -> Parameter:
         self.calls.append(("normal_", p.shape, mean, std))
@@ -306,7 +325,7 @@ class FakeTorch(types.ModuleType):
                                      zero_grad=lambda **k: self.calls.append(("zero_grad", k)))
 
     def _ddp(self, module: Module, device_ids: list[int] | None = None) -> Module:
-        self.calls.append(("DDP", device_ids))
+        self.calls.append(("DDP", device_ids, getattr(module, "moved", None)))
         return module
 
     def _init_pg(self, backend: str, rank: int, world_size: int, device_id: Any = None) -> None:

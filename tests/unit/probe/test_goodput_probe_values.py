@@ -132,7 +132,7 @@ def test_batches_walk_the_seeded_permutation(torch):
     (g,) = torch.generators
     assert (g.device, g.seeds) == ("cuda:2", [41])
     perm = np.random.default_rng(41).permutation(11)  # the generator's first draw
-    assert x.shape == y.shape == (3, 5) and x.a.dtype == np.int64
+    assert x.shape == y.shape == (3, 5) and x.a.dtype == np.int64 and x.device == y.device == "cuda:2"
     assert np.array_equal(y.a, perm[x.a])  # token t+1 = perm[token t]
     assert np.array_equal(x.a[:, 1:], y.a[:, :-1])
     assert sorted(set(perm)) == list(range(11)) and not np.array_equal(x.a, x2.a)
@@ -189,6 +189,41 @@ def test_one_gpu_run_asks_torch_what_the_docstring_says(torch):
     assert torch.calls[-1] == ("empty_cache",)
 
 
+# a clock step that puts 105 tokens x 10,944 FLOPs exactly on 0.75 TFLOP/s (a hair above): it rounds to 0.8
+AT_075 = 1.5321599999999895e-06
+
+
+def test_tflops_are_10_to_the_12_flops_at_the_rounding_boundary(torch):
+    torch.sync_s = AT_075
+    out = goodput.train(0, steps=10, warmup=3, cfg=TINY)
+    assert out["model_tflops"] == 0.8 and 105 / AT_075 * 10944 / 1e12 > 0.75
+
+
+def test_seconds_tokens_per_s_rounded_and_the_last_loss(torch):
+    torch.sync_s = 0.123456
+    out = goodput.train(0, steps=10, warmup=3, cfg=TINY)
+    assert out["seconds_timed"] == 0.123 and out["tokens_per_s"] == round(105 / 0.123456, 1) == 850.5
+    torch.sync_s = 0.3
+    out = goodput.train(0, steps=4, warmup=1, cfg=TINY)
+    assert out["tokens_per_s"] == round(45 / 0.3, 1) == 150.0 and isinstance(out["tokens_per_s"], float)
+    assert out["loss_last"] == out["loss"][3] and out["loss_first"] == out["loss"][0]
+    assert out["loss"][3] != out["loss"][1]
+
+
+def test_one_timed_step_has_a_rate_and_a_clock_that_did_not_move_has_none(torch):
+    assert goodput.train(0, steps=4, warmup=3, cfg=TINY)["tokens_per_s"] == round(15 / TICK, 1)
+    torch.sync_s = 0.0
+    out = goodput.train(0, steps=4, warmup=1, cfg=TINY)
+    assert (out["tokens_per_s"], out["model_tflops"], out["seconds_timed"]) == (None, None, 0.0)
+
+
+def test_the_model_and_the_data_are_on_the_gpu_measured(torch):
+    seen: list[int] = []
+    goodput.train(3, steps=2, warmup=1, cfg=TINY, model_builder=lambda t, c, d: seen.append(d) or goodput.build(
+        t, c, d))
+    assert seen == [3] and [g.device for g in torch.generators] == ["cuda:3"]
+
+
 def test_the_clock_starts_after_the_warm_up(torch):
     torch.sync_s = 0.25
     out = goodput.train(0, steps=6, warmup=2, cfg=TINY)
@@ -238,13 +273,14 @@ def test_the_data_parallel_rank_0_writes_the_figures(ddp_env, tmp_path):
     tps = 4 * 15 / TICK
     want = expected_losses(TINY, 6, 4, 30, data_seed=30)
     assert res["loss"] == pytest.approx(want, abs=1e-4) and res["loss"][4] == res["loss"][0]
+    assert res["loss"] == [round(v, 4) for v in res["loss"]]
     assert {k: v for k, v in res.items() if k != "loss"} == {
         "tokens_per_s_per_gpu": tps, "model_tflops_per_gpu": round(tps * goodput.flops_per_token(TINY) / 1e12, 1),
         "seconds_timed": 0.0}
     (init,) = [c for c in torch.calls if c[0] == "init_process_group"]
     assert init[1:5] == ("nccl", 0, 2, "cuda:0")
     assert init[5]["MASTER_ADDR"] == "127.0.0.1" and init[5]["MASTER_PORT"] == "29611"
-    assert ("set_device", 0) in torch.calls and ("DDP", [0]) in torch.calls
+    assert ("set_device", 0) in torch.calls and ("DDP", [0], (0, "bfloat16")) in torch.calls
     assert torch.calls[-1] == ("destroy_process_group",)
     (adam,) = [c for c in torch.calls if c[0] == "AdamW"]
     assert adam[2] == {"lr": 3e-4, "betas": (0.9, 0.95), "weight_decay": 0.0, "fused": True}
@@ -257,7 +293,8 @@ def test_the_other_ranks_draw_their_own_data_and_write_nothing(ddp_env, tmp_path
     goodput._ddp_worker(1, 2, 3, 1, 29612, str(tmp_path))
     assert list(tmp_path.iterdir()) == []
     assert [(g.device, g.seeds) for g in torch.generators] == [("cuda:1", [31])]
-    assert ("manual_seed", 30) in torch.calls and ("set_device", 1) in torch.calls and ("DDP", [1]) in torch.calls
+    assert ("manual_seed", 30) in torch.calls and ("set_device", 1) in torch.calls
+    assert ("DDP", [1], (1, "bfloat16")) in torch.calls
     assert torch.calls[-1] == ("destroy_process_group",)
 
 
@@ -269,6 +306,15 @@ def test_a_failing_rank_still_leaves_the_process_group(ddp_env, tmp_path, monkey
     with pytest.raises(RuntimeError, match="out of memory"):
         goodput._ddp_worker(0, 2, 3, 1, 29613, str(tmp_path))
     assert ddp_env.calls[-1] == ("destroy_process_group",)
+
+
+def test_a_rank_rounds_its_seconds_and_tflops(ddp_env, tmp_path):
+    ddp_env.sync_s = 8.755199999999948e-07  # 60 tokens x 10,944 FLOPs a hair above 0.75 TFLOP/s
+    goodput._ddp_worker(0, 1, 6, 2, 29615, str(tmp_path))
+    assert json.loads((tmp_path / "result.json").read_text())["model_tflops_per_gpu"] == 0.8
+    ddp_env.sync_s = 0.123456
+    goodput._ddp_worker(0, 1, 6, 2, 29615, str(tmp_path))
+    assert json.loads((tmp_path / "result.json").read_text())["seconds_timed"] == 0.123
 
 
 def test_a_timed_rank_without_a_timed_step_writes_no_rate(ddp_env, tmp_path):
@@ -302,6 +348,20 @@ def test_the_data_parallel_run_in_full(ddp_env, monkeypatch):
     assert [(e["NCCL_DEBUG"], e["NCCL_DEBUG_SUBSYS"]) for e in envs] == [("INFO", "INIT,P2P,NET")] * 2
     assert os.environ["NCCL_DEBUG"] == "WARN" and "NCCL_DEBUG_SUBSYS" not in os.environ
     assert "NCCL_DEBUG_FILE" not in os.environ
+    assert os.path.basename(start[2][4]).startswith("gridready-ddp-")
+
+
+def test_a_log_with_bytes_that_are_not_utf8_is_read_with_replacements(ddp_env, monkeypatch):
+    def start(fn: Any, args: tuple[Any, ...], **kw: Any) -> None:
+        with open(os.environ["NCCL_DEBUG_FILE"].replace("%h", "n").replace("%p", "1"), "wb") as fh:
+            fh.write(b"node1:1:7 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via SHM/direct/direct\nbad \xff\xfe\n")
+        os.environ.pop("NCCL_DEBUG_SUBSYS")  # a callee that removed a variable the run set
+
+    monkeypatch.delenv("NCCL_DEBUG_SUBSYS", raising=False)
+    ddp_env.multiprocessing.start_processes = start
+    out = goodput.train_ddp(2, 3)
+    assert out["nccl_debug_tail"].endswith("bad \ufffd\ufffd\n") and out["transports"]["families"] == {"SHM": 1}
+    assert "NCCL_DEBUG_SUBSYS" not in os.environ
 
 
 def test_the_nccl_log_tail_keeps_the_last_20000_characters(ddp_env):
