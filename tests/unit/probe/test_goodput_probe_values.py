@@ -224,6 +224,13 @@ def test_the_model_and_the_data_are_on_the_gpu_measured(torch):
     assert seen == [3] and [g.device for g in torch.generators] == ["cuda:3"]
 
 
+def test_defaults_three_warm_up_steps_and_a_learning_rate_of_3e_4(torch):
+    out = goodput.train(0, steps=5, cfg=TINY)
+    assert out["warmup"] == 3 and out["tokens_per_s"] == round(2 * 15 / TICK, 1)
+    (adam,) = [c for c in torch.calls if c[0] == "AdamW"]
+    assert adam[2]["lr"] == 3e-4
+
+
 def test_the_clock_starts_after_the_warm_up(torch):
     torch.sync_s = 0.25
     out = goodput.train(0, steps=6, warmup=2, cfg=TINY)
@@ -385,6 +392,12 @@ def test_a_failing_data_parallel_run_is_a_reason_cut_at_400_characters(ddp_env):
 
     ddp_env.multiprocessing.start_processes = long_failure
     assert goodput.train_ddp(2, 3)["reason"] == "ValueError: " + "y" * 400
+
+
+def test_the_data_parallel_run_warms_up_three_steps_by_default(ddp_env):
+    out = goodput.train_ddp(2, 5)
+    (start,) = [c for c in ddp_env.calls if c[0] == "start_processes"]
+    assert start[2][:3] == (2, 5, 3) and out["tokens_per_s_per_gpu"] == 2 * 15 / TICK
 
 
 def test_a_run_without_a_result_says_so(ddp_env):
