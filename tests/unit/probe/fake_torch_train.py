@@ -13,7 +13,8 @@ tensor is refused), device None being the CPU; iterating a tensor yields its sli
 `torch.multiprocessing.start_processes(fn, args, nprocs, join, start_method)` calls `fn(i, *args)` for each i
 (here one after the other, in this process); NCCL writes its debug log to `NCCL_DEBUG_FILE` with `%h` the host
 and `%p` the pid. There are no gradients: `backward` and the optimizer step are recorded, the weights stay as
-initialised. `torch.cuda.synchronize` is where the host waits for the GPU: the fake clock advances by `sync_s`."""
+initialised; a parameter over GPU_ELEMENTS is torch's out-of-memory error (the real model does not fit the double).
+`torch.cuda.synchronize` is where the host waits for the GPU: the fake clock advances by `sync_s`."""
 
 from __future__ import annotations
 
@@ -114,6 +115,15 @@ class Parameter(T):
     pass
 
 
+GPU_ELEMENTS = 1 << 22  # the double's GPU holds 4 Mi parameters: a 1B model there is torch's out-of-memory error
+
+
+def allocate(shape: tuple[int, ...], draw: Callable[[tuple[int, ...]], np.ndarray]) -> Parameter:
+    if int(np.prod(shape)) > GPU_ELEMENTS:
+        raise RuntimeError(f"CUDA out of memory. Tried to allocate a {shape} tensor on the double's GPU")
+    return Parameter(draw(shape))
+
+
 class Module:
     def __init__(self) -> None:
         object.__setattr__(self, "_modules", {})
@@ -147,8 +157,8 @@ class Linear(Module):
     def __init__(self, in_features: int, out_features: int, bias: bool = True) -> None:
         super().__init__()
         bound = 1 / math.sqrt(in_features)
-        self.weight = Parameter(np.random.default_rng(in_features * 7919 + out_features).uniform(
-            -bound, bound, (out_features, in_features)))
+        self.weight = allocate((out_features, in_features), lambda shape: np.random.default_rng(
+            in_features * 7919 + out_features).uniform(-bound, bound, shape))
         if bias:
             self.bias = Parameter(np.zeros(out_features))
 
@@ -160,7 +170,7 @@ class Linear(Module):
 class Embedding(Module):
     def __init__(self, num: int, dim: int) -> None:
         super().__init__()
-        self.weight = Parameter(np.random.default_rng(num * 31 + dim).standard_normal((num, dim)))
+        self.weight = allocate((num, dim), np.random.default_rng(num * 31 + dim).standard_normal)
 
     def forward(self, idx: T) -> T:
         return T(self.weight.a[idx.a], self.weight.dtype, idx.device)
