@@ -1,4 +1,4 @@
-"""The SDC probe (gridready/probe/sdc.py) in-process against a torch double (tests/unit/probe/fake_torch.py): the
+"""The SDC probe (gridready/probe/sdc.py) in-process against a torch double (tests/unit/probe/fake_torch_sdc.py): the
 digest equals the documented two position-weighted sums modulo 2^64 (computed here in plain Python), one flipped
 bit changes both halves, the seeded inputs per dtype (fp8's second operand column-major, as torch._scaled_mm wants),
 the warm-up's GEMM count on a fake clock, each GPU's row (repeats, majority digest, repeat check, host sha256, TF32
@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from gridready.probe import sdc
-from tests.unit.probe import fake_torch as ft
+from tests.unit.probe import fake_torch_sdc as ft
 
 M64 = 2**64
 GOLDEN, MIX = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9
