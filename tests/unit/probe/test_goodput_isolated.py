@@ -22,6 +22,12 @@ def test_a_failing_child_is_an_error_naming_it() -> None:
         goodput.isolated("no_such_step", timeout_s=120)
 
 
+def test_the_arguments_reach_the_child_as_integers() -> None:
+    """`_intern_is_builtin` takes none: the child's TypeError is the error, after the arguments were passed."""
+    with pytest.raises(RuntimeError, match=r"(?s)_intern_is_builtin in a fresh interpreter exited 1: .*TypeError"):
+        goodput.isolated("_intern_is_builtin", 3, timeout_s=120)
+
+
 def test_run_all_trains_each_gpu_in_a_fresh_interpreter(monkeypatch: pytest.MonkeyPatch) -> None:
     import json
     import types
