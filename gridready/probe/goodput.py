@@ -184,6 +184,20 @@ def _ddp_worker(rank: int, world: int, steps: int, warmup: int, port: int, outdi
         dist.destroy_process_group()
 
 
+def _join_within(ranks: Any, timeout_s: float) -> None:
+    """Every rank of a torch ProcessContext joined within `timeout_s` (its `join(timeout)` is True once all have
+    exited and raises when one failed); ranks still running then are killed and the run is a TimeoutError: a rank
+    hung in an NCCL call would otherwise hold the probe and its GPUs for good."""
+    deadline = time.monotonic() + timeout_s
+    while not ranks.join(timeout=max(0.0, deadline - time.monotonic())):
+        if time.monotonic() >= deadline:
+            for proc in ranks.processes:
+                if proc.is_alive():
+                    proc.kill()
+                proc.join()
+            raise TimeoutError(f"the data-parallel run did not finish within {timeout_s:g} s")
+
+
 def train_ddp(world: int, steps: int, warmup: int = 3, timeout_s: float = 900.0) -> dict[str, Any]:
     """The model data-parallel over `world` local GPUs with NCCL_DEBUG=INFO: figures and the transports chosen."""
     import torch.multiprocessing as mp
@@ -195,8 +209,9 @@ def train_ddp(world: int, steps: int, warmup: int = 3, timeout_s: float = 900.0)
         os.environ.update(env)
         try:
             port = 29500 + os.getpid() % 2000
-            mp.start_processes(_ddp_worker, args=(world, steps, warmup, port, td), nprocs=world, join=True,
-                               start_method="spawn")
+            ranks = mp.start_processes(_ddp_worker, args=(world, steps, warmup, port, td), nprocs=world,
+                                       join=False, start_method="spawn")
+            _join_within(ranks, timeout_s)
         except Exception as exc:
             out["reason"] = f"{type(exc).__name__}: {str(exc)[:400]}"
         finally:

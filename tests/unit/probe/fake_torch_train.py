@@ -349,7 +349,32 @@ class FakeTorch(types.ModuleType):
             raise RuntimeError("NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled system error")
 
     def _start(self, fn: Callable[..., None], args: tuple[Any, ...] = (), nprocs: int = 1, join: bool = True,
-               start_method: str = "spawn") -> None:
+               start_method: str = "spawn") -> Ranks | None:
+        """torch.multiprocessing.start_processes: with join=False a ProcessContext whose join() raises what a
+        rank raised (here the ranks run at once, in this process)."""
         self.calls.append(("start_processes", fn.__name__, args, nprocs, join, start_method))
+        failure = None
         for i in range(nprocs):
-            fn(i, *args)
+            try:
+                fn(i, *args)
+            except Exception as exc:
+                failure = failure or exc
+        if join:
+            if failure:
+                raise failure
+            return None
+        return Ranks(failure)
+
+
+class Ranks:
+    """torch.multiprocessing.ProcessContext of ranks that have all exited: `join(timeout)` is True, or raises
+    the first rank's exception; `processes` the multiprocessing.Process objects (none alive)."""
+
+    def __init__(self, failure: Exception | None = None) -> None:
+        self.failure, self.processes, self.joins = failure, [], []
+
+    def join(self, timeout: float | None = None) -> bool:
+        self.joins.append(timeout)
+        if self.failure:
+            raise self.failure
+        return True

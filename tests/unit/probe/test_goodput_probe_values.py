@@ -35,7 +35,7 @@ def torch(monkeypatch: pytest.MonkeyPatch) -> ft.FakeTorch:
     fake = ft.FakeTorch(sync_s=TICK)
     for name, mod in fake.modules().items():
         monkeypatch.setitem(sys.modules, name, mod)
-    monkeypatch.setattr(goodput, "time", types.SimpleNamespace(perf_counter=fake.clock))
+    monkeypatch.setattr(goodput, "time", types.SimpleNamespace(perf_counter=fake.clock, monotonic=fake.clock))
     return fake
 
 
@@ -350,7 +350,7 @@ def test_the_data_parallel_run_in_full(ddp_env, monkeypatch):
     assert out["transports"]["families"] == {"P2P": 2, "SHM": 2}
     (start,) = [c for c in torch.calls if c[0] == "start_processes"]
     port = 29500 + os.getpid() % 2000
-    assert start[1] == "_ddp_worker" and start[2][:4] == (2, 5, 2, port) and start[3:] == (2, True, "spawn")
+    assert start[1] == "_ddp_worker" and start[2][:4] == (2, 5, 2, port) and start[3:] == (2, False, "spawn")
     envs = [c[5] for c in torch.calls if c[0] == "init_process_group"]
     assert [(e["NCCL_DEBUG"], e["NCCL_DEBUG_SUBSYS"]) for e in envs] == [("INFO", "INIT,P2P,NET")] * 2
     assert os.environ["NCCL_DEBUG"] == "WARN" and "NCCL_DEBUG_SUBSYS" not in os.environ
@@ -359,10 +359,11 @@ def test_the_data_parallel_run_in_full(ddp_env, monkeypatch):
 
 
 def test_a_log_with_bytes_that_are_not_utf8_is_read_with_replacements(ddp_env, monkeypatch):
-    def start(fn: Any, args: tuple[Any, ...], **kw: Any) -> None:
+    def start(fn: Any, args: tuple[Any, ...], **kw: Any) -> ft.Ranks:
         with open(os.environ["NCCL_DEBUG_FILE"].replace("%h", "n").replace("%p", "1"), "wb") as fh:
             fh.write(b"node1:1:7 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via SHM/direct/direct\nbad \xff\xfe\n")
         os.environ.pop("NCCL_DEBUG_SUBSYS")  # a callee that removed a variable the run set
+        return ft.Ranks()
 
     monkeypatch.delenv("NCCL_DEBUG_SUBSYS", raising=False)
     ddp_env.multiprocessing.start_processes = start
@@ -401,7 +402,7 @@ def test_the_data_parallel_run_warms_up_three_steps_by_default(ddp_env):
 
 
 def test_a_run_without_a_result_says_so(ddp_env):
-    ddp_env.multiprocessing.start_processes = lambda *a, **k: None
+    ddp_env.multiprocessing.start_processes = lambda *a, **k: ft.Ranks()
     out = goodput.train_ddp(3, 3)
     assert (out["present"], out["world"], out["reason"]) == (False, 3, "the data-parallel run wrote no result")
 
@@ -458,3 +459,103 @@ def test_parse_reads_back_and_refuses_another_document():
     for bad in ('{"schema": "gridready.sdc/1"}', "[]", "{}"):
         with pytest.raises(ValueError, match=r"^not a gridready\.goodput/1 document$"):
             goodput.parse(bad)
+
+
+class _Rank:
+    """multiprocessing.Process as the context lists it: alive or not, kill() and join() recorded."""
+
+    def __init__(self, alive: bool) -> None:
+        self.alive, self.calls = alive, []
+
+    def is_alive(self) -> bool:
+        return self.alive
+
+    def kill(self) -> None:
+        self.calls.append("kill")
+        self.alive = False
+
+    def join(self) -> None:
+        self.calls.append("join")
+
+
+class _Hung:
+    """A ProcessContext whose ranks exit at the given clock times (None: never); join(timeout) waits on a fake
+    clock as torch's does on the ranks' sentinels: until all have exited (True) or the timeout passed (False)."""
+
+    def __init__(self, clock: list[float], exits: list[float | None]) -> None:
+        self.clock, self.exits, self.joins = clock, exits, []
+        self.processes = [_Rank(True) for _ in exits]
+
+    def join(self, timeout: float | None = None) -> bool:
+        self.joins.append(timeout)
+        assert timeout is not None
+        pending = [t for t in self.exits if t is None or t > self.clock[0]]
+        if pending and all(t is not None and t <= self.clock[0] + timeout for t in pending):
+            self.clock[0] = max(t for t in pending if t is not None)
+        else:
+            self.clock[0] += timeout
+        for proc, t in zip(self.processes, self.exits, strict=True):
+            proc.alive = t is None or t > self.clock[0]
+        return not any(p.alive for p in self.processes)
+
+
+def _hang(ddp_env, monkeypatch, exits: list[float | None]) -> _Hung:
+    clock = [1000.0]
+    ranks = _Hung(clock, exits)
+    monkeypatch.setattr(goodput.time, "monotonic", lambda: clock[0])
+    ddp_env.multiprocessing.start_processes = lambda *a, **k: ranks
+    return ranks
+
+
+def test_a_hung_rank_is_killed_at_the_timeout_and_the_run_says_so(ddp_env, monkeypatch):
+    ranks = _hang(ddp_env, monkeypatch, [5.0 + 1000, None])
+    out = goodput.train_ddp(2, 3)
+    assert out["present"] is False
+    assert out["reason"] == "TimeoutError: the data-parallel run did not finish within 900 s"
+    assert ranks.joins == [900.0] and ranks.clock[0] == 1900.0
+    assert [p.calls for p in ranks.processes] == [["join"], ["kill", "join"]]
+
+
+def test_the_timeout_is_the_callers_and_counts_from_the_start(ddp_env, monkeypatch):
+    ranks = _hang(ddp_env, monkeypatch, [1030.0, None])
+    out = goodput.train_ddp(2, 3, timeout_s=60.5)
+    assert out["reason"] == "TimeoutError: the data-parallel run did not finish within 60.5 s"
+    assert ranks.joins == [60.5] and ranks.clock[0] == 1060.5
+    assert ranks.processes[1].calls == ["kill", "join"]
+
+
+def test_ranks_that_exit_one_by_one_inside_the_timeout_are_waited_for(ddp_env, monkeypatch):
+    ranks = _hang(ddp_env, monkeypatch, [1010.0, 1899.0])
+    clock = ranks.clock
+    first = ranks.join
+    seen: list[float] = []
+
+    def one_at_a_time(timeout: float | None = None) -> bool:
+        assert timeout is not None
+        seen.append(timeout)
+        if len(seen) == 1:  # the first rank's exit wakes the wait, the second still runs
+            clock[0] = 1010.0
+            ranks.processes[0].alive = False
+            return False
+        return first(timeout)
+
+    ranks.join = one_at_a_time
+    out = goodput.train_ddp(2, 3)
+    assert seen == [900.0, 890.0] and clock[0] == 1899.0
+    assert out["reason"] == "the data-parallel run wrote no result"
+    assert all(p.calls == [] for p in ranks.processes)
+
+
+def test_a_deadline_reached_between_waits_never_asks_for_a_negative_wait(ddp_env, monkeypatch):
+    ranks = _hang(ddp_env, monkeypatch, [None])
+    first = ranks.join
+
+    def late(timeout: float | None = None) -> bool:
+        first(timeout)
+        ranks.clock[0] += 7.0  # the process was descheduled past the deadline after the wait
+        return False
+
+    ranks.join = late
+    out = goodput.train_ddp(1, 3, timeout_s=10)
+    assert ranks.joins == [10] and out["reason"].startswith("TimeoutError")
+    assert ranks.processes[0].calls == ["kill", "join"]
