@@ -39,6 +39,7 @@ from tests.unit.probe.fake_node import (
     result,
 )
 
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00$")
 QUERY = ("nvidia-smi", f"--query-gpu={nvsmi.QUERY_FIELDS}", "--format=csv")
 QUERY_MIN = ("nvidia-smi", f"--query-gpu={nvsmi.QUERY_FIELDS_MIN}", "--format=csv")
@@ -83,6 +84,9 @@ def test_os_release_keeps_id_and_version_only(tmp_path: Path) -> None:
     f.write_text('NAME="Ubuntu"\nID= ubuntu \nID_LIKE=debian\n# VERSION_ID=1\nVERSION_ID="22.04"\n'
                  'PRETTY_NAME="Ubuntu 22.04.4 LTS"\nVERSION_ID\n')
     assert os_release(str(f)) == {"id": "ubuntu", "version_id": "22.04"}
+    # the value is everything after the first "=", quotes stripped and nothing else
+    f.write_text('ID="XOS"\nVERSION_ID="9=X"\n')
+    assert os_release(str(f)) == {"id": "XOS", "version_id": "9=X"}
 
 
 def test_os_release_unreadable_is_empty(tmp_path: Path) -> None:
@@ -169,14 +173,14 @@ def test_run_runs_every_step_in_order(node: Node, monkeypatch: pytest.MonkeyPatc
              "health_after": "health_after"}
     for step, attr in names.items():
         setattr(p, attr, lambda s=step: order.append(s))
-    monkeypatch.setattr(collect, "time", Clock(*[float(i) for i in range(100, 200)]))
+    monkeypatch.setattr(collect, "time", Clock(*[float(i) for i in range(100, 127)], 127.4567))
     monkeypatch.setattr(collect.sys, "argv", ["probe", "--profile", "quick"])
     doc = p.run()
     assert doc is p.doc
     assert order == [s for s in names if s != "hca"]
     assert list(doc["timings_s"]) == list(names)
     assert doc["timings_s"]["hca"] is None and doc["timings_s"]["nvml"] == 1.0
-    assert doc["wall_s"] == 27.0  # 13 timed steps take two readings each, between the run's first and last
+    assert doc["wall_s"] == 27.46  # 13 timed steps take two readings each, between the run's first and last
     assert ISO.match(doc["finished"]) and doc["argv"] == ["probe", "--profile", "quick"]
 
 
@@ -413,7 +417,8 @@ def test_kernel_dmesg_from_boot_is_enough(node: Node) -> None:
     assert p.doc["errors"] == []
 
 
-@pytest.mark.parametrize("first", [result([], "", rc=1), result([], " \n\n"), result([], "", absent=True)])
+@pytest.mark.parametrize("first", [result([], "", rc=1), result([], " \n\n"), result([], "", absent=True),
+                                   result([], BOOT_LOG, rc=1)])
 def test_kernel_plain_dmesg_where_the_iso_form_fails(node: Node, first: dict[str, Any]) -> None:
     node.answers[DMESG_ISO] = first
     node.answers[("dmesg",)] = result([], BOOT_LOG)
@@ -456,6 +461,21 @@ def test_kernel_log_unreadable(node: Node) -> None:
     assert p.doc["errors"] == [{"collector": "kernel_log",
                                 "error": "no readable kernel log (dmesg / journalctl -k empty or failing)"}]
     assert "kernel_log" not in p.doc["raw"]
+
+
+def test_kernel_raw_keeps_the_gpu_lines_only(node: Node) -> None:
+    kept = ["[  120.5] nvidia-nvswitch1: SXid (PCI:0000:05:00.0): 12028, Non-fatal, Link 32 egress non-posted PRIV "
+            "error (First)",
+            "[    2.1] pci 0000:19:00.0: 63.008 Gb/s available PCIe bandwidth, limited by 16.0 GT/s PCIe x4 link at "
+            "0000:17:03.0 (capable of 504.112 Gb/s with 32.0 GT/s PCIe x16 link)",
+            "[    5.1] NVRM: loading NVIDIA UNIX x86_64 Kernel Module  580.159.04"]
+    dropped = ["[    0.0] Linux version 6.8.0-49-generic", "[    3.0] xid lowercase is not NVIDIA's",
+               "[    4.0] LIMITED BY nothing", "[    6.0] nvrm lowercase"]
+    node.answers[DMESG_ISO] = result([], "\n".join([dropped[0], kept[0], dropped[1], kept[1], dropped[2], kept[2],
+                                                    dropped[3]]) + "\n")
+    p = probe(node)
+    p.kernel()
+    assert p.doc["raw"]["kernel_log"] == "\n".join(kept)
 
 
 def test_kernel_raw_keeps_the_last_200000_characters(node: Node) -> None:
@@ -844,21 +864,22 @@ def test_torch_benchmarks_and_sweeps(node: Node, monkeypatch: pytest.MonkeyPatch
     sweep = Recorder(lambda *a, **kw: {"world": a[0], "collective": kw.get("collective", "all_reduce")},
                      fail={"alltoall": RuntimeError("NCCL error")})
     _torch_modules(monkeypatch, FakeTorch(2, dist=FakeDist(True)), bench, sweep)
-    p = probe(node, profile="standard", algo="tree", best_of="3", timeout=50, nccl_min_bytes=4 << 20,
+    p = probe(node, profile="standard", algo="nvls", best_of="3", timeout=50, nccl_min_bytes=4 << 20,
               nccl_max_bytes=16 << 20, collectives=["all_reduce", "all_gather", "alltoall"])
+    p.doc["errors"].append({"collector": "dcgm", "error": "earlier"})
     p.torch()
     t = p.doc["torch"]
     (args, kw), = bench.calls
     assert args[0] is p.prof and args[1] == p._sample_link and kw == {}
-    assert p.doc["errors"] == [{"collector": "torch.fp8", "error": "no fp8"},
+    assert p.doc["errors"] == [{"collector": "dcgm", "error": "earlier"}, {"collector": "torch.fp8", "error": "no fp8"},
                                {"collector": "torch.alltoall", "error": "RuntimeError: NCCL error"}]
     # standard: from 1 MiB by a factor of 2, and every power of two from the gated 4 MiB up to 16 MiB
     sizes = [1 << 20, 2 << 20, 4 << 20, 8 << 20, 16 << 20]
-    env = {"NCCL_NVLS_ENABLE": "0", "NCCL_ALGO": "Tree"}
+    env = {"NCCL_NVLS_ENABLE": "1", "NCCL_ALGO": "NVLS"}
     assert sweep.calls == [((2, sizes, 20, 5, 3, env, 50.0), {}),
                            ((2, sizes, 20, 5, 3, env, 50.0), {"collective": "all_gather"}),
                            ((2, sizes, 20, 5, 3, env, 50.0), {"collective": "alltoall"})]
-    assert t["allreduce"] == {"world": 2, "collective": "all_reduce", "algo": "tree"}
+    assert t["allreduce"] == {"world": 2, "collective": "all_reduce", "algo": "nvls"}
     assert t["collectives"] == {"all_gather": {"world": 2, "collective": "all_gather"}}
     assert t["gpus"] == [{"index": 0}] and t["peer"] == []
 
@@ -893,11 +914,13 @@ def test_sdc(node: Node, monkeypatch: pytest.MonkeyPatch) -> None:
     p.sdc()
     assert p.doc["sdc"] == {"present": False, "reason": "torch sees no CUDA device"} and runs == []
     p.doc["torch"] = {"present": True, "cuda_available": True, "device_count": 2}
+    p.doc["errors"].append({"collector": "torch", "error": "earlier"})
     p.sdc()
     assert runs == [p.prof]
     assert p.doc["sdc"] == {"present": True, "gpus": [], "text": '{"schema": "s"}'}
     assert p.doc["raw"]["sdc"] == '{"schema": "s"}'
-    assert p.doc["errors"] == [{"collector": "sdc.gpu1", "error": "mismatch"}]
+    assert p.doc["errors"] == [{"collector": "torch", "error": "earlier"},
+                               {"collector": "sdc.gpu1", "error": "mismatch"}]
 
 
 def test_goodput_per_profile(node: Node, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -917,10 +940,12 @@ def test_goodput_per_profile(node: Node, monkeypatch: pytest.MonkeyPatch) -> Non
     assert s.doc["goodput"] == {"present": False, "ran": True, "reason": "torch not importable (ImportError: x)"}
     assert runs == []
     s.doc["torch"] = {"present": True, "cuda_available": True, "device_count": 1}
+    s.doc["errors"].append({"collector": "sdc", "error": "earlier"})
     s.goodput()
     assert runs == [s.prof]
     assert s.doc["goodput"] == {"present": True, "ran": True, "gpus": ["TEXT"]}
-    assert s.doc["raw"]["goodput"] == "TEXT" and s.doc["errors"] == [{"collector": "goodput", "error": "slow"}]
+    assert s.doc["raw"]["goodput"] == "TEXT"
+    assert s.doc["errors"] == [{"collector": "sdc", "error": "earlier"}, {"collector": "goodput", "error": "slow"}]
     s.prof["goodput_steps"] = None
     s.goodput()
     assert s.doc["goodput"]["ran"] is False
@@ -936,5 +961,3 @@ def test_torch_gpus_reasons(node: Node) -> None:
     p.doc["torch"] = {"present": True, "cuda_available": True}
     assert p._torch_gpus() == "torch sees no CUDA device"
 
-
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
