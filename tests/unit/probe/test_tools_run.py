@@ -86,10 +86,15 @@ def test_run_replaces_undecodable_bytes() -> None:
 
 def test_run_timeout_keeps_the_partial_output() -> None:
     # a command that would end by itself 2 s later, so that a run without the timeout fails here, not hangs
-    res = run(["sh", "-c", "echo early; exec sleep 2"], timeout_s=0.3)
+    res = run(["sh", "-c", r"printf 'early\377\n'; exec sleep 2"], timeout_s=0.3)
     assert res["timed_out"] is True and res["rc"] is None
-    assert res["stdout"] == "early\n"
+    assert res["stdout"] == "early\ufffd\n"  # bytes on a timeout, decoded as the run's text is
     assert 0.3 <= res["wall_s"] < 2
+
+
+def test_run_timeout_without_output() -> None:
+    res = run(["sh", "-c", "exec sleep 2"], timeout_s=0.2)
+    assert (res["timed_out"], res["rc"], res["stdout"], res["stderr"]) == (True, None, "", "")
 
 
 def test_run_unrunnable_binary(tmp_path: Path) -> None:
