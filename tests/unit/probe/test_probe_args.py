@@ -84,7 +84,7 @@ def test_help_names_every_option(capsys: pytest.CaptureFixture[str], monkeypatch
     assert exc.value.code == 0
     text = " ".join(capsys.readouterr().out.split())
     for phrase in (
-            "usage: gridready.probe", "Measure this GPU node; print one JSON document.",
+            "usage: gridready.probe", " Measure this GPU node; print one JSON document. ",
             "--profile {burn-in,quick,standard}", "--dcgm-level DCGM_LEVEL default from the profile",
             "--dcgm-precision DCGM_PRECISION diagnostic plugin precisions (h, s, d), level 3+",
             "--dcgm-outlier-pcnt DCGM_OUTLIER_PCNT level 3+, DCGM 4.5+: diagnostic plugin cross-GPU clocks/power "
