@@ -71,6 +71,13 @@ def test_run_absolute_path(tmp_path: Path) -> None:
     assert run([str(script)])["stdout"] == "from-script\n"
 
 
+def test_run_absolute_directory_is_unrunnable_not_absent(tmp_path: Path) -> None:
+    # os.access(dir, X_OK) is true, so the path is run as given and fails (EACCES); shutil.which would skip it
+    res = run([str(tmp_path)])
+    assert (res["absent"], res["rc"]) == (False, 127)
+    assert res["stderr"].startswith("[Errno 13] Permission denied")
+
+
 def test_run_merges_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GR_KEEP", "kept")
     monkeypatch.setenv("GR_OVER", "old")
