@@ -331,7 +331,11 @@ def _fake_sysfs(monkeypatch: pytest.MonkeyPatch, mods: list[str] | None) -> list
     seen: list[tuple[Any, ...]] = []
     monkeypatch.setattr(sysfs, "cmdline", lambda: "ro intel_iommu=on iommu=pt")
     monkeypatch.setattr(sysfs, "iommu", lambda: {"groups": 42})
-    monkeypatch.setattr(sysfs, "iommu_mode", lambda c, g: seen.append((c, g)) or "passthrough")
+    def iommu_mode(c: str | None, g: int) -> str:
+        seen.append((c, g))
+        return "passthrough"
+
+    monkeypatch.setattr(sysfs, "iommu_mode", iommu_mode)
     monkeypatch.setattr(sysfs, "modules", lambda: mods)
     monkeypatch.setattr(sysfs, "pci_endpoints", lambda: [{"bdf": "0000:19:00.0"}])
     monkeypatch.setattr(sysfs, "cpu_hypervisor", lambda: True)
@@ -582,8 +586,11 @@ def test_dcgm_runs_the_profile_level(node: Node, monkeypatch: pytest.MonkeyPatch
 
 def test_dcgm_defaults_and_absent(node: Node, monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[tuple[Any, ...]] = []
-    monkeypatch.setattr(dcgm, "collect", lambda lvl, timeout_s, precision=None, outlier_pcnt=0.0: calls.append(
-        (lvl, timeout_s, precision, outlier_pcnt)) or _dcgm_result(lvl))
+    def fake(lvl: int, timeout_s: float, precision: str | None = None, outlier_pcnt: float = 0.0) -> dict[str, Any]:
+        calls.append((lvl, timeout_s, precision, outlier_pcnt))
+        return _dcgm_result(lvl)
+
+    monkeypatch.setattr(dcgm, "collect", fake)
     p = Probe({"profile": "standard", "timeout": 60})
     p.dcgm()
     assert p.doc["dcgm"] == {"present": False, "level": 3} and calls == []
@@ -616,8 +623,11 @@ def test_nccl_tests_best_of_each_collective(node: Node, monkeypatch: pytest.Monk
     rec = NcclRecorder([_nccl_res("ar1", js={"j": 1}, parsed={"t": 1}), _nccl_res("ar2", parsed={"t": 2}),
                         _nccl_res("ag1", rc=1, parsed={"t": 3}), _nccl_res("never")])
     found: list[tuple[str, Any]] = []
-    monkeypatch.setattr(nccl_tests, "find_binary", lambda name, d=None: found.append((name, d)) or (
-        None if name == "alltoall_perf" else f"/opt/nccl-tests/{name}"))
+    def find_binary(name: str, d: str | None = None) -> str | None:
+        found.append((name, d))
+        return None if name == "alltoall_perf" else f"/opt/nccl-tests/{name}"
+
+    monkeypatch.setattr(nccl_tests, "find_binary", find_binary)
     monkeypatch.setattr(nccl_tests, "collect", rec)
     p = probe(node, collectives=["all_reduce", "alltoall", "all_gather"], best_of="2", algo="nvls", timeout=120,
               nccl_min_bytes=1024, nccl_max_bytes=4096, nccl_tests_dir="/opt/nccl-tests", nccl_check_iters="3")
@@ -694,8 +704,11 @@ def test_nccl_tests_without_binaries(node: Node, monkeypatch: pytest.MonkeyPatch
 
 def test_nvbandwidth(node: Node, monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[float] = []
-    monkeypatch.setattr(nvbandwidth, "collect", lambda t: calls.append(t) or {"present": True, "rc": 0, "raw": "R",
-                                                                            "tests": {"a": 1}})
+    def fake(t: float) -> dict[str, Any]:
+        calls.append(t)
+        return {"present": True, "rc": 0, "raw": "R", "tests": {"a": 1}}
+
+    monkeypatch.setattr(nvbandwidth, "collect", fake)
     p = probe(node, timeout=45)
     p.nvbandwidth()
     assert p.doc["nvbandwidth"] == {"present": False} and calls == []
@@ -714,8 +727,11 @@ def test_nvbandwidth(node: Node, monkeypatch: pytest.MonkeyPatch) -> None:
 def test_gpu_burn_only_in_burn_in_where_installed(node: Node, monkeypatch: pytest.MonkeyPatch, profile: str,
                                                  tool: bool, expected: tuple[int, float] | None) -> None:
     calls: list[tuple[int, float]] = []
-    monkeypatch.setattr(gpu_burn, "collect", lambda s, t: calls.append((s, t)) or {
-        "present": True, "rc": 0, "stdout_tail": "100.0%  proc'd: 1 errors: 0", "parsed": {"ok": True}})
+    def fake(s: int, t: float) -> dict[str, Any]:
+        calls.append((s, t))
+        return {"present": True, "rc": 0, "stdout_tail": "100.0%  proc'd: 1 errors: 0", "parsed": {"ok": True}}
+
+    monkeypatch.setattr(gpu_burn, "collect", fake)
     node.tools = {"gpu_burn"} if tool else set()
     p = probe(node, profile=profile, timeout=100)
     p.gpu_burn()
@@ -927,8 +943,12 @@ def test_goodput_per_profile(node: Node, monkeypatch: pytest.MonkeyPatch) -> Non
     from gridready.probe import goodput
 
     runs: list[Any] = []
-    monkeypatch.setattr(goodput, "run_all", lambda prof, errors: runs.append(prof) or errors.append(
-        {"collector": "goodput", "error": "slow"}) or "TEXT")
+    def run_all(prof: dict[str, Any], errors: list[dict[str, str]]) -> str:
+        runs.append(prof)
+        errors.append({"collector": "goodput", "error": "slow"})
+        return "TEXT"
+
+    monkeypatch.setattr(goodput, "run_all", run_all)
     monkeypatch.setattr(goodput, "parse", lambda text: {"gpus": [text]})
     q = probe(node)
     q.doc["torch"] = {"present": True, "cuda_available": True, "device_count": 2}
