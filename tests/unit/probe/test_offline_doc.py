@@ -47,6 +47,14 @@ def test_host_settings() -> None:
     assert doc_from_outputs({}, cmdline="")["system"]["iommu_mode"] == sysfs.iommu_mode("", 0)
 
 
+@pytest.mark.parametrize(("mods", "loaded"), [
+    (["nvidia", "nvidia_peermem"], True), (["nv_peer_mem", "mlx5_core"], True), (["nvidia", "peermem"], False),
+    ([], False)])
+def test_peermem_reads_as_the_live_probe_does(mods: list[str], loaded: bool) -> None:
+    # probe/collect.py's system(): either module name (nvidia_peermem, or MLNX_OFED's legacy nv_peer_mem) is loaded
+    assert doc_from_outputs({}, modules=mods)["system"]["peermem_loaded"] is loaded
+
+
 def test_pcie_links_and_lspci() -> None:
     text = _first("lspci")
     sysd = doc_from_outputs({"sysfs_links": SYSFS_LINKS, "lspci_vvv": text})["system"]
