@@ -124,8 +124,7 @@ class Probe:
         mods = sysfs.modules()
         self.doc["system"] = {
             "cmdline": cmd, "iommu_groups": io["groups"], "iommu_mode": sysfs.iommu_mode(cmd, io["groups"]),
-            "modules": mods, "peermem_loaded": None if mods is None else any(
-                m in ("nvidia_peermem", "nv_peer_mem") for m in mods),
+            "modules": mods, "peermem_loaded": sysfs.peermem_loaded(mods),
             "pcie_endpoints": sysfs.pci_endpoints(),
             "cpu_hypervisor": sysfs.cpu_hypervisor(),
             "simulated_sysfs": sysfs.simulated(),

@@ -64,7 +64,7 @@ def doc_from_outputs(outputs: Mapping[str, str], *, host: str = "fixture", dcgm_
     host_doc: dict[str, Any] = {"cmdline": cmdline, "iommu_groups": iommu_groups,
                                 "iommu_mode": sysfs.iommu_mode(cmdline, iommu_groups) if cmdline is not None else None,
                                 "modules": modules, "pcie_endpoints": [],
-                                "peermem_loaded": None if modules is None else "nvidia_peermem" in modules}
+                                "peermem_loaded": sysfs.peermem_loaded(modules)}
     if "sysfs_links" in outputs:
         host_doc["pcie_endpoints"] = sysfs.parse_sysfs_links_dump(outputs["sysfs_links"])
     if "lspci_vvv" in outputs:

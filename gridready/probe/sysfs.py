@@ -135,6 +135,16 @@ def modules() -> list[str] | None:
     return None if t is None else sorted({ln.split()[0] for ln in t.splitlines() if ln.strip()})
 
 
+# GPUDirect RDMA's peer-memory module: nvidia_peermem (the driver's, since R470), or nv_peer_mem, the older one of
+# Mellanox's nv_peer_memory package (https://github.com/Mellanox/nv_peer_memory)
+PEERMEM_MODULES = ("nvidia_peermem", "nv_peer_mem")
+
+
+def peermem_loaded(mods: list[str] | None) -> bool | None:
+    """Whether a peer-memory module is among the loaded `mods`; None where /proc/modules was unreadable."""
+    return None if mods is None else any(m in PEERMEM_MODULES for m in mods)
+
+
 def cpu_hypervisor() -> bool | None:
     """Whether the CPU runs under a hypervisor: the `hypervisor` flag of /proc/cpuinfo (Linux
     arch/x86/include/asm/cpufeatures.h X86_FEATURE_HYPERVISOR, "Running on a hypervisor"); None when unreadable.
