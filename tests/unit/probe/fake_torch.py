@@ -229,6 +229,8 @@ class FakeTorch:
             raise RuntimeError("mat2 must be col_major")
         if a.shape[1] != b.shape[0]:
             raise RuntimeError("mat1 and mat2 shapes cannot be multiplied")
+        if len({a.device, b.device, scale_a.device, scale_b.device}) != 1:
+            raise RuntimeError("Expected all tensors to be on the same device")
         assert a.device is not None
         self._enqueue(Op("scaled_mm", a.device, (a, b), {"scale_a": scale_a, "scale_b": scale_b,
                                                         "out_dtype": out_dtype}), (a.device,))

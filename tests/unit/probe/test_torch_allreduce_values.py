@@ -142,9 +142,12 @@ def test_op_sendrecv_sends_the_buffer_into_the_output() -> None:
 
 
 def row(nbytes: int, best: float, factor: float, trials: list[float]) -> dict[str, Any]:
-    return {"bytes": nbytes, "time_us": pytest.approx(best * 1e6), "algbw_gbps": pytest.approx(nbytes / best / 1e9),
-            "busbw_gbps": pytest.approx(nbytes / best / 1e9 * factor),
-            "busbw_trials_gbps": [pytest.approx(nbytes / t / 1e9 * factor) for t in trials]}
+    """A result row as nccl-tests defines it; exact to 1e-9 (a float32 time would be off by about 1e-7)."""
+    def near(x: float) -> Any:
+        return pytest.approx(x, rel=1e-9)
+    return {"bytes": nbytes, "time_us": near(best * 1e6), "algbw_gbps": near(nbytes / best / 1e9),
+            "busbw_gbps": near(nbytes / best / 1e9 * factor),
+            "busbw_trials_gbps": [near(nbytes / t / 1e9 * factor) for t in trials]}
 
 
 def test_sweep_all_reduce_on_two_gpus(install: Callable[..., Mp]) -> None:
