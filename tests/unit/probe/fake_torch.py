@@ -146,7 +146,8 @@ class Cuda:
 
 
 class Time:
-    """The module's `time`: perf_counter and monotonic read the simulated host clock; sleep moves it."""
+    """The module's `time`: perf_counter and monotonic read the simulated host clock; sleep moves it. A monotonic
+    read takes a microsecond of host time, as a real clock moves on between reads (a loop that polls it ends)."""
 
     def __init__(self, torch: FakeTorch) -> None:
         self._torch = torch
@@ -156,6 +157,7 @@ class Time:
         return self._torch.now
 
     def monotonic(self) -> float:
+        self._torch.now += 1e-6
         return self._torch.now
 
     def sleep(self, seconds: float) -> None:
@@ -203,11 +205,17 @@ class FakeTorch:
             self.now = done
 
     # tensor factories (torch.randn / torch.empty / torch.empty_like / torch.tensor)
+    @staticmethod
+    def _size(size: tuple[Any, ...]) -> tuple[int, ...]:
+        if not all(isinstance(s, int) and s >= 0 for s in size):
+            raise TypeError(f"randn(): argument 'size' must be tuple of ints, but found {size}")
+        return tuple(size)
+
     def randn(self, *size: int, device: int | None = None, dtype: DType = float32) -> Tensor:
-        return Tensor(self, tuple(size), dtype, self._dev(device))
+        return Tensor(self, self._size(size), dtype, self._dev(device))
 
     def empty(self, *size: int, dtype: DType = float32, device: int | None = None, pin_memory: bool = False) -> Tensor:
-        return Tensor(self, tuple(size), dtype, self._dev(device), pinned=pin_memory)
+        return Tensor(self, self._size(size), dtype, self._dev(device), pinned=pin_memory)
 
     def empty_like(self, t: Tensor) -> Tensor:
         return Tensor(self, t.shape, t.dtype, t.device, t.pinned)
