@@ -6,9 +6,11 @@ correctness check of each collective exact, and the result document the parent r
 
 from __future__ import annotations
 
+import json
 import socket
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -267,3 +269,45 @@ def test_free_port_is_a_free_loopback_port() -> None:
     assert isinstance(port, int) and 1024 <= port <= 65535
     with socket.socket() as s:
         s.bind(("127.0.0.1", port))  # nothing holds it any more
+
+
+def test_a_worker_config_without_a_collective_sweeps_all_reduce(install: Callable[..., Mp], tmp_path: Path) -> None:
+    w = World(4, rate)
+    install(w)
+    ctx = Context(w)
+    path = str(tmp_path / "result.json")
+    cfg = {"sizes": [4 * KIB], "iters": 2, "warmup": 0, "best_of": 1, "env": {}}
+    procs = [ctx.Process(target=torch_allreduce._worker, args=(r, 4, 29500, cfg, path)) for r in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+    assert [p.exitcode for p in procs] == [0, 0, 0, 0]
+    doc = json.loads(Path(path).read_text())
+    t = 4 * KIB / ALGBW
+    assert doc["rows"] == [row(4 * KIB, t, 1.5, [t])] and doc["wrong"] == 0
+    assert {k for _, k, _ in w.calls} == {"all_reduce", "barrier"}
+
+
+def test_sweep_on_one_gpu(install: Callable[..., Mp]) -> None:
+    # one rank: all_reduce moves nothing between GPUs (busbw factor 2(n-1)/n = 0); rank 0 still writes the result
+    w = World(1, rate)
+    install(w)
+    res = torch_allreduce.sweep(1, [2 * KIB], 2, 1, 1, {}, 60.0)
+    t = 2 * KIB / ALGBW
+    assert res["sizes"] == [row(2 * KIB, t, 0.0, [t])]
+    assert (res["world"], res["wrong"]) == (1, 0)
+
+
+def test_the_result_file_lives_in_a_private_directory_removed_after(install: Callable[..., Mp], tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    w = World(2, rate)
+    ctx = Context(w)
+    install(w, ctx)
+    torch_allreduce.sweep(2, [KIB], 1, 0, 1, {}, 60.0)
+    paths = {p.args[4] for p in ctx.procs}
+    assert len(paths) == 1
+    path = Path(paths.pop())
+    assert path.is_absolute() and path.parent != tmp_path and not path.parent.exists()
+    assert list(tmp_path.iterdir()) == []  # nothing left where the probe runs
