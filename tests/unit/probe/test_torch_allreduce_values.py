@@ -181,9 +181,10 @@ def test_sweep_all_reduce_on_two_gpus(install: Callable[..., Mp]) -> None:
 def test_sweep_wall_time_to_two_decimals(install: Callable[..., Mp]) -> None:
     w = World(2, lambda call: 0.123456 if call.nbytes == KIB else 0.0)
     install(w)
+    w.set_now(1000.0)  # the parent's clock when the sweep starts
     res = torch_allreduce.sweep(2, [KIB], 1, 0, 1, {}, 60.0)
     ends = [p._end for p in torch_allreduce.mp.ctx.procs]  # type: ignore[attr-defined]
-    assert res["wall_s"] == round(max(ends), 2) == 0.12  # the one timed call; the rest is free
+    assert res["wall_s"] == round(max(ends) - 1000.0, 2) == 0.12  # the one timed call; the rest is free
     assert res["sizes"][0]["time_us"] == pytest.approx(123456.0)
 
 
