@@ -11,6 +11,8 @@ Semantics as torch.distributed documents them (https://docs.pytorch.org/docs/sta
   the last rank reached them; `torch.cuda.synchronize()` and `.item()` of a CUDA tensor wait for the stream;
   `barrier()` returns on each rank `skew[rank]` seconds after the last rank reached it (ranks never leave a
   barrier at the same instant);
+- all_gather_into_tensor and reduce_scatter_tensor refuse an input and output of different dtypes, and shards of
+  unequal size (torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp: TypeError / ValueError);
 - a collective whose ranks disagree (another op, another element count) fails on every rank; a rank that dies
   aborts the others' pending collectives (the NCCL communicator is torn down), as a rank that never comes leaves
   them waiting until `timeout` (real) seconds.
@@ -95,6 +97,8 @@ class Tensor:
         return Tensor(self._world, self.arr.astype(dtype.np), dtype, self.device)
 
     def repeat_interleave(self, repeats: int) -> Tensor:
+        if not isinstance(repeats, int):  # torch: repeats (Tensor or int)
+            raise TypeError(f"repeat_interleave(): argument 'repeats' must be int, not {type(repeats).__name__}")
         return Tensor(self._world, np.repeat(self.arr, repeats), self.dtype, self.device)
 
 
@@ -282,6 +286,8 @@ def _dist(w: World) -> SimpleNamespace:
 
     def all_gather_into_tensor(out: Tensor, inp: Tensor) -> Work:
         w.on_device(out, inp)
+        if out.dtype != inp.dtype:
+            raise TypeError("output tensor must have the same type as input tensor")
         if out.numel() != w.world * inp.numel():
             raise ValueError("output tensor size must be equal to world_size times input tensor size")
 
@@ -296,6 +302,8 @@ def _dist(w: World) -> SimpleNamespace:
 
     def reduce_scatter_tensor(out: Tensor, inp: Tensor) -> Work:
         w.on_device(out, inp)
+        if out.dtype != inp.dtype:
+            raise TypeError("input tensor must be the same type as the output tensor.")
         if inp.numel() != w.world * out.numel():
             raise ValueError("input tensor must be the same size as output size times world size")
 

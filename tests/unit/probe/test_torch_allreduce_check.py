@@ -56,10 +56,11 @@ def test_check_of_a_right_collective_is_zero(coll: str, world: int) -> None:
 def test_check_counts_every_bad_element_of_every_rank(coll: str) -> None:
     def fault(kind: str, rank: int, arr: np.ndarray) -> None:
         if kind == coll and rank in (1, 2) and arr.size > 1:
-            arr[:5 * rank] += 1  # 5 bad elements on rank 1, 10 on rank 2
+            arr[:5 * rank] += 1  # 5 bad elements at the head and 1 at the tail on rank 1, 10 and 2 on rank 2
+            arr[-rank:] += 1
     w = World(3, rate, fault=fault)
     got = on_ranks(w, lambda r: torch_allreduce._check(w.torch, w.torch.distributed, coll, 3, r))
-    assert got == dict.fromkeys(range(3), 15)
+    assert got == dict.fromkeys(range(3), 18)
 
 
 def test_check_counts_a_corrupted_all_reduce() -> None:
