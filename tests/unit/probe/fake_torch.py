@@ -147,7 +147,10 @@ class Cuda:
 
 class Time:
     """The module's `time`: perf_counter and monotonic read the simulated host clock; sleep moves it. A monotonic
-    read takes a microsecond of host time, as a real clock moves on between reads (a loop that polls it ends)."""
+    read takes about a microsecond (2^-20 s, exact in binary) of host time, as a real clock moves on between reads
+    (a loop that polls it ends)."""
+
+    TICK = 2.0**-20
 
     def __init__(self, torch: FakeTorch) -> None:
         self._torch = torch
@@ -157,7 +160,7 @@ class Time:
         return self._torch.now
 
     def monotonic(self) -> float:
-        self._torch.now += 1e-6
+        self._torch.now += self.TICK
         return self._torch.now
 
     def sleep(self, seconds: float) -> None:

@@ -395,3 +395,26 @@ def test_run_all_peer_copies_are_one_trial_unless_told(load: Callable[[FakeTorch
     peers = [op for op in fake.ops if op.kind == "copy" and None not in (op.args[0].device, op.args[1].device)
              and op.args[0].device != op.args[1].device]
     assert len(peers) == 2 * (2 + PROF["copy_iters"])
+
+
+def test_units_are_exactly_1e12(load: Callable[[FakeTorch], ModuleType]) -> None:
+    # every op takes 2^-10 s and n = 1024: the seconds per call are exact in binary, so each figure is exactly
+    # 2^41 / 1e12 (a unit off by one part in 1e12 shows at 1e-14)
+    fake = FakeTorch(["H100"], lambda op: 2.0**-10)
+    tb = load(fake)
+    want = pytest.approx(2**41 / 1e12, rel=1e-14)
+    assert tb.gemm_bf16(0, 1024, 4) == want
+    assert tb.gemm_fp8(0, 1024, 4, trials=2) == want
+    assert tb.hbm_copy(0, 2**30, 4) == want
+    burn = tb.gemm_burn(0, 0.1, n=1024)
+    assert (burn["min_tflops"], burn["median_tflops"]) == (want, want)
+
+
+def test_a_burn_window_due_exactly_at_the_deadline_does_not_run(load: Callable[[FakeTorch], ModuleType]) -> None:
+    fake = FakeTorch(["H100"], lambda op: 2.0**-10)
+    tb = load(fake)
+    tick = fake.time.TICK
+    # reads of the clock: the deadline (at 1 tick), the first window's start (2 ticks), then 200 GEMMs, then the
+    # second window's start at 3 ticks + 200 x 2^-10 s: exactly the deadline
+    out = tb.gemm_burn(0, 2 * tick + 200 * 2.0**-10, n=64)
+    assert out["windows"] == 1
