@@ -42,8 +42,10 @@ def _op(dist: Any, coll: str, world: int, rank: int, buf: Any, out: Any, elems: 
 
 
 def _check(torch: Any, dist: Any, coll: str, world: int, rank: int) -> int:
-    """Bad elements after one call on data whose right result is known exactly in bf16 (small worlds)."""
-    n = 1 << 20
+    """Bad elements after one call on data whose right result is known exactly in bf16 (small worlds). The element
+    count is a multiple of `world`: all_gather_into_tensor, reduce_scatter_tensor and all_to_all_single refuse
+    shards of unequal size (ProcessGroupNCCL: a ValueError on a 3- or 6-GPU node otherwise)."""
+    n = (1 << 20) - (1 << 20) % world
     src = torch.full((n,), float(rank + 1), dtype=torch.bfloat16, device=rank)
     out = torch.zeros(n, dtype=torch.bfloat16, device=rank)
     if coll == "all_reduce":
