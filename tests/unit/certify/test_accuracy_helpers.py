@@ -62,6 +62,11 @@ def test_in_section_replaces_the_key_inside_its_section_not_the_same_key_before_
     assert out == Q.replace("        Pending                           : No", "        Pending : Yes")
 
 
+def test_in_section_replaces_the_first_key_of_its_section() -> None:
+    out = accuracy._in_section(Q, "Remapped Rows", "Correctable Error : 3")
+    assert out == Q.replace("        Correctable Error                 : 0", "        Correctable Error : 3")
+
+
 def test_in_section_adds_a_missing_key_at_the_top_of_an_empty_section_not_in_the_next() -> None:
     base = "GPU 0\n    Remapped Rows\n    Temperature\n        Pending : 5\n    Clocks\n"
     out = accuracy._in_section(base, "Remapped Rows", "Pending : Yes")
