@@ -1,0 +1,28 @@
+"""An SXid report's severity word is read in any letter case: a code whose one line states NON-FATAL makes its other
+lines (Data, Severity) non-fatal too, and FATAL stays fatal (xid._fatal_sxids, NVIDIA/nvtrust#124's three lines)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from gridready.certify import xid
+
+
+def _ev(sxid: int, message: str) -> dict[str, Any]:
+    return {"sxid": sxid, "pci": "0000:04:00.0", "message": message}
+
+
+@pytest.mark.parametrize(("severity", "fatal_lines"), [
+    ("Non-fatal", 0), ("NON-FATAL", 0), ("non-fatal", 0),
+    ("Fatal", 2), ("FATAL", 2),
+])
+def test_the_severity_word_decides_the_code_whatever_its_case(severity: str, fatal_lines: int) -> None:
+    events = [_ev(22013, "Data {0x0000002b, 0x0000002b, 0x00000000}"), _ev(22013, f"{severity}, Link 44 Minion")]
+    assert len(xid._fatal_sxids(events)) == fatal_lines
+
+
+def test_a_code_that_states_no_severity_is_fatal_beside_a_non_fatal_code() -> None:
+    events = [_ev(22013, "NON-FATAL, Link 44"), _ev(24007, "Data {0x1}"), _ev(22013, "Severity 0 Engine instance 44")]
+    assert [e["sxid"] for e in xid._fatal_sxids(events)] == [24007]
