@@ -72,3 +72,25 @@ def test_more_than_ten_gpus_from_nvlink_status_alone_are_in_number_order() -> No
                            "nvlink_errors": {str(i): errors for i in range(12)}}}
     base = exp("h200", 8, "baremetal")  # the gate reads its shape's link count; the GPU count is the document's
     assert [r.gpu for r in nvlink.nvlink(only, base)] == list(range(12))
+
+
+def test_gpus_from_nvlink_status_alone_are_judged_over_a_snapshot_after_the_load() -> None:
+    doc = _doc()
+    smi = {"nvlink_status": doc["nvidia_smi"]["nvlink_status"], "nvlink_errors": doc["nvidia_smi"]["nvlink_errors"]}
+    res = nvlink.nvlink({"nvidia_smi": smi, "after": {"nvidia_smi": copy.deepcopy(smi)}}, _h200())
+    assert [(r.gpu, r.status, r.measured["errors_during_run"]) for r in res] == [
+        (0, S.PASS, {"replay": 0, "recovery": 0, "crc": 0}), (1, S.PASS, {"replay": 0, "recovery": 0, "crc": 0})]
+
+
+def test_the_snapshot_after_the_load_is_matched_by_bus_id_not_by_index() -> None:
+    """After the load nvidia-smi numbered the two GPUs the other way round: each GPU's counters after the load are
+    those of its own bus id."""
+    doc = _doc()
+    smi = copy.deepcopy(doc["nvidia_smi"])
+    for row in smi["query"]:
+        row["index"] = 1 - row["index"]
+    smi["nvlink_errors"]["0"]["0"] = {"Replay Errors": 0, "Recovery Errors": 1, "CRC Errors": 0}  # bus 07 now
+    doc["after"] = {"nvidia_smi": smi}
+    res = {r.gpu: r for r in nvlink.nvlink(doc, _h200())}
+    assert (res[0].status, res[1].status) == (S.PASS, S.FAIL)
+    assert res[1].reason.startswith(f"{G1}: NVLink errors during the certification run recovery=1")
