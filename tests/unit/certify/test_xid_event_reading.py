@@ -1,5 +1,6 @@
-"""An SXid report's severity word is read in any letter case: a code whose one line states NON-FATAL makes its other
-lines (Data, Severity) non-fatal too, and FATAL stays fatal (xid._fatal_sxids, NVIDIA/nvtrust#124's three lines)."""
+"""How the xid gate reads its events: an SXid report's severity word in any letter case (a code whose one line states
+NON-FATAL makes its other lines, Data and Severity, non-fatal too; FATAL stays fatal: xid._fatal_sxids,
+NVIDIA/nvtrust#124's three lines), and a lost-GPU notice quoted to its first 240 characters."""
 
 from __future__ import annotations
 
@@ -26,3 +27,11 @@ def test_the_severity_word_decides_the_code_whatever_its_case(severity: str, fat
 def test_a_code_that_states_no_severity_is_fatal_beside_a_non_fatal_code() -> None:
     events = [_ev(22013, "NON-FATAL, Link 44"), _ev(24007, "Data {0x1}"), _ev(22013, "Severity 0 Engine instance 44")]
     assert [e["sxid"] for e in xid._fatal_sxids(events)] == [24007]
+
+
+def test_a_lost_gpu_notice_is_quoted_to_its_first_240_characters() -> None:
+    line = "  NVRM: GPU at PCI:0000:19:00: GPU has fallen off the bus. " + "detail " * 40
+    lost = {"what": "fallen off the bus", "pci": "0000:19:00", "line": line}
+    assert xid._lost_events({"gpu_lost": [lost]}) == [
+        {"xid": None, "lost": "fallen off the bus", "pci": "0000:19:00", "message": line.strip()[:240], "line": line}]
+    assert len(xid._lost_events({"gpu_lost": [lost]})[0]["message"]) == 240
