@@ -35,3 +35,12 @@ def test_a_lost_gpu_notice_is_quoted_to_its_first_240_characters() -> None:
     assert xid._lost_events({"gpu_lost": [lost]}) == [
         {"xid": None, "lost": "fallen off the bus", "pci": "0000:19:00", "message": line.strip()[:240], "line": line}]
     assert len(xid._lost_events({"gpu_lost": [lost]})[0]["message"]) == 240
+
+
+def test_a_lost_gpu_notice_logged_before_the_run_is_not_counted_again_during_it() -> None:
+    """The same notice in the log before the run and in the log after the load happened before the run."""
+    from tests.unit.certify.test_xid_gate_values import BOOT, LOST_19, _doc, _exp
+
+    (r,) = xid.xid(_doc(BOOT + LOST_19, BOOT + LOST_19), _exp())
+    assert r.status is xid.F
+    assert r.reason.startswith("GPU 0 (0000:19:00): GPU fallen off the bus (driver notice, no Xid line) before the run")
