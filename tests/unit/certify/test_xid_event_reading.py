@@ -44,3 +44,11 @@ def test_a_lost_gpu_notice_logged_before_the_run_is_not_counted_again_during_it(
     (r,) = xid.xid(_doc(BOOT + LOST_19, BOOT + LOST_19), _exp())
     assert r.status is xid.F
     assert r.reason.startswith("GPU 0 (0000:19:00): GPU fallen off the bus (driver notice, no Xid line) before the run")
+
+
+def test_the_codes_during_the_run_are_named_once_each_after_the_total_count() -> None:
+    from tests.unit.certify.test_xid_gate_values import BOOT, X79, _doc, _exp
+
+    again = X79.replace("[ 5312.118271]", "[ 5999.000001]")
+    (r,) = xid.xid(_doc(BOOT, BOOT + X79 + again), _exp())
+    assert r.reason.startswith("GPU 0 (0000:19:00): Xid 79 x2 during the certification run (Xid 79) — first: ")
