@@ -29,9 +29,9 @@ mkdir -p "$DIR"
     importlib-resources==7.1.0 ruamel.yaml==0.19.1 prometheus-client wrapt==2.5.2 attrs==26.1.0
 du -sh "$DIR"
 # kubernetes_validate carries the schemas of every Kubernetes release (22 MB); keep the default kubernetes_version's
-# (spec/serving.py) and 1.33 (a test's), so that the wheels and the working tree stay under the device tool's 64 MiB
+# (spec/serving.py), 1.30 and 1.33 (tests name them), so that the wheels and the working tree stay under the device tool's 64 MiB
 KV=$(ls "$DIR"/kubernetes_validate-*.whl)
-KEEP=${KEEP_K8S:-v1.32.0 v1.33.0}
+KEEP=${KEEP_K8S:-v1.30.0 v1.32.0 v1.33.0}
 TMP=$(mktemp -d)
 KEPT=()
 for v in $KEEP; do KEPT+=(! -name "$v-local" ! -name "$v-local-strict"); done
