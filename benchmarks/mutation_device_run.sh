@@ -16,7 +16,9 @@ cd "$(dirname "$0")/.."
 WHEELS=${WHEELS:-.whl}
 STATE=${STATE:-/nonexistent}
 WORK=${WORK:-/tmp/gridready-mutation}
-SITE=${SITE:-/tmp/site}
+# one install folder per wheel set: a warm machine keeps /tmp between calls, and a folder installed from an older
+# set (it is reused when its mutmut is there) would run the older wheels (2026-12-07: kubernetes_validate without 1.30)
+SITE=${SITE:-/tmp/site-$(ls "$WHEELS" | md5sum | cut -c1-12)}
 PY=${PY:-python3}
 exec > >(tee -a "$OUT/run.log") 2>&1
 echo "start $(date -u +%FT%TZ) on $(nproc) CPUs, $($PY -V), commit ${GRIDREADY_COMMIT:-unknown}: $*"
