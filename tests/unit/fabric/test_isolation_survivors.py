@@ -1,5 +1,5 @@
 """Bad-node isolation, the values the older tests left unread: pass 1's pairing across racks of unequal size and of
-the rack left over, the leaf check's candidates and its runs, an empty rack name read as no rack, and the wall times
+the rack left over, the leaf check's candidates and its runs, a rack named "" beside unracked nodes, and the wall times
 rounded to the millisecond (a fake clock, no sleeps)."""
 
 from __future__ import annotations
@@ -33,19 +33,24 @@ def test_the_rack_left_over_pairs_consecutively_inside_itself(r2, pairs, leftove
     assert _pairing(["a", *r2], rack) == (pairs, leftover)
 
 
-def test_an_empty_rack_name_is_no_rack():
-    # the stage leaves unracked hosts out of rack_of; a rack named "" means the same, in pass 1 and in the retest
-    with_empty = {"a": "r1", "b": ""}
-    assert _pairing(list("abcd"), with_empty) == ([("b", "a"), ("c", "d")], [])
-    nodes = ["a", "u", "s", "b", "c", "d"]
-    bad = {"s"}
+def test_an_empty_rack_name_shares_the_unracked_nodes_rack():
+    # the stage leaves unracked hosts out of rack_of; isolate reads a missing rack as "", so in pass 1 a rack named ""
+    # is one bucket with the unracked nodes
+    assert _pairing(list("abcd"), {"a": "r1", "b": ""}) == ([("b", "a"), ("c", "d")], [])
+    assert _pairing(list("abcd"), {"a": "r1"}) == ([("b", "a"), ("c", "d")], [])
+
+
+def test_a_retest_reads_an_unracked_partner_as_rack_empty():
+    nodes = ["u", "a", "s", "b", "c", "d"]  # u has no rack, s (the bad node) a rack named ""
 
     def run_pair(x, y):
-        return not ({x, y} & bad)
+        return "s" not in (x, y)
 
-    without = isolate(nodes, run_pair, rack_of={"a": "r1", "b": "r2", "c": "r1", "d": "r2"})
-    with_s = isolate(nodes, run_pair, rack_of={"a": "r1", "b": "r2", "c": "r1", "d": "r2", "s": ""})
-    assert runs(with_s) == runs(without)
+    r = isolate(nodes, run_pair, rack_of={"a": "r1", "b": "r2", "c": "r1", "d": "r2", "s": ""})
+    # s's retest skips u (rack "" as s's own) for a (r1); b's takes u, whose "" is not r2
+    assert runs(r) == [("u", "a", 1, "pair"), ("b", "s", 1, "pair"), ("c", "d", 1, "pair"),
+                       ("s", "a", 2, "retest"), ("b", "u", 2, "retest")]
+    assert (r.bad, r.failed_with) == (["s"], {"s": ["b", "a"], "b": ["s"]})
 
 
 def test_leaf_candidates_need_two_bad_nodes_of_one_named_rack_failing_only_across():
