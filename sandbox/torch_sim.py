@@ -172,11 +172,19 @@ def _run(devices: tuple[int, ...], seconds: float) -> None:
 
 
 def _wait(index: int) -> None:
-    """Block until the device's queued work is done (sleeping); an idle stream restarts at the wall clock."""
+    """Block until the device's queued work is done (sleeping); the stream is then idle."""
     left = _stream(index) - time.monotonic()
     if left > 0:
         time.sleep(left)
-    _State.busy_until[index] = max(_State.busy_until[index], time.monotonic())
+    _settle(index)
+
+
+def _settle(index: int) -> None:
+    """Forget a stream whose queued work is done: an idle stream restarts at the wall clock of its next use, as a
+    GPU starts a kernel no earlier than its launch (cudaLaunchKernel queues it; an idle stream runs it at once), so
+    work queued after an idle gap never counts as begun before it was launched."""
+    if _State.busy_until.get(index, 0.0) <= time.monotonic():
+        _State.busy_until.pop(index, None)
 
 
 # --- devices ---------------------------------------------------------------------------------------------------
@@ -542,7 +550,7 @@ class Event:
     def synchronize(self) -> None:
         if self._at is not None and self._dev is not None:
             time.sleep(max(0.0, self._at - time.monotonic()))
-            _State.busy_until[self._dev] = max(_stream(self._dev), time.monotonic())
+            _settle(self._dev)
 
     def elapsed_time(self, end: Event) -> float:
         if not (self.enable_timing and end.enable_timing):

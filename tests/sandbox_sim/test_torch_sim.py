@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from gridready.certify import compute, transfer
 from gridready.certify.expectations import Expectations
 from gridready.certify.result import GateStatus
 from gridready.spec.certification import CertificationSpec
-from sandbox import pypi
+from sandbox import pypi, torch_sim
 from sandbox.profile import Fault, HardwareProfile
 from sandbox.torch_sim import RATES
 
@@ -96,6 +97,22 @@ def test_the_probe_benchmarks_read_the_recorded_h200_figures_and_the_gates_pass(
                  transfer.peer_bandwidth):
         results = gate(doc, exp)
         assert results and all(r.status == GateStatus.PASS for r in results), [r.reason for r in results]
+
+
+def test_work_queued_after_an_idle_gap_starts_at_its_launch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kernel launched onto an idle stream starts then, not when the stream went idle: a wall clock started after
+    both devices synchronized (as probe.torch_bench.peer_copy's is) reads at least the modeled time, however long
+    the host took between the synchronization and the launch."""
+    monkeypatch.setattr(torch_sim._State, "busy_until", {})
+    torch_sim._run((0, 1), 0.01)
+    torch_sim._wait(0)
+    torch_sim._wait(1)
+    time.sleep(0.05)  # a busy host: 50 ms between the synchronization and the next launch
+    t0 = time.monotonic()
+    torch_sim._run((0, 1), 0.02)
+    torch_sim._wait(0)
+    torch_sim._wait(1)
+    assert time.monotonic() - t0 >= 0.02
 
 
 SINGLE = """
