@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +10,7 @@ import pytest
 
 from gridready.probe import hca
 from tests.unit.fabric.sysfs_tree import plant_hca, write
+from tests.unit.probe.fake_node import Done, Hangs, Processes
 
 PUBLIC = Path(__file__).resolve().parents[2] / "fixtures" / "public"
 ROCE = PUBLIC.parent / "roce"
@@ -158,39 +157,38 @@ def test_ibstat_errors_and_lines_outside_a_ca():
     }
 
 
-# ---------------------------------------------------------------- running tools
+# ---------------------------------------------------------------- running tools (the node's processes: fake_node)
+
+RUN_KW = {"capture_output": True, "text": True, "check": False}
+
 
 def test_run_missing_tool_is_data(monkeypatch):
-    monkeypatch.setattr(hca.shutil, "which", lambda name: None)
+    node = Processes().install(monkeypatch, hca)
     assert hca.run(["ibstat", "-l"]) == {"argv": ["ibstat", "-l"], "rc": None, "stdout": "", "stderr": "",
                                          "error": "ibstat not found"}
+    assert node.runs == []
 
 
-def test_run_records_exit_code_and_both_streams(tmp_path):
-    argv = ["sh", "-c", "pwd -P; echo bad >&2; exit 3"]
-    assert hca.run(argv, cwd=tmp_path) == {"argv": argv, "rc": 3, "stdout": f"{os.path.realpath(tmp_path)}\n",
-                                           "stderr": "bad\n", "error": None}
-
-
-def test_run_timeout_keeps_partial_output():
-    argv = ["sh", "-c", "echo partial; exec sleep 20"]
-    got = hca.run(argv, timeout=0.8)
-    assert got == {"argv": argv, "rc": None, "stdout": "partial\n", "stderr": "", "error": "timed out after 0.8s"}
+def test_run_records_exit_code_and_both_streams_with_the_caller_s_keywords(monkeypatch, tmp_path):
+    argv = ["mlnx_qos", "-i", "ens1f0np0"]
+    node = Processes({"mlnx_qos"}, {tuple(argv): Done(3, "out\n", "bad\n")}).install(monkeypatch, hca)
+    assert hca.run(argv, timeout=7.5, cwd=tmp_path) == {"argv": argv, "rc": 3, "stdout": "out\n", "stderr": "bad\n",
+                                                        "error": None}
+    assert node.runs == [(tuple(argv), {**RUN_KW, "timeout": 7.5, "cwd": tmp_path})]
 
 
 @pytest.mark.parametrize(("partial", "stdout"), [(b"half", "half"), ("half", "half"), (None, "")])
-def test_run_default_timeout_is_a_minute(monkeypatch, partial, stdout):
-    seen: dict[str, Any] = {}
-
-    def fake_run(argv, **kw):
-        seen.update(kw)
-        raise subprocess.TimeoutExpired(argv, kw["timeout"], output=partial)
-
-    monkeypatch.setattr(hca.shutil, "which", lambda name: "/usr/bin/" + name)
-    monkeypatch.setattr(hca.subprocess, "run", fake_run)
+def test_run_default_timeout_is_a_minute_and_keeps_partial_output(monkeypatch, partial, stdout):
+    node = Processes({"ibstat"}, {("ibstat",): Hangs(partial)}).install(monkeypatch, hca)
     assert hca.run(["ibstat"]) == {"argv": ["ibstat"], "rc": None, "stdout": stdout, "stderr": "",
                                    "error": "timed out after 60.0s"}
-    assert seen == {"capture_output": True, "text": True, "timeout": 60.0, "check": False}
+    assert node.runs == [(("ibstat",), {**RUN_KW, "timeout": 60.0})]
+
+
+def test_run_timeout_names_the_given_limit(monkeypatch):
+    Processes({"sh"}, {("sh",): Hangs(b"partial\n")}).install(monkeypatch, hca)
+    assert hca.run(["sh"], timeout=0.8) == {"argv": ["sh"], "rc": None, "stdout": "partial\n", "stderr": "",
+                                            "error": "timed out after 0.8s"}
 
 
 def _fake_run(outputs: dict[str, dict[str, Any]], calls: list):
@@ -240,63 +238,58 @@ def test_ib_write_bw_result_lines(text, want):
     assert hca.parse_ib_write_bw(text) == want
 
 
-class _Server:
-    def __init__(self, hang: bool) -> None:
-        self.hang, self.killed, self.waited = hang, False, None
-
-    def wait(self, timeout=None):
-        self.waited = timeout
-        if self.hang:
-            raise subprocess.TimeoutExpired("ib_write_bw", timeout)
+IB_WRITE_BW = ["ib_write_bw", "-d", "mlx5_3", "-s", "8388608", "-D", "5", "-p", "18600", "--report_gbits"]
+SERVER_KW = {"stdout": Processes.PIPE, "stderr": Processes.STDOUT, "text": True}  # the server's output is piped
 
 
-@pytest.mark.parametrize(("gpu", "hang"), [(2, False), (None, True), (0, False)])
-def test_ib_write_bw_loopback_command_lines(monkeypatch, gpu, hang):
-    calls: list = []
-    servers: list = []
-    popen_args: list = []
-    sleeps: list = []
+@pytest.mark.parametrize(("gpu", "hangs"), [(2, False), (None, True), (0, False)])
+def test_ib_write_bw_loopback_server_then_client(monkeypatch, gpu, hangs):
+    """perftest's loopback (its README: the server is started with no host, the client names it): the server on
+    the HCA, a second's pause for it to listen, the client to `localhost` with the same flags; the server waited
+    for 10 s, killed if still running. Figures from the client's report, in Gb/s."""
+    argv = [*IB_WRITE_BW, *([f"--use_cuda={gpu}"] if gpu is not None else [])]
     out = "x" * 5000 + PERFTEST.read_text()
-
-    def popen(argv, **kw):
-        popen_args.append((argv, kw))
-        servers.append(_Server(hang))
-        servers[-1].kill = lambda: setattr(servers[-1], "killed", True)
-        return servers[-1]
-
-    monkeypatch.setattr(hca.shutil, "which", {"ib_write_bw": "/usr/bin/ib_write_bw"}.get)
-    monkeypatch.setattr(hca.subprocess, "Popen", popen)
-    monkeypatch.setattr(hca.time, "sleep", sleeps.append)
-    monkeypatch.setattr(hca, "run", _fake_run({"ib_write_bw": {"rc": 0, "stdout": out}}, calls))
+    node = Processes({"ib_write_bw"}, {(*argv, "localhost"): Done(0, out)}, server_hangs=hangs)
+    node.install(monkeypatch, hca)
     res = hca.run_ib_write_bw("mlx5_3", gpu)
-    argv = ["ib_write_bw", "-d", "mlx5_3", "-s", "8388608", "-D", "5", "-p", "18600", "--report_gbits"]
-    if gpu is not None:
-        argv.append(f"--use_cuda={gpu}")
-    assert popen_args == [(argv, {"stdout": subprocess.PIPE, "stderr": subprocess.STDOUT, "text": True})]
-    assert sleeps == [1.0]  # the server listens before the client connects
-    assert calls == [([*argv, "localhost"], 35)]
-    assert servers[0].waited == 10 and servers[0].killed is hang
-    assert res == {"hca": "mlx5_3", "gpu": gpu, "rc": 0, "error": None, "parsed": hca.parse_ib_write_bw(out),
+    assert node.popens == [(tuple(argv), SERVER_KW)]
+    assert node.events == ["popen", "sleep", "run"] and node.sleeps == [1.0]
+    assert node.runs == [((*argv, "localhost"), {**RUN_KW, "timeout": 35})]
+    server = node.servers[0]
+    assert server.waits == [10] and server.killed is hangs
+    assert res == {"hca": "mlx5_3", "gpu": gpu, "rc": 0, "error": None,
+                   "parsed": {"bytes": 8388608, "iterations": 20000, "peak_gbits": 201.8, "avg_gbits": 201.8},
                    "stdout": out[-4000:]}
-    assert res["parsed"]["avg_gbits"] == 201.8
+    assert len(res["stdout"]) == 4000 and res["stdout"].endswith(PERFTEST.read_text()[-100:])
 
 
 def test_ib_write_bw_size_duration_and_port_are_passed(monkeypatch):
-    calls: list = []
-    monkeypatch.setattr(hca.shutil, "which", {"ib_write_bw": "/usr/bin/ib_write_bw"}.get)
-    monkeypatch.setattr(hca.subprocess, "Popen", lambda argv, **kw: _Server(False))
-    monkeypatch.setattr(hca.time, "sleep", lambda s: None)
-    monkeypatch.setattr(hca, "run", _fake_run({"ib_write_bw": {"rc": 1, "error": "x", "stdout": "oops"}}, calls))
+    client = ("ib_write_bw", "-d", "mlx5_0", "-s", "65536", "-D", "2", "-p", "18700", "--report_gbits",
+              "--use_cuda=1", "localhost")
+    node = Processes({"ib_write_bw"}, {client: Done(1, "oops", "ignored")}).install(monkeypatch, hca)
     res = hca.run_ib_write_bw("mlx5_0", 1, size=65536, seconds=2, port=18700)
-    assert calls == [(["ib_write_bw", "-d", "mlx5_0", "-s", "65536", "-D", "2", "-p", "18700", "--report_gbits",
-                       "--use_cuda=1", "localhost"], 32)]
-    assert (res["rc"], res["error"], res["stdout"], res["parsed"]["avg_gbits"]) == (1, "x", "oops", None)
+    assert node.popens == [(client[:-1], SERVER_KW)] and node.runs == [(client, {**RUN_KW, "timeout": 32})]
+    assert res == {"hca": "mlx5_0", "gpu": 1, "rc": 1, "error": None, "stdout": "oops",
+                   "parsed": {"bytes": None, "iterations": None, "peak_gbits": None, "avg_gbits": None}}
+
+
+def test_ib_write_bw_client_timed_out_keeps_what_it_printed(monkeypatch):
+    client = (*IB_WRITE_BW[:3], "-s", "4096", "-D", "1", "-p", "18600", "--report_gbits", "localhost")
+    partial = PERFTEST.read_text().encode()
+    node = Processes({"ib_write_bw"}, {client: Hangs(partial)}, server_hangs=True).install(monkeypatch, hca)
+    res = hca.run_ib_write_bw("mlx5_3", None, size=4096, seconds=1)
+    assert node.runs == [(client, {**RUN_KW, "timeout": 31})]
+    assert node.servers[0].killed is True
+    assert (res["rc"], res["error"]) == (None, "timed out after 31s")
+    assert res["parsed"] == {"bytes": 8388608, "iterations": 20000, "peak_gbits": 201.8, "avg_gbits": 201.8}
+    assert res["stdout"] == partial.decode()[-4000:]
 
 
 def test_ib_write_bw_without_perftest(monkeypatch):
-    monkeypatch.setattr(hca.shutil, "which", lambda name: None)
+    node = Processes({"ibstat"}).install(monkeypatch, hca)
     assert hca.run_ib_write_bw("mlx5_0", 4) == {"hca": "mlx5_0", "gpu": 4, "rc": None,
                                                 "error": "ib_write_bw not found (perftest)", "parsed": None}
+    assert node.events == []
 
 
 # ---------------------------------------------------------------- topo and QoS
@@ -331,6 +324,30 @@ def test_topo_real_h200_rows():
     assert t["nics"] == {f"NIC{i}": f"mlx5_{i}" for i in range(8)}
     assert t["links"]["GPU0"] == {"NIC0": "NODE", "NIC1": "NODE", "NIC2": "SYS", "NIC3": "NODE", "NIC4": "PIX",
                                   "NIC5": "SYS", "NIC6": "SYS", "NIC7": "SYS"}
+
+
+def test_topo_copy_with_trailing_tabs_reads_like_the_clean_copy():
+    """A space-separated copy whose lines kept a trailing tab: trailing whitespace is not a cell separator."""
+    clean = ("        GPU0    GPU1    NIC0\n"
+             "GPU0     X      NV18    PXB\n"
+             "GPU1    NV18     X      SYS\n"
+             "NIC0    PXB     SYS      X\n")
+    want = {"gpus": ["GPU0", "GPU1"], "nics": {}, "links": {"GPU0": {"NIC0": "PXB"}, "GPU1": {"NIC0": "SYS"}}}
+    assert hca.parse_topo(clean) == want
+    assert hca.parse_topo(clean.replace("\n", "\t\n")) == want
+
+
+def test_topo_first_row_is_never_read_as_the_header():
+    """GPU0's row (` X ` in its second cell) is no header, even unindented: a matrix cut above its first row has
+    no columns to read, so no link is guessed."""
+    assert hca.parse_topo("GPU0\t X \tPIX\nNIC0\tPIX\t X \n") == {"gpus": [], "nics": {}, "links": {}}
+    assert hca.parse_topo("GPU0     X      PIX\n") == {"gpus": [], "nics": {}, "links": {}}
+
+
+def test_topo_header_that_lost_its_leading_tab():
+    text = "GPU0\tGPU1\tNIC0\nGPU0\t X \tNV18\tPIX\nGPU1\tNV18\t X \tNODE\n"
+    assert hca.parse_topo(text) == {"gpus": ["GPU0", "GPU1"], "nics": {},
+                                    "links": {"GPU0": {"NIC0": "PIX"}, "GPU1": {"NIC0": "NODE"}}}
 
 
 @pytest.mark.parametrize(("name", "trust", "pfc"), [("mlnx_qos-dscp-pfc3.txt", "dscp", [3]),
