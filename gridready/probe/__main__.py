@@ -29,6 +29,9 @@ def parse_args(argv: list[str]) -> dict[str, object]:
                    help="comma-separated: all_reduce,all_gather,reduce_scatter,alltoall,sendrecv")
     p.add_argument("--out", default="-", help="file to write (default stdout)")
     a = p.parse_args(argv)
+    for flag, size in (("--nccl-min-bytes", a.nccl_min_bytes), ("--nccl-max-bytes", a.nccl_max_bytes)):
+        if size < 1:  # the sweep from a size of 0 or less never grows to its end (profiles.sweep_sizes)
+            p.error(f"argument {flag}: must be a size of at least 1 byte, got {size}")
     return {"profile": a.profile, "dcgm_level": a.dcgm_level, "algo": a.algo, "nccl_min_bytes": a.nccl_min_bytes,
             "nccl_max_bytes": a.nccl_max_bytes, "best_of": a.best_of, "timeout": a.timeout,
             "skip": [s for s in a.skip.split(",") if s], "nccl_tests_dir": a.nccl_tests_dir, "out": a.out,
