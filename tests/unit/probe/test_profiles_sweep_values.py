@@ -1,36 +1,55 @@
 """gridready.probe.profiles.sweep_sizes by value: the all-reduce sizes the probe sweeps (collect.Probe's nccl step),
 each list worked out here from its definition: min_bytes times factor**k up to max_bytes, every power-of-two
-multiple of floor_from up to max_bytes (the gated range), and max_bytes itself."""
+multiple of floor_from up to max_bytes (the gated range), and max_bytes itself. Every call runs under a line
+budget, so a sweep that stops growing towards its end fails at once instead of hanging the suite."""
 
 from __future__ import annotations
 
-import math
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import FrameType
+from typing import Any
 
 import pytest
 
-from gridready.probe.profiles import PROFILES, GiB, MiB, sweep_sizes
+from gridready.probe import profiles
+from gridready.probe.profiles import PROFILES, GiB, MiB
+
+SOURCE = Path(profiles.__file__).name, Path(profiles.__file__).parent.name  # ("profiles.py", "probe")
 
 
-class _End(int):
-    """max_bytes that counts the loop tests against it (`s <= max_bytes` asks int subclasses first, as the
-    reflected `__ge__`: Python reference, "Rich comparison methods") and fails past `budget` of them: a sweep that
-    stopped growing towards the end would loop forever."""
+@contextmanager
+def line_budget(lines: int) -> Iterator[None]:
+    """Fail the code of gridready/probe/profiles.py once it has executed `lines` lines (sys.settrace's "line"
+    events, Python docs: an exception raised by the local trace function propagates into the traced frame)."""
+    left = [lines]
 
-    budget = 0
+    def local(frame: FrameType, event: str, arg: Any) -> Any:
+        if event == "line":
+            left[0] -= 1
+            if left[0] < 0:
+                raise AssertionError(f"sweep_sizes ran past {lines} lines: the sweep does not reach its end")
+        return local
 
-    def __ge__(self, other: object) -> bool:
-        type(self).budget -= 1
-        if type(self).budget < 0:
-            raise AssertionError("the sweep does not reach its end")
-        return int(self) >= other  # type: ignore[operator]
+    def calls(frame: FrameType, event: str, arg: Any) -> Any:
+        path = Path(frame.f_code.co_filename)
+        return local if (path.name, path.parent.name) == SOURCE else None
+
+    before = sys.gettrace()
+    sys.settrace(calls)
+    try:
+        yield
+    finally:
+        sys.settrace(before)
 
 
 def sweep(min_bytes: int, max_bytes: int, factor: int, floor_from: int) -> list[int]:
-    """sweep_sizes with its end counting the loop tests: at most 100, far more than any sweep here needs (the
-    longest, 1 MiB to 8 GiB doubling, makes 15 in each loop), so a sweep that stopped growing fails at once
-    instead of hanging."""
-    _End.budget = 100
-    return sweep_sizes(min_bytes, _End(max_bytes), factor, floor_from)
+    """sweep_sizes under a budget of 1,000 lines: the longest sweep here (1 MiB to 8 GiB doubling, 14 sizes in
+    each loop) runs about a hundred."""
+    with line_budget(1000):
+        return profiles.sweep_sizes(min_bytes, max_bytes, factor, floor_from)
 
 
 def test_quick_profile_sweep_from_1_mib_to_8_gib():
@@ -43,7 +62,19 @@ def test_quick_profile_sweep_from_1_mib_to_8_gib():
 
 
 def test_standard_profile_doubles_every_size():
+    assert PROFILES["standard"]["ar_factor"] == PROFILES["burn-in"]["ar_factor"] == 2
     assert sweep(MiB, 8 * GiB, 2, GiB) == [MiB << k for k in range(14)]  # 1 MiB .. 8 GiB, 14 sizes
+
+
+@pytest.mark.parametrize(("start", "factor"), [(MiB, 4), (MiB, 2), (3 * MiB, 5), (1000, 10)])
+def test_geometric_sizes_with_the_gated_range(start, factor):
+    end = 8 * GiB
+    geometric = []
+    size = start
+    while size <= end:
+        geometric.append(size)
+        size = size * factor
+    assert sweep(start, end, factor, GiB) == sorted({*geometric, GiB, 2 * GiB, 4 * GiB, 8 * GiB})
 
 
 def test_end_on_neither_sweep_is_added_and_gated_sizes_double():
@@ -64,12 +95,6 @@ def test_start_beyond_the_end_is_the_end_alone():
     assert sweep(10, 5, 2, 100) == [5]
 
 
-@pytest.mark.parametrize(("start", "factor"), [(MiB, 4), (MiB, 2), (3 * MiB, 5)])
-def test_each_sweep_ends_after_one_test_per_size(monkeypatch, start, factor):
-    end = 8 * GiB
-    steps = math.floor(math.log(end / start, factor)) + 1 + 1  # geometric sizes, then the failing test
-    gated = 4 + 1  # 1, 2, 4, 8 GiB, then the failing test
-    monkeypatch.setattr(_End, "budget", steps + gated)
-    sizes = sweep_sizes(start, _End(end), factor, GiB)
-    assert _End.budget == 0
-    assert sizes[-1] == end and all(type(s) is int for s in sizes[:-1])
+def test_the_budget_stops_a_sweep_that_never_ends():
+    with pytest.raises(AssertionError, match="does not reach its end"):
+        sweep(0, 8, 2, 16)  # 0 times any factor stays 0: this input never ends
