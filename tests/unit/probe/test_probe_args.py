@@ -51,6 +51,11 @@ def test_each_algorithm(algo: str) -> None:
     assert parse_args(["--algo", algo])["algo"] == algo
 
 
+def test_sizes_of_one_byte_are_the_smallest_accepted() -> None:
+    got = parse_args(["--nccl-min-bytes", "1", "--nccl-max-bytes", "1"])
+    assert (got["nccl_min_bytes"], got["nccl_max_bytes"]) == (1, 1)
+
+
 def test_empty_lists() -> None:
     got = parse_args(["--skip", "", "--collectives", ","])
     assert got["skip"] == [] and got["collectives"] == []
