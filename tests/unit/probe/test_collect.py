@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from gridready.probe import SCHEMA, sysfs
+from gridready.probe import SCHEMA, profiles, sysfs
 from gridready.probe.__main__ import main
 from gridready.probe.collect import Probe, nccl_env
 from gridready.probe.profiles import GiB, MiB, sweep_sizes
+from tests.unit.probe.line_budget import line_budget
 
 
 def _dev(root: Path, bdf: str, vendor: str, cls: str, speed: str | None, width: int | None,
@@ -75,7 +76,8 @@ def test_main_writes_atomically(fake_sys: Path, tmp_path: Path, monkeypatch: pyt
 
 
 def test_sweep_keeps_every_gated_size() -> None:
-    sizes = sweep_sizes(1 * MiB, 8 * GiB, 4, 1 * GiB)
+    with line_budget(profiles, 1000):  # a sweep that stops growing fails here instead of hanging
+        sizes = sweep_sizes(1 * MiB, 8 * GiB, 4, 1 * GiB)
     assert sizes[0] == MiB and sizes[-1] == 8 * GiB
     assert {GiB, 2 * GiB, 4 * GiB, 8 * GiB} <= set(sizes)
 

@@ -24,6 +24,7 @@ from gridready.probe import (
     nvbandwidth,
     nvml,
     nvsmi,
+    profiles,
     sysfs,
 )
 from gridready.probe.collect import SERVICES, TOOLS, Probe, nccl_env, os_release
@@ -38,6 +39,7 @@ from tests.unit.probe.fake_node import (
     Node,
     result,
 )
+from tests.unit.probe.line_budget import line_budget
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00$")
@@ -883,7 +885,8 @@ def test_torch_benchmarks_and_sweeps(node: Node, monkeypatch: pytest.MonkeyPatch
     p = probe(node, profile="standard", algo="nvls", best_of="3", timeout=50, nccl_min_bytes=4 << 20,
               nccl_max_bytes=16 << 20, collectives=["all_reduce", "all_gather", "alltoall"])
     p.doc["errors"].append({"collector": "dcgm", "error": "earlier"})
-    p.torch()
+    with line_budget(profiles, 1000):  # the size sweep ends (test_profiles_sweep_values.py)
+        p.torch()
     t = p.doc["torch"]
     (args, kw), = bench.calls
     assert args[0] is p.prof and args[1] == p._sample_link and kw == {}
@@ -904,7 +907,8 @@ def test_torch_allreduce_failure_is_recorded(node: Node, monkeypatch: pytest.Mon
     sweep = Recorder({}, fail={"all_reduce": TimeoutError("rank 1 silent")})
     _torch_modules(monkeypatch, FakeTorch(4, dist=FakeDist(True)), Recorder(lambda *a: {}), sweep)
     p = probe(node, collectives=None)
-    p.torch()
+    with line_budget(profiles, 1000):
+        p.torch()
     assert p.doc["torch"]["allreduce"] is None and p.doc["torch"]["collectives"] == {}
     assert p.doc["errors"] == [{"collector": "torch.allreduce", "error": "TimeoutError: rank 1 silent"}]
     assert len(sweep.calls) == 1 and sweep.calls[0][0][0] == 4

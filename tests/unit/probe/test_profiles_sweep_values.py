@@ -5,50 +5,17 @@ budget, so a sweep that stops growing towards its end fails at once instead of h
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
-from types import FrameType
-from typing import Any
-
 import pytest
 
 from gridready.probe import profiles
 from gridready.probe.profiles import PROFILES, GiB, MiB
-
-SOURCE = Path(profiles.__file__).name, Path(profiles.__file__).parent.name  # ("profiles.py", "probe")
-
-
-@contextmanager
-def line_budget(lines: int) -> Iterator[None]:
-    """Fail the code of gridready/probe/profiles.py once it has executed `lines` lines (sys.settrace's "line"
-    events, Python docs: an exception raised by the local trace function propagates into the traced frame)."""
-    left = [lines]
-
-    def local(frame: FrameType, event: str, arg: Any) -> Any:
-        if event == "line":
-            left[0] -= 1
-            if left[0] < 0:
-                raise AssertionError(f"sweep_sizes ran past {lines} lines: the sweep does not reach its end")
-        return local
-
-    def calls(frame: FrameType, event: str, arg: Any) -> Any:
-        path = Path(frame.f_code.co_filename)
-        return local if (path.name, path.parent.name) == SOURCE else None
-
-    before = sys.gettrace()
-    sys.settrace(calls)
-    try:
-        yield
-    finally:
-        sys.settrace(before)
+from tests.unit.probe.line_budget import line_budget
 
 
 def sweep(min_bytes: int, max_bytes: int, factor: int, floor_from: int) -> list[int]:
     """sweep_sizes under a budget of 1,000 lines: the longest sweep here (1 MiB to 8 GiB doubling, 14 sizes in
     each loop) runs about a hundred."""
-    with line_budget(1000):
+    with line_budget(profiles, 1000):
         return profiles.sweep_sizes(min_bytes, max_bytes, factor, floor_from)
 
 
@@ -96,5 +63,5 @@ def test_start_beyond_the_end_is_the_end_alone():
 
 
 def test_the_budget_stops_a_sweep_that_never_ends():
-    with pytest.raises(AssertionError, match="does not reach its end"):
+    with pytest.raises(AssertionError, match="a loop does not reach its end"):
         sweep(0, 8, 2, 16)  # 0 times any factor stays 0: this input never ends
