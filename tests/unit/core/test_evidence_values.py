@@ -196,6 +196,11 @@ def test_statement_refuses_a_report_that_is_a_link_even_inside_the_folder(tmp_pa
     with pytest.raises(evidence.safefile.UnsafeFile, match="symbolic link"):
         evidence.statement("gpu01", {}, VERDICT, {**reports, "z_junit": tmp_path / "link.json"}, tmp_path,
                            customer="acme", run_id="r")
+    # nor one whose name climbs out of the folder, though the file is there
+    (tmp_path.parent / f"{tmp_path.name}-out.xml").write_bytes(b"<testsuites/>\n")
+    with pytest.raises(evidence.safefile.UnsafeFile, match=f"outside {tmp_path.name}/"):
+        evidence.statement("gpu01", {}, VERDICT, {"junit": tmp_path / f"../{tmp_path.name}-out.xml"}, tmp_path,
+                           customer="acme", run_id="r")
 
 
 # ---- pae, key_id, sign
@@ -515,3 +520,14 @@ def test_difference_names_new_gpus_sorted_then_the_differing_keys():
     assert evidence._difference(signed, {**signed, "hcas": None}) == "identity differs"  # None reads as absent
     assert evidence._difference({}, {"driver_version": "1"}) == "differs in driver_version"
     assert evidence._difference({"driver_version": "1"}, {}) == "differs in driver_version"
+
+
+def test_verify_reads_a_bundle_larger_than_an_inventory_file(tmp_path):
+    """A bundle may exceed the 1 MiB of an inventory file (an 8-GPU machine's annotations, many reports): verify
+    reads up to MAX_ARTIFACT_BYTES."""
+    key = Ed25519PrivateKey.generate()
+    ident = {**IDENT, "dmi": {"note": "x" * (1 << 20)}}
+    path, _ = _bundle(tmp_path, key, ident=ident)
+    assert path.stat().st_size > 1 << 20
+    stmt, problems = evidence.verify(path, key.public_key(), identity=ident)
+    assert problems == [] and stmt is not None

@@ -150,6 +150,14 @@ def test_record_certify_changes_nothing_for_check_mode_an_error_or_reused_nodes(
     assert b.revision == 1 and b.nodes["gpu01"].run_id == "run1"
 
 
+def test_record_certify_skips_a_reused_node_and_goes_on_with_the_next():
+    reused = NodeCertification(status="certified", reused=True)
+    b = ledger.record_certify(book(gpu01=entry(run_id="run0")), certify_summary({"gpu01": reused, "gpu02": FAIL}),
+                              Path("/s.json"))
+    assert b.nodes["gpu01"].run_id == "run0" and b.nodes["gpu02"].run_id == "run1"
+    assert [c.node for c in b.history] == ["gpu02"]
+
+
 def test_record_certify_stamps_the_current_time_without_a_finish_time(monkeypatch):
     monkeypatch.setattr(ledger, "now_iso", lambda: "2026-12-03T00:00:00+00:00")
     b = ledger.record_certify(book(), certify_summary({"gpu01": PASS}, finished_at=None), Path("/s.json"))
@@ -411,6 +419,14 @@ def test_update_gives_the_change_a_copy_not_the_stored_state(tmp_path):
     after = ledger.update(tmp_path, "acme", mutate_in_place)
     assert after.nodes["gpu01"].drained is True
     assert ledger.read(tmp_path, "acme")[1].nodes["gpu01"].drained is True
+
+
+def test_read_refuses_a_ledger_that_is_a_link_even_to_a_good_one(tmp_path):
+    good = write(tmp_path, {"schema_version": "gridready.ledger/1", "customer": "acme"})
+    good.rename(tmp_path / "acme" / "kept.json")
+    good.symlink_to(tmp_path / "acme" / "kept.json")
+    assert refused(tmp_path) == [
+        f"{good}: (file): cannot read: a symbolic link, which is never followed here (or a loop of links)"]
 
 
 def test_read_refuses_a_file_that_is_not_an_object(tmp_path):
