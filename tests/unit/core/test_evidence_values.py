@@ -419,6 +419,13 @@ def test_verify_refuses_an_unreadable_or_malformed_envelope(tmp_path):
     path.write_text(json.dumps({"payloadType": evidence.PAYLOAD_TYPE, "payload": "!!not base64!!",
                                 "signatures": []}))
     assert evidence.verify(path, key.public_key()) == (None, [f"{path}: payload: not base64"])
+    # characters outside the alphabet are refused, not skipped ("aGVsbG8h" alone is b"hello!")
+    path.write_text(json.dumps({"payloadType": evidence.PAYLOAD_TYPE, "payload": "aGVs!bG8h",
+                                "signatures": [{"keyid": "k", "sig": "AAAA"}]}))
+    assert evidence.verify(path, key.public_key()) == (None, [f"{path}: payload: not base64"])
+    # a key path below the top names every step
+    path.write_text(json.dumps({"payloadType": evidence.PAYLOAD_TYPE, "payload": "", "signatures": [{"keyid": "k"}]}))
+    assert evidence.verify(path, key.public_key()) == (None, [f"{path}: signatures.0.sig: Field required"])
 
 
 def test_verify_refuses_a_signed_payload_that_is_not_a_statement(tmp_path):
