@@ -449,6 +449,10 @@ def test_read_names_the_first_drifted_key(tmp_path):
                                  "integer"]
     path = write(tmp_path, {"schema_version": "gridready.ledger/1", "customer": "acme", "colour": "red"})
     assert refused(tmp_path) == [f"{path}: colour: Extra inputs are not permitted"]
+    node = entry().model_dump() | {"verdict": "ok"}
+    path = write(tmp_path, {"schema_version": "gridready.ledger/1", "customer": "acme", "nodes": {"gpu01": node}})
+    assert refused(tmp_path) == [
+        f"{path}: nodes.gpu01.verdict: Input should be 'certified', 'quarantined' or 'unreachable'"]
 
 
 def test_read_refuses_another_customers_ledger(tmp_path):
