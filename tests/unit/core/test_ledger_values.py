@@ -429,6 +429,25 @@ def test_read_refuses_a_ledger_that_is_a_link_even_to_a_good_one(tmp_path):
         f"{good}: (file): cannot read: a symbolic link, which is never followed here (or a loop of links)"]
 
 
+def test_update_never_writes_through_a_link_put_on_the_way_after_the_read(tmp_path):
+    """A link that appears between the read and the write (another actor, or the change itself) is refused at the
+    write as well: the write stays beneath the artifacts root."""
+    root, outside = tmp_path / "artifacts", tmp_path / "outside"
+    (root / "acme").mkdir(parents=True)
+    outside.mkdir()
+
+    def swap_then_change(b: ledger.Ledger) -> ledger.Ledger:
+        (root / "acme").rmdir()
+        (root / "acme").symlink_to(outside)
+        return ledger.record_serve(b, serve_summary(), root / "acme/s.json", {}, deployed=True)
+
+    with pytest.raises(InvalidInput) as err:
+        ledger.update(root, "acme", swap_then_change)
+    assert err.value.lines == [
+        f"{root / 'acme/ledger.json'}: (file): acme/ on the way is a symbolic link, which is never followed here"]
+    assert list(outside.iterdir()) == []
+
+
 def test_read_refuses_a_file_that_is_not_an_object(tmp_path):
     path = write(tmp_path, [1])
     assert refused(tmp_path) == [f"{path}: (file): the ledger is a JSON object, got list"]
@@ -510,3 +529,9 @@ def test_beneath_takes_the_root_as_written_or_resolved(tmp_path):
     assert ledger._beneath("a/b.json", tmp_path) and ledger._beneath("b.json", tmp_path)
     assert not ledger._beneath("a/../../b.json", tmp_path)
     assert not ledger._beneath("..", tmp_path)
+
+
+def test_beneath_a_root_of_slash_or_one_whose_name_ends_in_other_characters():
+    assert ledger._beneath("/srv/a.json", Path("/"))
+    assert ledger._beneath("/srv/artifactsX/a.json", Path("/srv/artifactsX"))
+    assert not ledger._beneath("/srv/artifacts/a.json", Path("/srv/artifactsX"))
