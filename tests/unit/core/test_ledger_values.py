@@ -291,8 +291,8 @@ def test_targeted_fail_quarantines_and_drains_naming_the_run_and_gates():
         "quarantined", "t1", LATER, "/a/t1/summary.json", None)
     assert (e.blocking, e.failing_gates) == (FAIL.blocking, ["pcie", "xid"])
     assert (e.drained, e.drain_reason, e.drained_at) == (True, "targeted re-certification: pcie, xid", LATER)
-    assert [(c.before, c.after, c.reason) for c in b.history] == [
-        ("certified", "quarantined", "targeted re-certification failed: pcie, xid (run t1)")]
+    assert [(c.before, c.after, c.reason, c.source) for c in b.history] == [
+        ("certified", "quarantined", "targeted re-certification failed: pcie, xid (run t1)", "watch")]
 
 
 def test_targeted_fail_of_a_drained_node_keeps_its_drain_and_names_the_status_without_gates():
