@@ -251,7 +251,9 @@ def verify(envelope_path: Path, public: Ed25519PublicKey, *, base: Path | None =
 def _difference(signed: Mapping[str, Any], actual: Mapping[str, Any]) -> str:
     signed_gpus = {g.get("uuid") for g in signed.get("gpus", [])}
     actual_gpus = {g.get("uuid") for g in actual.get("gpus", [])}
-    if signed_gpus != actual_gpus:
-        return f"GPU UUIDs {sorted(map(str, actual_gpus - signed_gpus))} not in the signed machine"
+    if signed_gpus != actual_gpus:  # GPUs added, GPUs gone (a GPU fallen off the bus), or both
+        added, gone = sorted(map(str, actual_gpus - signed_gpus)), sorted(map(str, signed_gpus - actual_gpus))
+        return "; ".join([*([f"GPU UUIDs {added} not in the signed machine"] if added else []),
+                          *([f"signed GPU UUIDs {gone} not in this machine"] if gone else [])])
     keys = [k for k in sorted(set(signed) | set(actual)) if signed.get(k) != actual.get(k)]
     return "differs in " + ", ".join(keys) if keys else "identity differs"

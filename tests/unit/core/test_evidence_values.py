@@ -501,7 +501,7 @@ def test_verify_names_how_another_machine_differs(tmp_path):
     swapped = {**IDENT, "gpus": [{"uuid": "GPU-a"}, {"uuid": "GPU-z"}]}
     assert evidence.verify(path, key.public_key(), identity=swapped)[1] == [
         f"{path}: subject: names another machine than the one given (GPU UUIDs ['GPU-z'] not in the signed "
-        "machine)"]
+        "machine; signed GPU UUIDs ['GPU-b'] not in this machine)"]
     # a bare subject (no annotations) still compares by digest
     body = json.dumps({"_type": "https://in-toto.io/Statement/v1", "predicateType": evidence.PREDICATE_TYPE,
                        "subject": [{"name": "machine:n", "digest": {"sha256": evidence.identity_digest(IDENT)}}],
@@ -515,13 +515,23 @@ def test_verify_names_how_another_machine_differs(tmp_path):
 
 # ---- _difference
 
+def test_difference_names_the_signed_gpus_a_machine_lost() -> None:
+    """A machine with fewer GPUs than it was signed with (one fell off the bus) says which; one with a GPU swapped
+    says both."""
+    signed = {"gpus": [{"uuid": "GPU-b"}, {"uuid": "GPU-a"}, {"uuid": "GPU-c"}]}
+    assert evidence._difference(signed, {"gpus": [{"uuid": "GPU-a"}]}) == (
+        "signed GPU UUIDs ['GPU-b', 'GPU-c'] not in this machine")
+    assert evidence._difference(signed, {"gpus": [{"uuid": "GPU-a"}, {"uuid": "GPU-b"}, {"uuid": "GPU-z"}]}) == (
+        "GPU UUIDs ['GPU-z'] not in the signed machine; signed GPU UUIDs ['GPU-c'] not in this machine")
+
+
 def test_difference_names_new_gpus_sorted_then_the_differing_keys():
     signed = {"gpus": [{"uuid": "GPU-a"}, {"uuid": "GPU-b"}], "driver_version": "580", "dmi": {"s": "1"}}
     assert evidence._difference(signed, {**signed, "gpus": [{"uuid": "GPU-d"}, {"uuid": "GPU-b"},
                                                              {"uuid": "GPU-c"}]}) == (
-        "GPU UUIDs ['GPU-c', 'GPU-d'] not in the signed machine")
+        "GPU UUIDs ['GPU-c', 'GPU-d'] not in the signed machine; signed GPU UUIDs ['GPU-a'] not in this machine")
     assert evidence._difference(signed, {**signed, "gpus": [{"uuid": "GPU-b"}, {}]}) == (
-        "GPU UUIDs ['None'] not in the signed machine")
+        "GPU UUIDs ['None'] not in the signed machine; signed GPU UUIDs ['GPU-a'] not in this machine")
     assert evidence._difference(signed, {"gpus": [{"uuid": "GPU-b"}, {"uuid": "GPU-a"}], "driver_version": "590",
                                          "dmi": {"s": "2"}, "hcas": {}}) == "differs in dmi, driver_version, gpus, hcas"
     assert evidence._difference(signed, {**signed, "hcas": None}) == "identity differs"  # None reads as absent
