@@ -702,3 +702,15 @@ def test_serve_port_admits_only_the_tier_the_router_and_the_operator() -> None:
     assert "'gridready.io/tier': 'u'" in two[0]
     assert errors([{"from": [ns_peer("x")]}], selector={"matchLabels": {TIER: "plain"}}) == []
 
+
+def test_a_selector_of_match_expressions_alone_selects_by_them() -> None:
+    # metav1.LabelSelector: matchLabels and matchExpressions are ANDed, either may be absent
+    # (https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#resources-that-support-set-based-requirements)
+    labels = {"app": "a", TIER: "t"}
+    assert c._selects({"matchExpressions": [{"key": TIER, "operator": "Exists"}]}, labels)
+    assert c._selects({"matchExpressions": [{"key": "app", "operator": "In", "values": ["a"]}]}, labels)
+    assert not c._selects({"matchExpressions": [{"key": "app", "operator": "In", "values": ["b"]}]}, labels)
+    docs = [deployment("a", pod({TIER: "t"})),
+            policy("p", {"matchExpressions": [{"key": TIER, "operator": "In", "values": ["t"]}]},
+                   [{"from": [tier_peer("t")]}])]
+    assert c._policy_errors(docs, c.pod_templates(docs), {"kuberay"}) == []
