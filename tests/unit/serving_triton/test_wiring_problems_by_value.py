@@ -1,6 +1,7 @@
 """The ensemble wiring check (gridready/serving/triton/wiring.py) on small ModelConfig messages built with
 tritonclient's model_config_pb2: the exact problem line for each way a step can be miswired, in step order, and
-every problem of one ensemble listed together."""
+every problem of one ensemble listed together. A protobuf map's iteration order is not fixed between runs, so no
+expectation here depends on the order of two entries of one input_map or output_map."""
 
 from __future__ import annotations
 
@@ -93,11 +94,12 @@ def test_required_inputs_must_be_mapped() -> None:
 
 def test_a_tensor_produced_twice_or_shadowing_the_request() -> None:
     steps = [("pre", {"QUERY": "text_input"}, {"IDS": "text_input"}),
-             ("llm", {"input_ids": "max_tokens"}, {"output_ids": "_out", "logits": "_out"}),
-             ("post", {"TOKENS": "_out"}, {"OUT": "text_output"})]
+             ("llm", {"input_ids": "max_tokens"}, {"output_ids": "_out"}),
+             ("post", {"TOKENS": "_out"}, {"OUT": "_out"})]
     assert problems(ensemble({"text_input": S, "max_tokens": I32}, {"text_output": S}, steps)) == [
         "ens/config.pbtxt: step 1 (pre): tensor 'text_input' is produced twice",
-        "ens/config.pbtxt: step 2 (llm): tensor '_out' is produced twice"]
+        "ens/config.pbtxt: step 3 (post): tensor '_out' is produced twice",
+        "ens/config.pbtxt: ensemble output 'text_output' is produced by no step"]
 
 
 def test_ensemble_outputs_no_step_produces() -> None:
@@ -106,3 +108,28 @@ def test_ensemble_outputs_no_step_produces() -> None:
     # a request tensor is not a step's product
     assert problems(ensemble({"text_input": S}, {"text_input": S}, GOOD[:1])) == [
         "ens/config.pbtxt: ensemble output 'text_input' is produced by no step"]
+
+
+def test_every_entry_of_a_step_is_checked_after_a_bad_one() -> None:
+    # two bad entries of each kind: whichever the map yields first, the other is still reported
+    steps = [("pre", {"QUERY": "text_input", "TYPO1": "text_input", "TYPO2": "text_input"}, {"IDS": "_ids"}),
+             ("llm", {"input_ids": "_ids"}, {"output_ids": "_out", "none1": "a", "none2": "b"}),
+             ("post", {"TOKENS": "_out"}, {"OUT": "text_output"})]
+    assert sorted(problems(ensemble({"text_input": S}, {"text_output": S}, steps))) == [
+        "ens/config.pbtxt: step 1 (pre): input_map key 'TYPO1' is not an input of pre",
+        "ens/config.pbtxt: step 1 (pre): input_map key 'TYPO2' is not an input of pre",
+        "ens/config.pbtxt: step 2 (llm): output_map key 'none1' is not an output of llm",
+        "ens/config.pbtxt: step 2 (llm): output_map key 'none2' is not an output of llm"]
+    steps = [("pre", {"QUERY": "nowhere1", "MAX": "nowhere2"}, {"IDS": "text_input"}),
+             ("llm", {"input_ids": "text_input"}, {"output_ids": "text_input", "logits": "text_input"}),
+             ("post", {"TOKENS": "text_input"}, {"OUT": "text_output"})]
+    assert sorted(problems(ensemble({"text_input": S}, {"text_output": S}, steps))) == [
+        "ens/config.pbtxt: step 1 (pre): input 'MAX' reads 'nowhere2', which neither the request nor an earlier "
+        "step produces",
+        "ens/config.pbtxt: step 1 (pre): input 'QUERY' reads 'nowhere1', which neither the request nor an earlier "
+        "step produces",
+        "ens/config.pbtxt: step 1 (pre): tensor 'text_input' is produced twice",
+        "ens/config.pbtxt: step 2 (llm): input 'input_ids' has another data type than 'text_input'",
+        "ens/config.pbtxt: step 2 (llm): tensor 'text_input' is produced twice",
+        "ens/config.pbtxt: step 2 (llm): tensor 'text_input' is produced twice",
+        "ens/config.pbtxt: step 3 (post): input 'TOKENS' has another data type than 'text_input'"]
