@@ -91,6 +91,10 @@ def test_parse_errors_carry_source_line_and_column() -> None:
     with pytest.raises(RepositoryError) as err:
         parse('name: "x"\nbogus: 1\n', "m/config.pbtxt")
     assert err.value.lines == ['m/config.pbtxt:2:1: Message type "inference.ModelConfig" has no field named "bogus".']
+    # the detail is what follows protobuf's first " : " (its own may hold more)
+    with pytest.raises(RepositoryError) as err:
+        render({"name": "m", "max_batch_size": " : "}, "m/config.pbtxt", frozenset())
+    assert err.value.lines == ['m/config.pbtxt:2:17: \'max_batch_size: " : "\': Couldn\'t parse integer: " : "']
     cfg = parse('name: "x"\nmax_batch_size: 8\n', "m/config.pbtxt")
     assert (cfg.name, cfg.max_batch_size) == ("x", 8)
 

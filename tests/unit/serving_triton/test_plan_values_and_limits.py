@@ -10,6 +10,7 @@ import pytest
 
 from gridready.errors import InvalidInput
 from gridready.serving.triton import make_plan
+from gridready.serving.triton import plan as plan_module
 from gridready.serving.triton.plan import TritonPlan
 from gridready.spec.parallel import Parallelism
 from gridready.spec.triton import SitePins, TritonSettings
@@ -176,3 +177,13 @@ def test_default_settings_when_none_are_given() -> None:
     p = make_plan(tier("8b"), None, sku=H200, parallel=Parallelism(1, 1, 8), site_pins=SITE)
     assert (p.mode, p.settings.frontend, p.ports) == ("llmapi", "triton", {"http": 8000, "grpc": 8001,
                                                                             "openai": 9000})
+
+
+def test_pins_without_a_convert_script_refuse_engine_mode(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a pins file whose engine line names no convert_script (triton_versions.yml edited by a site)
+    real = plan_module.release_line
+    monkeypatch.setattr(plan_module, "release_line",
+                        lambda *a, **kw: real(*a, **kw).model_copy(update={"convert_script": None}))
+    assert refusal(mode="engine") == [
+        "cluster.yml: serving.tiers[trt-8b].triton.versions: engine mode needs a convert_script in the pins"]
+    assert plan().convert_script is None  # llmapi mode converts nothing

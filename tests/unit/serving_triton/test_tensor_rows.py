@@ -8,9 +8,9 @@ from gridready.serving.triton import tensors as t
 from gridready.serving.triton.pbtxt import Enum
 
 
-def test_a_row_per_flag_and_blank_lines_skipped() -> None:
+def test_a_row_per_flag_and_blank_or_whitespace_lines_skipped() -> None:
     table = """
-
+   \t
 a INT32 1
 b FP16 -1,-1 opt
 c INT32 2,-1 ragged
