@@ -99,15 +99,28 @@ def test_build_script_lines() -> None:
                           f"echo 'GRIDREADY_ENGINE built {key.digest}'"]
     assert s.text.endswith("\n")
     assert "GRIDREADY_INPUTS_SHA256=$(" not in s.text
+    # the completeness check is a heredoc ending at its own "PY" line, reading the cache's marker file
+    check = lines[4:i]
+    assert check[0] == "import json, os, sys" and check[-2:] == ["sys.exit(0 if ok else 1)", "PY"]
+    assert '    m = json.load(open(os.path.join(entry, "gridready-engine.json")))' in check
+    mark = lines[lines.index(f"python3 - {tmp} {want} <<'PY'") + 1:-2]
+    assert mark[0] == "import json, os, sys, time" and mark[-1] == "PY"
+    assert mark[-2] == ('json.dump(marker, open(os.path.join(d, "gridready-engine.json"), "w"), indent=2, '
+                        'sort_keys=True)')
+    assert '         for r, _, fs in os.walk(d) for f in fs if f != "gridready-engine.json"}' in mark
 
 
 def test_build_script_quantizes_fp8_sets_workers_and_hashes_local_inputs() -> None:
     p = plan("8b", mode="engine", build_workers=3, tier_over={"quantization": "fp8",
-                                                                "model": {"local_path": "/data/my model"}})
+                                                                "model": {"local_path": "/data/my model"},
+                                                                "lora_adapters": LORA})
     s = build.build_script(p)
     lines = s.text.splitlines()
-    assert lines[3] == "GRIDREADY_INPUTS_SHA256=$(python3 - /engines/.inputs-sha256.json '/data/my model' <<'PY'"
-    assert lines[lines.index(")") + 1] == "export GRIDREADY_INPUTS_SHA256"
+    assert lines[3] == ("GRIDREADY_INPUTS_SHA256=$(python3 - /engines/.inputs-sha256.json '/data/my model' "
+                        "/adapters/sql <<'PY'")
+    end = lines.index(")")
+    assert lines[4] == "import hashlib, json, os, sys" and lines[end - 2:end + 2] == [
+        "print(total.hexdigest())", "PY", ")", "export GRIDREADY_INPUTS_SHA256"]
     assert any(line.startswith("python3 /app/examples/quantization/quantize.py --model_dir '/data/my model' ")
                for line in lines)
     assert any(line.startswith("trtllm-build ") and " --workers 3 " in line for line in lines)

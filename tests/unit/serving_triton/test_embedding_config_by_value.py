@@ -6,6 +6,7 @@ summary; the refusals with their exact lines."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -151,3 +152,25 @@ def test_role_variables() -> None:
         "gridready_triton_trtllm_model_file": "bge-small/1/model.onnx"}
     assert v["gridready_triton_trtllm_launch_script"] == te.launch_script(p, ["10.0.0.7"])
     assert v["gridready_triton_trtllm_model_source"] == te.model_source(p.tier)
+
+
+def test_default_source_and_a_placeholder_named_by_the_models_file() -> None:
+    with pytest.raises(InvalidInput) as err:
+        te.plan_for(tier_plan(tier()))
+    assert err.value.lines[0].startswith("cluster.yml: serving.tiers[embed]: nvcr.io/nvidia/tritonserver:25.12-py3 ")
+    t = tier().model_copy(update={"served_name": "a${x}"})
+    with pytest.raises(RepositoryError) as err:
+        te.render_repository(plan(t))
+    assert err.value.lines == ["a${x}/config.pbtxt:1:9: unfilled template placeholder ${x}"]
+
+
+def test_repository_configs_manifest_text_and_written_files(tmp_path: Path) -> None:
+    p = te.plan_for(tier_plan(tier()), site_pins=SITE)
+    repo = te.render_repository(p)
+    assert list(repo.configs) == ["bge-small"] and repo.configs["bge-small"].max_batch_size == 64
+    assert repo.files["gridready-repo.json"].startswith('{\n  "files": [\n    "bge-small/config.pbtxt"\n  ],\n')
+    written = te.write_repository(p, tmp_path / "repo", delay_us=70)
+    assert written.path == tmp_path / "repo"
+    assert json.loads((tmp_path / "repo" / "gridready-repo.json").read_text())["max_queue_delay_microseconds"] == 70
+    assert (tmp_path / "repo" / "bge-small" / "1").is_dir()
+    assert "max_queue_delay_microseconds: 70" in (tmp_path / "repo" / "bge-small" / "config.pbtxt").read_text()

@@ -170,3 +170,20 @@ def test_worker_script_prepares_the_repository_then_runs_sshd() -> None:
                          'exit 1; }')
     assert lines[-1] == "mkdir -p /run/sshd && exec " + shlex.join(mpi_ssh.sshd_command())
     assert len(lines) == 9
+
+
+def test_launch_script_across_nodes_lists_the_given_hosts_unless_lws() -> None:
+    p = plan("70b", 8, 2)
+    script = launch.launch_script(p, ["h1", "h2"], env_keys=["NCCL_IB_HCA"])
+    assert "LWS_LEADER_ADDRESS" not in script
+    assert script.splitlines()[-1] == "exec " + shlex.join([
+        launch.MPIRUN_ACROSS_NODES, "--allow-run-as-root", "-x", "NCCL_IB_HCA", "--host", "h1:8,h2:8", "-n", "16",
+        "trtllm-llmapi-launch", *openai("h1", W70)])
+    lws = launch.launch_script(p, lws=True).splitlines()
+    assert lws[-2:-1] == ["done"]  # the prelude ends at its loop, no blank line before exec
+
+
+def test_trtllm_serve_across_nodes_exports_the_environment() -> None:
+    argv = launch.server_command(plan("70b", 8, 2, frontend="trtllm-serve"), ["h1", "h2"], ["NCCL_IB_HCA"])
+    assert argv[:6] == [launch.MPIRUN_ACROSS_NODES, "--allow-run-as-root", "-x", "NCCL_IB_HCA", "--host",
+                        "h1:8,h2:8"]
