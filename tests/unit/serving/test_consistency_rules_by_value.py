@@ -714,3 +714,160 @@ def test_a_selector_of_match_expressions_alone_selects_by_them() -> None:
             policy("p", {"matchExpressions": [{"key": TIER, "operator": "In", "values": ["t"]}]},
                    [{"from": [tier_peer("t")]}])]
     assert c._policy_errors(docs, c.pod_templates(docs), {"kuberay"}) == []
+
+
+# --- every item of a list is judged after one a rule skips, and objects without metadata -------------------------
+
+def test_objects_without_metadata() -> None:
+    assert (c._where({"kind": "Service"}), c._ns({"kind": "Service"})) == ("Service/None", "default")
+    assert c.pod_templates([{"kind": "RayService", "metadata": meta("r"), "spec": {}},
+                            {"kind": "RayCluster", "metadata": meta("c"), "spec": {
+                                "workerGroupSpecs": [{"groupName": "w", "template": pod()}]}}]) == [
+        c.PodTemplate("RayCluster/c", "spec.rayClusterConfig.workerGroupSpecs[0].template", NS,
+                      {"ray.io/node-type": "worker", "ray.io/group": "w"}, {})]
+    lws = {"kind": "LeaderWorkerSet", "spec": {"leaderWorkerTemplate": {"workerTemplate": pod()}}}
+    assert [dict(p.labels) for p in c.pod_templates([lws, {**lws, "metadata": {}}])] == [
+        {c.LWS_NAME: "", c.LWS_INDEX: "0"}, {c.LWS_NAME: "", c.LWS_INDEX: "0"}]
+    bare = [{"kind": "Namespace"}, {"kind": "Service", "spec": {"ports": [{"port": 1}]}},
+            deployment("a", {"spec": {"volumes": [{"name": "v", "configMap": {"name": "cm"}}]}}),
+            {"kind": "ConfigMap", "metadata": meta("cm")},
+            _route([{"backendRefs": [{"name": "svc", "port": 80}]}])]
+    assert c._ref_errors(bare, c.pod_templates(bare)) == []
+    assert c._route_errors(bare) == [
+        "HTTPRoute/r: spec.rules[0].backendRefs[svc]: Service 'svc' is not rendered in namespace serve"]
+
+
+def test_templates_of_every_kind_accumulate() -> None:
+    rs = {"kind": "RayService", "metadata": meta("r"), "spec": {"rayClusterConfig": {
+        "headGroupSpec": {"template": pod()}}}}
+    lws = {"kind": "LeaderWorkerSet", "metadata": meta("l"), "spec": {"leaderWorkerTemplate": {
+        "leaderTemplate": pod()}}}
+    assert [p.owner for p in c.pod_templates([deployment("d", pod()), rs, lws])] == [
+        "Deployment/d", "RayService/r", "LeaderWorkerSet/l"]
+
+
+def test_a_skipped_item_does_not_end_the_check() -> None:
+    tol = [{"key": c.GPU_RESOURCE, "operator": "Exists"}]
+    gpu = [deployment("cpu", pod(containers=[{"name": "c"}])), deployment("bare", pod(containers=[gpu_container(1)],
+                                                                                       tolerations=tol))]
+    assert [e.split(":")[0] for e in c._gpu_pod_errors(c.pod_templates(gpu))] == ["Deployment/bare"]
+    svc = [{"kind": "Service", "metadata": meta("manual"), "spec": {}},
+           {"kind": "Service", "metadata": meta("web"), "spec": {"selector": {"app": "none"}}}]
+    assert len(c._service_errors(svc, [])) == 1
+    mons = [_mon("PodMonitor", "helm", {"matchLabels": {"app": "x"}}, ["x"], ns="gpu-operator"),
+            _mon("PodMonitor", "lost", {"matchLabels": {"app": "x"}}, ["x"])]
+    assert c._monitor_errors(mons, [], {"gpu-operator"}) == ["PodMonitor/lost: spec.selector: selects no pod template"]
+    tiered = [deployment("plain", pod({"x": "y"})), deployment("a", pod({TIER: "t"}))]
+    assert len(c._policy_errors(tiered, c.pod_templates(tiered), {"kuberay"})) == 1
+    assert rule_errors({"from": [ns_peer("x")], "ports": [{"port": "http"}, {"port": 6379}]}) == [
+        "W: opens Ray's GCS (6379) beyond the tier"]
+    probe = {"periodSeconds": 10, "failureThreshold": 120}
+    timeouts = [{"kind": "Service", "metadata": meta("s")}, deployment("plain", pod()),
+                _tiered("Deployment", None, probe)]
+    assert len(c._timeout_errors(timeouts)) == 1
+    routes = [_route([{"backendRefs": [{"name": "pool", "kind": "InferencePool"}, {"name": "gone", "port": 1}]}])]
+    assert c._route_errors(routes) == [
+        "HTTPRoute/r: spec.rules[0].backendRefs[gone]: Service 'gone' is not rendered in namespace serve"]
+    health = [deployment("d", pod({TIER: "t"})), rayservice(),
+              policy("p", {"matchLabels": {TIER: "t"}}, [{"from": [tier_peer("t")]}])]
+    assert len(c._operator_health_errors(health, c.pod_templates(health), {"kuberay"})) == 1
+
+
+def test_hostpath_mounts_after_a_skipped_one_and_root_containers() -> None:
+    p = _hostpath_pod({"name": "cache", "mountPath": "/c"})
+    ray = p["spec"]["template"]["spec"]["containers"][0]
+    ray["volumeMounts"] = [{"name": "tmp", "mountPath": "/t"}, {"name": "cache", "mountPath": "/c"}]
+    assert len(c._hostpath_errors(c.pod_templates([p]))) == 1
+    ray["securityContext"] = {"runAsUser": 0}
+    assert c._hostpath_errors(c.pod_templates([p])) == []
+    ray["securityContext"] = {"runAsUser": 1}
+    assert [e.rsplit("by uid ", 1)[1] for e in c._hostpath_errors(c.pod_templates([p]))] == [
+        "1; a root init container must chown it"]
+
+
+def test_optional_configmap_volume_and_a_group_only_backend() -> None:
+    docs = [deployment("a", {"spec": {"volumes": [{"name": "v", "configMap": {"name": "cm", "optional": True}}]}})]
+    assert c._ref_errors(docs, c.pod_templates(docs)) == []
+    route = [_route([{"backendRefs": [{"name": "gone", "group": "example.com", "port": 1}]}])]
+    assert c._route_errors(route) == []
+
+
+def test_dashboard_rules_of_a_policy_judged_against_the_operators_namespace() -> None:
+    docs = [deployment("a", pod({TIER: "t"})),
+            policy("p", {"matchLabels": {TIER: "t"}}, [{"from": [ns_peer("kuberay")], "ports": [{"port": 8265}]}])]
+    assert c._policy_errors(docs, c.pod_templates(docs), {"kuberay"}) == []
+    assert len(c._policy_errors(docs, c.pod_templates(docs), {"other"})) == 1
+
+
+def test_scraped_entries_per_monitor_service_and_pod() -> None:
+    docs = _scrape_setup({})
+    pm, sm = docs[3], docs[2]
+    docs[2:4] = [pm, sm]  # the PodMonitor first
+    docs.insert(1, {"kind": "Service", "metadata": meta("other", app="e"),
+                    "spec": {"selector": {"app": "nothing"}, "ports": [{"name": "m", "port": 1}]}})
+    docs.insert(1, {"kind": "Service", "metadata": meta("unlabelled"), "spec": {"selector": {"app": "e"},
+                                                                              "ports": [{"name": "m", "port": 2}]}})
+    docs.append(_mon("PodMonitor", "none", {"matchLabels": {"app": "nothing"}}, ["http"]))
+    docs.append(deployment("e2", pod({TIER: "t", "app": "e"})))
+    got = [(m, p.owner, port) for m, p, port in c._scraped(docs, c.pod_templates(docs))]
+    assert got == [("PodMonitor/pm", "Deployment/e", "http"), ("PodMonitor/pm", "Deployment/e2", "http"),
+                   ("ServiceMonitor/sm", "Deployment/e", "metrics"), ("ServiceMonitor/sm", "Deployment/e2", "metrics")]
+
+
+def test_scrape_errors_after_untiered_or_portless_entries() -> None:
+    docs = _scrape_setup({"from": [tier_peer("t")]})
+    docs.insert(0, deployment("plain", pod({"app": "e"}, containers=[{"name": "e", "ports": [
+        {"name": "http", "containerPort": 8000}, {"name": "metrics", "containerPort": 8002}]}])))
+    docs[4]["spec"]["podMetricsEndpoints"] = [{"port": "grpc"}, {"port": "http"}]
+    assert [e.split(" to port ")[1].split(",")[0] for e in c._scrape_errors(docs, c.pod_templates(docs), ["mon"])] \
+        == ["metrics (8002)", "http (8000)"]
+
+
+def test_serve_port_peers_after_an_admitted_one() -> None:
+    def errors(rules: list[dict[str, Any]], selector: dict[str, Any] | None = None) -> list[str]:
+        docs = [policy("other", {"matchLabels": {TIER: "plain"}}, [{}]), policy("bare", {}, [{}]), rayservice(),
+                policy("p", selector or {"matchLabels": {TIER: "t"}}, rules)]
+        return c._unauthenticated_errors(docs, c.pod_templates(docs), {"kuberay"})
+
+    router = {"podSelector": {"matchLabels": {"app.kubernetes.io/name": "gridready-router"}}}
+    assert errors([{"from": [router], "ports": [{"port": 8000}]}]) == []
+    assert len(errors([{"from": [tier_peer("t"), ns_peer("x")]}])) == 1
+    assert len(errors([{"from": [ns_peer("kuberay"), ns_peer("x")]}])) == 1
+    assert len(errors([{"from": [ns_peer("x")], "ports": [{"port": 9}]}, {"from": [ns_peer("x")]}])) == 1
+
+
+def test_check_reads_release_namespaces_charts_and_the_default_operator_namespace() -> None:
+    mon = _mon("PodMonitor", "dcgm", {"matchLabels": {"app": "dcgm"}}, ["metrics"], ns="gpu-operator")
+    ext = {"monitoring.coreos.com": "x"}
+    assert c.check([mon], [{"chart": "nvidia/gpu-operator", "namespace": "gpu-operator"}],
+                   external_controllers=ext) == []
+    rs = {**rayservice(), "apiVersion": "ray.io/v1"}
+    docs = [rs, policy("p", {"matchLabels": {TIER: "t"}},
+                       [{"from": [tier_peer("t")]},
+                        {"from": [ns_peer("ray-ops")], "ports": [{"port": 8000}, {"port": 8265}]}])]
+    releases = [{"chart": "oci://ghcr.io/ray-project/helm/kuberay-operator", "namespace": "ray-ops"}]
+    assert c.check(docs, releases) == []
+    assert c.check(docs, external_controllers={"ray.io": "the customer's operator"})[0] == (
+        "NetworkPolicy/p: spec.ingress[1]: admits {'namespaceSelector': {'matchLabels': "
+        "{'kubernetes.io/metadata.name': 'ray-ops'}}} to the Serve port 8000 of tier 't', which checks no API key: "
+        "only the authenticating router may reach it")
+    assert c.check(docs)[0].startswith("RayService/llm: apiVersion: ray.io needs the kuberay-operator controller")
+    default = [rs, policy("p", {"matchLabels": {TIER: "t"}},
+                          [{"from": [tier_peer("t")]},
+                           {"from": [ns_peer("kuberay-system")], "ports": [{"port": 8000}, {"port": 8265}]}])]
+    assert c.check(default, external_controllers={"ray.io": "x"}) == []
+
+
+def test_chart_names_are_the_last_path_element_as_written() -> None:
+    docs = [{"apiVersion": "ray.io/v1", "kind": "RayService", "metadata": meta("a")}]
+    assert c._controller_errors(docs, [{"name": "no-chart"}, {"chart": "mirror/gpu-operator-X/"}], {}) == [
+        "RayService/a: apiVersion: ray.io needs the kuberay-operator controller, which no platform Helm release "
+        "installs (releases: ['', 'gpu-operator-X'])"]
+    # a chart named otherwise is not the KubeRay operator: its namespace is not the operator's
+    policies = [rayservice(), policy("p", {"matchLabels": {TIER: "t"}},
+                                     [{"from": [ns_peer("ray-ops")], "ports": [{"port": 8000}]}])]
+    errors = c.check(policies, [{"chart": "mirror/kuberay-operatorX", "namespace": "ray-ops"}])
+    assert errors[-1] == (
+        "RayService/llm: spec.rayClusterConfig.headGroupSpec.template: no NetworkPolicy admits the KubeRay "
+        "operator's namespace ['kuberay-system'] to the Serve proxy (8000): its health check fails and the "
+        "RayService never gets Ready")
