@@ -1,0 +1,108 @@
+"""The Triton package's own records (gridready/serving/triton/__init__.py) by exact value: engine results read
+from ansible-runner events, the weights the role links, the repository manifest, the summary entry, the
+served-name rules and the role variables of an engine-mode tier."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gridready.serving import triton, weights
+from gridready.serving.triton.build import build_script, engine_key
+from gridready.serving.triton.pbtxt import RepositoryError
+
+from .conftest import SITE_DIGEST, plan
+
+KEY = "ab" * 32
+IMAGE = f"nvcr.io/nvidia/tritonserver@{SITE_DIGEST}"
+
+
+def ok(host: str, stdout: str, event: str = "runner_on_ok") -> dict:
+    return {"event": event, "event_data": {"host": host, "res": {"stdout": stdout}}}
+
+
+def test_engine_records_from_the_roles_events() -> None:
+    events = [ok("gpu01", f"noise\nGRIDREADY_ENGINE built {KEY}\n"),
+              ok("gpu02", f"GRIDREADY_ENGINE cached {KEY}"),
+              ok("gpu03", f"GRIDREADY_ENGINE built {KEY}", event="runner_on_failed"),
+              ok("gpu04", "GRIDREADY_ENGINE built abc"),
+              {"event": "runner_on_ok", "event_data": {"res": {"stdout": f"GRIDREADY_ENGINE cached {KEY}"}}},
+              {"event": "runner_on_ok", "event_data": {"host": "gpu05", "res": None}},
+              {"event": "playbook_on_start"}]
+    assert triton.engine_records_from_events(events) == [
+        {"host": "gpu01", "status": "built", "key": KEY}, {"host": "gpu02", "status": "cached", "key": KEY},
+        {"host": "", "status": "cached", "key": KEY}]
+
+
+def test_host_weights_of_a_hub_model_and_of_a_local_path() -> None:
+    assert triton.host_weights(plan("8b")) == {
+        "snapshot": f"{weights.hub_cache()}/models--meta-llama--Llama-3.1-8B-Instruct/snapshots/0e9e39f2",
+        "folder": "meta-llama/Llama-3.1-8B-Instruct/0e9e39f2"}
+    assert triton.host_weights(plan("8b", tier_over={"model": {"local_path": "/data/llama"}})) == {}
+
+
+def test_manifest_of_engine_and_llmapi_repositories() -> None:
+    p = plan("70b", 8, 2, mode="engine")
+    repo = triton.render_repository(p)
+    key = engine_key(p)
+    m = repo.manifest
+    assert {k: m[k] for k in m if k != "files"} == {
+        "generated_by": "gridready", "tier": "trt-70b", "mode": "engine", "frontend": "triton",
+        "served_model": "llama-70b", "served_name": "llama-70b", "tp": 8, "pp": 2, "world_size": 16, "nodes": 2,
+        "gpu_model": "H200-SXM-141GB", "image": IMAGE,
+        "versions": {"triton": "25.12", "tensorrt_llm": "1.2.1", "tensorrt": "10.14.1.48", "cuda": None},
+        "engine_key": key.digest, "engine_entry": key.dirname,
+        "ports": {"http": 8000, "grpc": 8001, "openai": 9000}}
+    assert m["files"] == sorted(m["files"])
+    llmapi = triton.render_repository(plan("8b")).manifest
+    assert (llmapi["mode"], llmapi["engine_key"], llmapi["engine_entry"], llmapi["nodes"]) == (
+        "llmapi", None, None, 1)
+
+
+def test_summary_entry_with_engine_records() -> None:
+    p = plan("8b", mode="engine")
+    repo = triton.render_repository(p)
+    repo.path = Path("/stage/triton/trt-8b/repo")
+    assert triton.summary_entry(p, repo, [{"host": "gpu01", "status": "built", "key": KEY}]) == {
+        "tier": "trt-8b", "engine": "triton-trtllm", "mode": "engine", "frontend": "triton",
+        "repository": "/stage/triton/trt-8b/repo", "served_model": "llama-8b", "tp": 1, "pp": 1, "world_size": 1,
+        "image": IMAGE, "versions": {"triton": "25.12", "tensorrt_llm": "1.2.1", "tensorrt": "10.14.1.48",
+                                     "cuda": None},
+        "engines": [{"host": "gpu01", "status": "built", "key": KEY}]}
+    assert triton.summary_entry(p, triton.Repository(Path("x"), {}))["versions"] == {}
+
+
+@pytest.mark.parametrize(("served", "why"), [
+    ("preprocessing", "is the name of another model of the repository (ensemble, postprocessing, preprocessing, "
+                      "tensorrt_llm)"),
+    ("org/model", "cannot name a Triton model directory (letters, digits, '.', '_', '-'; no '/')"),
+])
+def test_served_names_triton_cannot_use(served: str, why: str) -> None:
+    with pytest.raises(RepositoryError) as err:
+        triton.render_repository(plan("8b", mode="engine", tier_over={"served_name": served}))
+    assert err.value.lines == [f"tier trt-8b: served_name {served!r} {why}"]
+    # the entry model's own template name is its directory, no other model's
+    triton.render_repository(plan("8b", mode="engine", tier_over={"served_name": "ensemble"}))
+
+
+def test_role_variables_of_an_engine_tier() -> None:
+    p = plan("70b", 8, 2, mode="engine", startup_timeout_s=900)
+    repo = triton.render_repository(p)
+    repo.path = Path("/stage/repo")
+    v = triton.hosts_extravars(p, repo, ["10.0.0.1", "10.0.0.2"], engine_cache_dir="/srv/engines")
+    assert v["gridready_triton_trtllm_build_script"] == build_script(p, cache_dir="/engines").text
+    assert {k: v[k] for k in v if k not in ("gridready_triton_trtllm_build_script",
+                                            "gridready_triton_trtllm_launch_script")} == {
+        "gridready_triton_trtllm_tier": "trt-70b", "gridready_triton_trtllm_mode": "engine",
+        "gridready_triton_trtllm_image": IMAGE, "gridready_triton_trtllm_repo_src": "/stage/repo/",
+        "gridready_triton_trtllm_bind_address": "10.0.0.1",
+        "gridready_triton_trtllm_engine_cache_dir": "/srv/engines", "gridready_triton_trtllm_nodes": 2,
+        "gridready_triton_trtllm_served_model": "llama-70b", "gridready_triton_trtllm_served_name": "llama-70b",
+        "gridready_triton_trtllm_http_port": 8000, "gridready_triton_trtllm_grpc_port": 8001,
+        "gridready_triton_trtllm_metrics_port": 8002, "gridready_triton_trtllm_openai_port": 9000,
+        "gridready_triton_trtllm_frontend": "triton", "gridready_triton_trtllm_startup_timeout_s": 900,
+        "gridready_triton_trtllm_weights": triton.host_weights(p)}
+    llmapi = triton.hosts_extravars(plan("8b", openai_frontend=False), repo)
+    assert (llmapi["gridready_triton_trtllm_build_script"], llmapi["gridready_triton_trtllm_openai_port"],
+            llmapi["gridready_triton_trtllm_engine_cache_dir"]) == ("", 0, triton.HOST_ENGINE_CACHE)
