@@ -96,3 +96,20 @@ def test_llm_api_arguments_and_model_yaml() -> None:
     assert (cfg["max_batch_size"], cfg["model_transaction_policy"], cfg["parameters"], cfg["backend"]) == (
         0, {"decoupled": True}, {"x": "y"}, "python")
     assert cfg["instance_group"] == [{"count": 1, "kind": Enum("KIND_CPU")}]
+
+
+def test_model_names_defaults_and_each_models_own_extra_parameters() -> None:
+    p = plan("8b", mode="engine", bls=True)
+    assert [repo.preprocessing(p)["name"], repo.postprocessing(p)["name"], repo.tensorrt_llm_bls(p)["name"],
+            repo.tensorrt_llm(p)["name"], repo.llmapi_config(plan("8b"))["name"]] == [
+        "preprocessing", "postprocessing", "tensorrt_llm_bls", "tensorrt_llm", "tensorrt_llm"]
+    assert repo.postprocessing(p)["parameters"] == {"tokenizer_dir": W8, "skip_special_tokens": "true"}
+    trt = repo.tensorrt_llm(p)["parameters"]
+    assert (trt["max_beam_width"], trt["enable_kv_cache_reuse"], trt["enable_chunked_context"]) == (
+        "1", "true", "true")
+    extra = plan("8b", mode="engine", bls=True, parameters={"preprocessing": {"max_num_images": "2"},
+                                                            "tensorrt_llm_bls": {"accumulate_tokens": "true"}})
+    assert repo.preprocessing(extra)["parameters"] == {"tokenizer_dir": W8, "add_special_tokens": "true",
+                                                       "max_num_images": "2"}
+    assert repo.tensorrt_llm_bls(extra)["parameters"] == {"accumulate_tokens": "true",
+                                                          "tensorrt_llm_model_name": "tensorrt_llm"}
