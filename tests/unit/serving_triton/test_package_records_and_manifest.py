@@ -5,12 +5,15 @@ served-name rules and the role variables of an engine-mode tier."""
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from gridready.serving import triton, weights
+from gridready.serving.engine_cache import EngineRecord
 from gridready.serving.triton.build import build_script, engine_key
 from gridready.serving.triton.pbtxt import RepositoryError
+from gridready.spec.triton import TritonSettings
 
 from .conftest import SITE_DIGEST, plan
 
@@ -106,3 +109,28 @@ def test_role_variables_of_an_engine_tier() -> None:
     llmapi = triton.hosts_extravars(plan("8b", openai_frontend=False), repo)
     assert (llmapi["gridready_triton_trtllm_build_script"], llmapi["gridready_triton_trtllm_openai_port"],
             llmapi["gridready_triton_trtllm_engine_cache_dir"]) == ("", 0, triton.HOST_ENGINE_CACHE)
+
+
+def test_settings_of_a_tier_with_without_or_with_raw_settings() -> None:
+    given = TritonSettings(mode="engine", http_port=9100)
+    assert triton.settings_of(SimpleNamespace(triton=given)) is given
+    assert triton.settings_of(SimpleNamespace(triton={"mode": "engine", "grpc_port": 9101})) == TritonSettings(
+        mode="engine", grpc_port=9101)
+    assert triton.settings_of(SimpleNamespace(triton=None)) == TritonSettings()
+    assert triton.settings_of(SimpleNamespace()) == TritonSettings()
+    assert triton.settings_of(plan("8b").tier) == TritonSettings()
+
+
+def test_a_placeholder_left_in_a_text_file_is_named_by_line() -> None:
+    triton._check_text("m/1/model.yaml", "a: 1\nb: $HOME\n")
+    with pytest.raises(RepositoryError) as err:
+        triton._check_text("m/1/model.yaml", "a: 1\nb: ${x}\nc: ${y}\n")
+    assert err.value.lines == ["m/1/model.yaml:2: unfilled template placeholder"]
+
+
+def test_summary_entry_with_the_caches_own_records() -> None:
+    p = plan("8b", mode="engine")
+    rec = EngineRecord("trt-8b", "cached", KEY, "/engines/x", "marker matches", 0.5, {"tensorrt_llm": "1.2.1"})
+    assert triton.summary_entry(p, triton.render_repository(p), [rec])["engines"] == [
+        {"name": "trt-8b", "status": "cached", "key": KEY, "path": "/engines/x", "reason": "marker matches",
+         "seconds": 0.5, "versions": {"tensorrt_llm": "1.2.1"}}]
