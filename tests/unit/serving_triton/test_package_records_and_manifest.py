@@ -9,11 +9,12 @@ from types import SimpleNamespace
 
 import pytest
 
+from gridready.errors import InvalidInput
 from gridready.serving import triton, weights
 from gridready.serving.engine_cache import EngineRecord
 from gridready.serving.triton.build import build_script, engine_key
 from gridready.serving.triton.pbtxt import RepositoryError
-from gridready.spec.triton import TritonSettings
+from gridready.spec.triton import SitePins, TritonSettings
 
 from .conftest import SITE_DIGEST, plan
 
@@ -134,3 +135,44 @@ def test_summary_entry_with_the_caches_own_records() -> None:
     assert triton.summary_entry(p, triton.render_repository(p), [rec])["engines"] == [
         {"name": "trt-8b", "status": "cached", "key": KEY, "path": "/engines/x", "reason": "marker matches",
          "seconds": 0.5, "versions": {"tensorrt_llm": "1.2.1"}}]
+
+
+def test_trtllm_serve_writes_only_the_llm_arguments_beyond_its_flags() -> None:
+    p = plan("8b", frontend="trtllm-serve", kv_cache_free_gpu_mem_fraction=0.8,
+             tier_over={"lora_adapters": [{"name": "a", "path": "/lora/a"}], "kv_cache_dtype": "fp8"})
+    files = triton.render_repository(p).files
+    assert sorted(files) == ["extra-llm-api.yaml", "gridready-repo.json"]
+    assert files["extra-llm-api.yaml"] == (
+        "enable_chunked_prefill: true\n"
+        "kv_cache_config:\n  free_gpu_memory_fraction: 0.8\n  enable_block_reuse: true\n  dtype: fp8\n"
+        "lora_config:\n  lora_dir:\n  - /lora/a\n  max_lora_rank: 16\n")
+
+
+def test_a_bls_model_pointing_at_no_model_is_refused() -> None:
+    p = plan("8b", mode="engine", bls=True, parameters={"tensorrt_llm_bls": {"tensorrt_llm_model_name": "trt"}})
+    with pytest.raises(RepositoryError) as err:
+        triton.render_repository(p)
+    # the BLS model is the entry, so its directory is the served name
+    assert err.value.lines == ["llama-8b/config.pbtxt: tensorrt_llm_model_name 'trt' is no model"]
+    assert "llama-8b/config.pbtxt" in triton.render_repository(plan("8b", mode="engine", bls=True)).files
+
+
+def test_an_llmapi_served_name_may_not_be_another_models() -> None:
+    triton.render_repository(plan("8b", tier_over={"served_name": "tensorrt_llm"}))
+    assert "llama-8b/1/model.yaml" in triton.render_repository(plan("8b")).files
+
+
+def test_plan_for_reads_the_tier_plans_group_and_parallelism() -> None:
+    base = plan("70b", 8, 2, mode="engine")
+    tier_plan = SimpleNamespace(tier=base.tier.model_copy(update={"triton": TritonSettings(mode="engine")}),
+                                group=SimpleNamespace(catalog_sku=base.sku), parallel=base.parallel)
+    p = triton.plan_for(tier_plan, site_pins=SitePins(lines={"engine": {"image_digest": SITE_DIGEST}}),
+                        source="inv/cluster.yml")
+    assert (p.name, p.mode, p.sku.name, p.tp, p.pp, p.release.image_digest) == (
+        "trt-70b", "engine", "H200-SXM-141GB", 8, 2, SITE_DIGEST)
+    with pytest.raises(InvalidInput) as err:
+        triton.plan_for(tier_plan, source="inv/cluster.yml")
+    assert err.value.lines[0].startswith("inv/cluster.yml: serving.tiers[trt-70b].triton.versions.image_digest: ")
+    with pytest.raises(InvalidInput) as err:
+        triton.plan_for(tier_plan)
+    assert err.value.lines[0].startswith("cluster.yml: serving.tiers[trt-70b].triton.versions.image_digest: ")
