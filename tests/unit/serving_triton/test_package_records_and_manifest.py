@@ -4,6 +4,7 @@ served-name rules and the role variables of an engine-mode tier."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -176,3 +177,32 @@ def test_plan_for_reads_the_tier_plans_group_and_parallelism() -> None:
     with pytest.raises(InvalidInput) as err:
         triton.plan_for(tier_plan)
     assert err.value.lines[0].startswith("cluster.yml: serving.tiers[trt-70b].triton.versions.image_digest: ")
+
+
+def test_manifest_text_and_an_unknown_llmapi_parameter() -> None:
+    repo = triton.render_repository(plan("8b"))
+    assert repo.path == Path()
+    assert repo.files["gridready-repo.json"].startswith(
+        '{\n  "engine_entry": null,\n  "engine_key": null,\n  "files": [\n')
+    with pytest.raises(RepositoryError) as err:
+        triton.render_repository(plan("8b", parameters={"tensorrt_llm": {"x": "y"}}))
+    assert err.value.lines == ["llama-8b/config.pbtxt: parameters: unknown key 'x' for model 'llama-8b'"]
+
+
+def test_a_placeholder_in_model_yaml_is_refused_by_file_name() -> None:
+    with pytest.raises(RepositoryError) as err:
+        triton.render_repository(plan("8b", tier_over={"model": {"local_path": "/data/${x}"}}))
+    (line,) = err.value.lines
+    assert line.startswith("llama-8b/1/model.yaml:") and line.endswith(": unfilled template placeholder")
+
+
+def test_write_repository_replaces_a_stale_temporary_copy(tmp_path: Path) -> None:
+    dest = tmp_path / "repo"
+    stale = tmp_path / f".repo.tmp-{os.getpid()}"
+    (stale / "old").mkdir(parents=True)
+    (stale / "old" / "leftover.txt").write_text("x")
+    written = triton.write_repository(plan("8b"), dest)
+    assert written.path == dest
+    assert sorted(str(f.relative_to(dest)) for f in dest.rglob("*") if f.is_file()) == [
+        "gridready-repo.json", "llama-8b/1/model.yaml", "llama-8b/config.pbtxt"]
+    assert not stale.exists()
