@@ -206,3 +206,15 @@ def test_write_repository_replaces_a_stale_temporary_copy(tmp_path: Path) -> Non
     assert sorted(str(f.relative_to(dest)) for f in dest.rglob("*") if f.is_file()) == [
         "gridready-repo.json", "llama-8b/1/model.yaml", "llama-8b/config.pbtxt"]
     assert not stale.exists()
+
+
+def test_ensure_engine_names_its_record_after_the_tier_and_skips_llmapi(tmp_path: Path) -> None:
+    def build(tmp: Path) -> dict[str, str]:
+        (tmp / "engine").mkdir(parents=True)
+        (tmp / "engine" / "rank0.engine").write_text("engine bytes")
+        return {}
+
+    rec = triton.ensure_engine(plan("8b", mode="engine"), tmp_path, build)
+    assert rec is not None and (rec.name, rec.status, rec.key) == ("trt-8b", "built",
+                                                                   engine_key(plan("8b", mode="engine")).digest)
+    assert triton.ensure_engine(plan("8b"), tmp_path, build) is None
