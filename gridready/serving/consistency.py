@@ -113,8 +113,9 @@ def pod_templates(docs: Iterable[Mapping[str, Any]]) -> list[PodTemplate]:
 
 
 def _selects(selector: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
-    match = selector.get("matchLabels", selector) if "matchLabels" in selector or "matchExpressions" in selector \
-        else selector
+    # a LabelSelector (matchLabels and/or matchExpressions, either may be absent) or a Service's plain label map
+    structured = "matchLabels" in selector or "matchExpressions" in selector
+    match = selector.get("matchLabels") if structured else selector
     if any(labels.get(k) != v for k, v in (match or {}).items()):
         return False
     for expr in selector.get("matchExpressions") or []:
