@@ -156,6 +156,9 @@ def test_held_sorts_and_strips_trailing_slashes(api):
     assert asyncio.run(router_drain.held("http://r1:9000")) == (
         ["http://10.0.0.1:8000", "http://10.0.0.9:8000"], None)
     assert api.calls == [("http://r1:9000", "/list_workers", "GET", 3.0)]
+    # only slashes are stripped: a host name ending in X (port 80, no port written) keeps it
+    api.workers["http://r1:9000"] = ["http://gpuX/", "http://gpuX"]
+    assert asyncio.run(router_drain.held("http://r1:9000")) == (["http://gpuX", "http://gpuX"], None)
 
 
 def test_held_says_why_it_could_not_read(api):
