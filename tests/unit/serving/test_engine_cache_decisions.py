@@ -7,7 +7,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -52,8 +54,9 @@ def _complete(root: Path, key: EngineKey = KEY, files: dict[str, str] | None = N
 
 
 def test_the_marker_lists_every_file_with_its_size(tmp_path, monkeypatch):
-    monkeypatch.setattr(engine_cache.time, "gmtime", lambda: engine_cache.time.struct_time(
-        (2026, 12, 7, 8, 5, 9, 0, 341, 0)))
+    monkeypatch.setattr(engine_cache, "time", SimpleNamespace(
+        strftime=time.strftime, monotonic=time.monotonic,
+        gmtime=lambda: time.struct_time((2026, 12, 7, 8, 5, 9, 0, 341, 0))))
     path = _complete(tmp_path)
     text = (path / "gridready-engine.json").read_text()
     assert json.loads(text) == {"schema": 1, "digest": KEY.digest, "key": FIELDS,
@@ -119,6 +122,11 @@ class Clock:
         return self.readings.pop(0)
 
 
+def _clock(*readings: float) -> SimpleNamespace:
+    """engine_cache's view of the time module: a monotonic clock giving `readings` in turn."""
+    return SimpleNamespace(monotonic=Clock(*readings), strftime=time.strftime, gmtime=time.gmtime)
+
+
 def test_ensure_builds_then_reuses_with_timings_to_the_millisecond(tmp_path, monkeypatch):
     calls: list[Path] = []
 
@@ -128,7 +136,7 @@ def test_ensure_builds_then_reuses_with_timings_to_the_millisecond(tmp_path, mon
         (tmp / "rank0.engine").write_text("engine")
         return {"tensorrt_llm": "1.2.1"}
 
-    monkeypatch.setattr(engine_cache.time, "monotonic", Clock(10.0, 22.34567))
+    monkeypatch.setattr(engine_cache, "time", _clock(10.0, 22.34567))
     built = engine_cache.ensure(tmp_path, KEY, build, name="llama70b")
     path = tmp_path / KEY.dirname
     assert built == EngineRecord("llama70b", "built", KEY.digest, str(path), "no engine for this key", 12.346,
@@ -137,7 +145,7 @@ def test_ensure_builds_then_reuses_with_timings_to_the_millisecond(tmp_path, mon
                                "reason": "no engine for this key", "seconds": 12.346,
                                "versions": {"tensorrt_llm": "1.2.1"}}
     assert sorted(p.name for p in tmp_path.iterdir()) == [f".{KEY.dirname}.lock", KEY.dirname]
-    monkeypatch.setattr(engine_cache.time, "monotonic", Clock(5.0, 5.0004))
+    monkeypatch.setattr(engine_cache, "time", _clock(5.0, 5.0004))
     cached = engine_cache.ensure(tmp_path, KEY, build, name="llama70b")
     assert cached == EngineRecord("llama70b", "cached", KEY.digest, str(path), "complete entry for this key", 0.0,
                                   {"tensorrt_llm": "1.2.1"})
