@@ -49,3 +49,4 @@ def test_worker_changes_are_sorted_and_compare_without_trailing_slashes():
     assert tier_router.worker_changes([], []) == ([], [])
     # a name ending in X is no trailing slash
     assert tier_router.worker_changes(["http://gpuX"], ["http://gpu"]) == (["http://gpuX"], ["http://gpu"])
+    assert tier_router.worker_changes(["http://gpuX"], ["http://gpuX/"]) == ([], [])
