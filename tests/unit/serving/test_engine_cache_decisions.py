@@ -79,7 +79,9 @@ def test_decide_reads_each_state_of_an_entry(tmp_path):
     assert engine_cache.decide(tmp_path, KEY).reason == "incomplete entry (no completion marker)"
     (path / "gridready-engine.json").rmdir()
     (path / "gridready-engine.json").write_text("{not json")
-    assert engine_cache.decide(tmp_path, KEY).reason.startswith("unreadable completion marker: Expecting")
+    assert engine_cache.decide(tmp_path, KEY) == CacheDecision(
+        "build", path, "unreadable completion marker: Expecting property name enclosed in double quotes: line 1 "
+        "column 2 (char 1)")
     _complete(tmp_path)
     assert engine_cache.decide(tmp_path, KEY) == CacheDecision("cached", path, "complete entry for this key")
 
@@ -101,7 +103,7 @@ def test_a_marker_without_files_and_changed_files_are_rebuilt(tmp_path):
     marker = path / "gridready-engine.json"
     data = json.loads(marker.read_text())
     marker.write_text(json.dumps({**data, "files": {}}))
-    assert engine_cache.decide(tmp_path, KEY).reason == "completion marker lists no files"
+    assert engine_cache.decide(tmp_path, KEY) == CacheDecision("build", path, "completion marker lists no files")
     marker.write_text(json.dumps({k: v for k, v in data.items() if k != "files"}))
     assert engine_cache.decide(tmp_path, KEY).reason == "completion marker lists no files"
     marker.write_text(json.dumps(data))
@@ -145,11 +147,16 @@ def test_ensure_builds_then_reuses_with_timings_to_the_millisecond(tmp_path, mon
                                "reason": "no engine for this key", "seconds": 12.346,
                                "versions": {"tensorrt_llm": "1.2.1"}}
     assert sorted(p.name for p in tmp_path.iterdir()) == [f".{KEY.dirname}.lock", KEY.dirname]
-    monkeypatch.setattr(engine_cache, "time", _clock(5.0, 5.0004))
+    monkeypatch.setattr(engine_cache, "time", _clock(5.0, 5.2504))
     cached = engine_cache.ensure(tmp_path, KEY, build, name="llama70b")
-    assert cached == EngineRecord("llama70b", "cached", KEY.digest, str(path), "complete entry for this key", 0.0,
+    assert cached == EngineRecord("llama70b", "cached", KEY.digest, str(path), "complete entry for this key", 0.25,
                                   {"tensorrt_llm": "1.2.1"})
     assert len(calls) == 1
+    # a marker written without the versions found (an older writer) is still complete; the record has none
+    marker = path / "gridready-engine.json"
+    marker.write_text(json.dumps({k: v for k, v in json.loads(marker.read_text()).items() if k != "versions_found"}))
+    monkeypatch.setattr(engine_cache, "time", _clock(1.0, 2.0))
+    assert engine_cache.ensure(tmp_path, KEY, build, name="llama70b").versions == {}
 
 
 def test_ensure_replaces_a_stale_entry_and_a_leftover_partial_folder(tmp_path):
@@ -184,3 +191,10 @@ def test_a_build_that_writes_nothing_or_fails_leaves_no_entry(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         engine_cache.ensure(tmp_path, KEY, interrupted, name="llama70b")
     assert sorted(p.name for p in tmp_path.iterdir()) == [f".{KEY.dirname}.lock"]
+
+    def cleaned_up(tmp: Path) -> None:  # a build tool that removes its output folder when it fails
+        tmp.rmdir()
+        raise RuntimeError("trtllm-build: out of memory")
+
+    with pytest.raises(RuntimeError, match=r"^trtllm-build: out of memory$"):  # its error, not the cleanup's
+        engine_cache.ensure(tmp_path, KEY, cleaned_up, name="llama70b")
