@@ -62,7 +62,9 @@ def test_watches_pick_the_workloads_of_a_tier_or_the_router_with_their_budgets()
 
 
 def test_watches_sort_by_tier_then_kind_then_name():
-    docs = [_doc("Deployment", "apps/v1", "b", {"gridready.io/tier": "t"}),
+    docs = [_doc("ConfigMap", "v1", "first", {"gridready.io/tier": "t"}),  # skipped, and the rest still read
+            _doc("Deployment", "apps/v1", "no-tier", {"other": "x"}),
+            _doc("Deployment", "apps/v1", "b", {"gridready.io/tier": "t"}),
             _doc("Deployment", "apps/v1", "a", {"gridready.io/tier": "t"}),
             _doc("RayService", "ray.io/v1", "0", {"gridready.io/tier": "t"})]
     assert [w.name for w in k8s_status.watches(docs, 1)] == ["a", "b", "0"]
