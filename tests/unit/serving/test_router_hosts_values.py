@@ -66,6 +66,7 @@ def test_upstreams_one_per_replica_with_the_tier_key_where_it_has_one():
     plans = [plan(tier("aa", port=8000), "gpu01", "gpu02"),
              plan(tier("tt", "triton-trtllm", port=9000), "gpu03"),
              plan(tier("kk", "triton-trtllm", port=9100, openai_frontend=False), "gpu04")]
+    plans.insert(0, plans.pop())  # a tier that is not routed, first: skipped, the rest still read
     got = router_hosts.upstreams(plans, CERTIFIED, {"aa", "kk"})
     assert got == {
         "aa": [Upstream("aa", "http://10.0.0.1:8000/v1", "aa-model", "GRIDREADY_TIER_AA_API_KEY", "/health"),
@@ -200,3 +201,13 @@ def test_haproxy_variables_carry_its_files_and_no_litellm_config():
                    "haproxy": {"config": files.config, "models_map": files.models_map,
                                "models_json": files.models_json}}
     assert "/etc/gridready/router/" in files.config
+
+
+def test_haproxy_through_the_play_variable_listens_on_the_router_s_bind():
+    spec = _on(proxy="haproxy")
+    plans = [plan(tier("aa"), "gpu02")]
+    var = router_hosts.router_extravars(spec, plans, CERTIFIED, set())["gridready_serve_router"]
+    files = router_hosts.router_haproxy.render(spec, router_hosts.routes_for(spec, plans),
+                                               router_hosts.upstreams(plans, CERTIFIED, set()), bind="10.0.0.2",
+                                               port=4000, directory="/etc/gridready/router")
+    assert var["haproxy"]["config"] == files.config and "10.0.0.2:4000" in files.config
