@@ -203,6 +203,7 @@ def _deployment(generation: int, observed: int | None, want: int | None, availab
     ((1, 1, None, 0, 1), False),
     ((1, 1, 0, None, None), True),  # scaled to zero
     ((2, None, 1, 1, 1), False),  # no observedGeneration yet
+    ((1, None, 1, 1, 1), False),  # the first generation, not observed yet
 ])
 def test_deployment_readiness_at_each_edge(args, ready):
     assert k8s_status.deployment(_deployment(*args)).ready is ready
@@ -220,6 +221,9 @@ def test_deployment_detail_and_the_deadline_verdict():
                                                  'progressing.')
     assert k8s_status.deployment({"metadata": None, "spec": None, "status": None}) == State(
         False, False, "0/1 replicas available, 0 updated")
+    # no generation written and none observed (an object as rendered, before the API server): nothing unseen
+    assert k8s_status.deployment({"metadata": {"name": "d"}, "spec": {"replicas": 1},
+                                  "status": {"availableReplicas": 1, "updatedReplicas": 1}}).ready
 
 
 def _gateway(addresses: list[dict] | None, *conds: dict, listeners: list[dict] | None = None) -> dict:

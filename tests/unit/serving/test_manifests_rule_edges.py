@@ -56,6 +56,8 @@ def test_a_missing_name_is_the_only_error():
                                                "manifests)"]
     assert manifests._name_errors({"kind": "RayService"}) == [
         "RayService/?: metadata.name: required (no auto-naming in rendered manifests)"]
+    assert manifests.operator_errors({"metadata": {}}) == [
+        "?/?: metadata.name: required (no auto-naming in rendered manifests)"]
 
 
 @pytest.mark.parametrize("name, bad", [("vllm", True), ("vllm-api", True), ("VLLM_x", True), ("vllmx", False),
