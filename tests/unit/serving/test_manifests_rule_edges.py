@@ -287,3 +287,18 @@ def test_strict_schema_keeps_what_it_does_not_touch():
     assert manifests.strict_schema({"x-kubernetes-int-or-string": False, "type": "string"}) == {"type": "string"}
     assert manifests.strict_schema({"properties": {}, "x-kubernetes-preserve-unknown-fields": False}) == {
         "properties": {}, "x-kubernetes-preserve-unknown-fields": False, "additionalProperties": False}
+
+
+def test_several_schema_errors_come_in_path_order():
+    doc = rayservice()
+    cluster = doc["spec"]["rayClusterConfig"]
+    cluster["workerGroupSpecs"][0]["replicas"] = "two"
+    cluster["headGroupSpec"]["rayStartParamz"] = {}
+    doc["spec"]["aaa"] = 1
+    errors = [e for e in manifests.validate([doc]) if "unexpected" in e or "is not of type" in e]
+    assert errors == [
+        "RayService/llama: spec: Additional properties are not allowed ('aaa' was unexpected)",
+        "RayService/llama: spec.rayClusterConfig.headGroupSpec: Additional properties are not allowed "
+        "('rayStartParamz' was unexpected)",
+        "RayService/llama: spec.rayClusterConfig.workerGroupSpecs[0].replicas: 'two' is not of type 'integer'",
+    ]
