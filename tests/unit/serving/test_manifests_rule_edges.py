@@ -302,3 +302,61 @@ def test_several_schema_errors_come_in_path_order():
         "('rayStartParamz' was unexpected)",
         "RayService/llama: spec.rayClusterConfig.workerGroupSpecs[0].replicas: 'two' is not of type 'integer'",
     ]
+
+
+def test_worker_resources_against_each_start_parameter_and_a_container_without_gpus():
+    line = f"{W}: workerGroupSpecs[0]: set resources either in rayStartParams or in .resources, not both"
+    for key in ("num-cpus", "num-gpus", "memory"):
+        group = worker(resources={"GPU": "8"}, params={key: "8"})
+        group["template"]["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": 8}}
+        assert line in cluster_errors(group)
+    no_params = worker(resources={"GPU": "8"})
+    del no_params["rayStartParams"]
+    assert cluster_errors(no_params) == []
+    cpu_only = worker(params={"num-gpus": "0"})
+    cpu_only["template"]["spec"]["containers"][0]["resources"] = {"limits": {"cpu": "8"}}
+    assert cluster_errors(cpu_only) == []  # no GPU asked by the container: "0", as the parameter says
+
+
+def test_capacity_of_a_group_without_max_replicas_is_zero_and_defaults_are_one_gpu():
+    spec = {"rayClusterConfig": {"workerGroupSpecs": [{"template": {"spec": {"containers": [
+        {"resources": {"limits": {"nvidia.com/gpu": 8}}}]}}}]}}
+    assert manifests.serve_config_errors(W, _serve([_app(_llm(tp=1))]), spec) == [
+        f"{W}: {K}.applications[0].args.llm_configs[0]: max_replicas x TP x PP = 1 GPUs, the worker groups have 0"]
+    one = {"model_loading_config": {"model_id": "m"}, "placement_group_config": {"bundles": [{"GPU": 1}]}}
+    assert manifests.serve_config_errors(W, _serve([_app(one)]), SPEC) == []  # TP and PP default to 1
+
+
+def test_every_config_is_checked_after_a_bad_one():
+    bad_tp = _llm(tp=0)
+    late = _llm(tp=1, extra=1)
+    assert manifests.serve_config_errors(W, _serve([_app("text", bad_tp, late)]), SPEC) == [
+        f"{W}: {K}.applications[0].args.llm_configs[0]: must be a mapping",
+        f"{W}: {K}.applications[0].args.llm_configs[1].engine_kwargs: tensor/pipeline_parallel_size must be positive "
+        "integers",
+        f"{W}: {K}.applications[0].args.llm_configs[2]: unknown keys ['extra']",
+    ]
+
+
+def test_the_yaml_error_quotes_its_first_line():
+    text = "a: [b\nc: d"
+    try:
+        yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        first = str(err).splitlines()[0]
+    assert manifests.serve_config_errors(W, text, SPEC) == [f"{W}: {K}: not YAML ({first})"]
+
+
+def test_one_replica_by_default_fits_one_gpu_exactly():
+    spec = {"rayClusterConfig": {"workerGroupSpecs": [worker(gpus=1, hi=1)]}}
+    assert manifests.serve_config_errors(W, _serve([_app(_llm(tp=1, hi=1))]), spec) == []
+    no_autoscaling = {"model_loading_config": {"model_id": "m"}}
+    assert manifests.serve_config_errors(W, _serve([_app(no_autoscaling)]), spec) == []
+
+
+def test_a_rayservice_names_itself_in_its_cluster_errors():
+    doc = rayservice()
+    doc["spec"]["rayClusterConfig"]["workerGroupSpecs"][0]["replicas"] = 3
+    assert manifests.operator_errors(doc) == [f"{W}: workerGroupSpecs[0].replicas: 3 is outside [2, 2]"]
+    doc = rayservice(serveConfigV2="applications: []")
+    assert manifests.operator_errors(doc) == [f"{W}: {K}.applications: a non-empty list is required"]
