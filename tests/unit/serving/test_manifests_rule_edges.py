@@ -360,3 +360,19 @@ def test_a_rayservice_names_itself_in_its_cluster_errors():
     assert manifests.operator_errors(doc) == [f"{W}: workerGroupSpecs[0].replicas: 3 is outside [2, 2]"]
     doc = rayservice(serveConfigV2="applications: []")
     assert manifests.operator_errors(doc) == [f"{W}: {K}.applications: a non-empty list is required"]
+
+
+def test_service_links_of_a_worker_alone_and_every_rule_of_one_object_and_of_every_document():
+    rc = {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "Bad_name"},
+          "spec": copy.deepcopy(rayservice()["spec"]["rayClusterConfig"])}
+    rc["spec"]["workerGroupSpecs"][0]["template"]["spec"]["enableServiceLinks"] = True  # the head's is False
+    rc["spec"]["workerGroupSpecs"][0]["replicas"] = 3
+    assert manifests.operator_errors(rc) == [
+        "RayCluster/Bad_name: metadata.name: not a DNS-1035 label (KubeRay rule)",
+        "RayCluster/Bad_name: workerGroupSpecs[0].replicas: 3 is outside [2, 2]",
+        "RayCluster/Bad_name: template.spec.enableServiceLinks: set false (Service env vars such as VLLM_PORT "
+        "break vLLM)"]
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"k": 1}}
+    assert manifests.validate([cm, {**cm, "metadata": {"name": "d"}}]) == [
+        "ConfigMap/c: data.k: 1 is not of type 'string', 'null'", "ConfigMap/d: data.k: 1 is not of type 'string', "
+        "'null'"]
