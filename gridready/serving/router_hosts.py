@@ -105,7 +105,10 @@ def tier_router_vars(routers: Sequence[TierRouter]) -> list[dict[str, Any]]:
 
 
 def routes_for(spec: RouterSpec, plans: Sequence[Any]) -> list[Route]:
-    return spec.routes or router.default_routes((p.tier.name, p.tier.served_name) for p in plans)
+    """The spec's routes, else one per served name over the routable tiers serving it (a tier that speaks no
+    OpenAI API, e.g. triton-embedding, is deployed but not routed)."""
+    return spec.routes or router.default_routes((p.tier.name, p.tier.served_name) for p in plans
+                                                if openai_compatible(p.tier))
 
 
 def router_extravars(spec: RouterSpec, plans: Sequence[Any], certified: Mapping[str, _Node],
