@@ -208,7 +208,7 @@ def test_a_target_without_upstream_or_serving_another_model_is_refused_by_name()
 def test_an_upstream_that_is_not_plain_http_host_and_port_is_refused(url: str) -> None:
     ups = {"xt": [Upstream("xt", url, "m")]}
     with pytest.raises(ValueError) as err:
-        render([route("m", [{"tier": "x", "weight": 1}])], ups=ups)
+        render([route("m", [{"tier": "xt", "weight": 1}])], ups=ups)
     assert str(err.value) == f"tier xt: upstream {url} is not http://<host>:<port>/..."
 
 
