@@ -230,3 +230,18 @@ def test_an_error_body_with_a_single_quote_is_refused() -> None:
         router_haproxy._error(400, "it's", "invalid_request_error", "bad")
     body = '{"error":{"message":"it\'s","type":"invalid_request_error","param":null,"code":"bad"}}'
     assert str(err.value) == f"an error body cannot hold a single quote: {body}"
+
+
+def test_keys_map_lists_each_keys_sha256_sorted_by_client() -> None:
+    # SHA-256 of "abc" (FIPS 180-2, appendix B.1) and of the empty string
+    abc = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    empty = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+    assert router_haproxy.keys_map({"zeta": "", "a1": "abc"}) == f"{abc} a1\n{empty} zeta\n"
+    assert router_haproxy.keys_map({}) == ""
+
+
+@pytest.mark.parametrize("name", ["Ops", "-ops", "ops team", "", "ops_1"])
+def test_a_client_name_that_is_not_a_slug_is_refused_by_name(name: str) -> None:
+    with pytest.raises(ValueError) as err:
+        router_haproxy.keys_map({"ok": "k1", name: "k2"})
+    assert str(err.value) == f"client name {name!r} is not a slug"
