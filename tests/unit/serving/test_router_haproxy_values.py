@@ -169,7 +169,7 @@ def weights(r: Route, ups: dict[str, list[Upstream]]) -> list[tuple[str, int]]:
     return [(up.base_url, w) for up, w in router_haproxy.server_weights(r, ups)]
 
 
-def test_a_largest_weight_of_exactly_256_is_kept_and_one_above_is_scaled() -> None:
+def test_weights_scaled_down_keep_at_least_one() -> None:
     # 1 x 12 / 12 replicas = 1 each, and a single replica at weight w: w x 12
     many = {"ta": [Upstream("ta", f"http://10.2.0.{i}:8000/v1", "m") for i in range(12)],
             "tb": [Upstream("tb", "http://10.2.1.1:8000/v1", "m")]}
@@ -179,6 +179,17 @@ def test_a_largest_weight_of_exactly_256_is_kept_and_one_above_is_scaled() -> No
     assert got[-1] == ("http://10.2.1.1:8000/v1", 256) and [w for _, w in got[:12]] == [1] * 12
     small = route("m", [{"tier": "ta", "weight": 1}])
     assert [w for _, w in weights(small, many)] == [1] * 12  # exactly 1: never raised to 2
+
+
+def test_a_largest_weight_of_exactly_256_is_kept_and_one_above_is_scaled() -> None:
+    three = {"ta": [Upstream("ta", f"http://10.2.0.{i}:8000/v1", "m") for i in range(3)],
+             "tb": [Upstream("tb", "http://10.2.1.1:8000/v1", "m")]}
+    # 64 x 12 / 3 = 256 each: HAProxy's largest weight, unscaled; tb 5 x 12 = 60
+    exact = route("m", [{"tier": "ta", "weight": 64}, {"tier": "tb", "weight": 5}])
+    assert [w for _, w in weights(exact, three)] == [256, 256, 256, 60]
+    # 65 x 12 / 3 = 260 each: scaled by 256/260, tb's 60 to round(59.07) = 59
+    above = route("m", [{"tier": "ta", "weight": 65}, {"tier": "tb", "weight": 5}])
+    assert [w for _, w in weights(above, three)] == [256, 256, 256, round(60 * 256 / 260)]
 
 
 def test_scaling_keeps_the_ratio_rounded_half_to_even() -> None:
