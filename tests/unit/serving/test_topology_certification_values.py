@@ -7,8 +7,12 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
+import yaml
+
+from gridready import inventory
 from gridready.ledger import Ledger, NodeEntry
 from gridready.serving import topology
+from tests.unit.serving.conftest import cluster_yml, vllm_tier
 
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 
@@ -74,3 +78,39 @@ def test_the_hypothetical_certification_takes_every_gpu_node_as_certified_now(ma
                               for i in (1, 2, 3)}
     assert cert.finished_at.tzinfo is UTC and before <= cert.finished_at <= datetime.now(UTC)
     assert cert.quarantined == []
+
+
+def _two_groups(tmp_path: Path, monkeypatch, tiers: list[dict]) -> topology.Inventory:
+    """acme with an H200 group (gpu01, gpu02) and an H100 group (h100a, h100b), each in its own hosts.yml group."""
+    monkeypatch.chdir(tmp_path)
+    inv_dir = tmp_path / "inventories" / "acme"
+    inv_dir.mkdir(parents=True)
+    cluster = cluster_yml("acme", tiers)
+    cluster["node_groups"].append({**cluster["node_groups"][0], "name": "h100_nodes", "sku": "H100-SXM5-80GB"})
+    (inv_dir / "cluster.yml").write_text(yaml.safe_dump(cluster))
+    hosts = {"gpu_nodes": {"hosts": {"gpu01": {"ansible_host": "10.77.0.11"}, "gpu02": {"ansible_host": "10.77.0.12"}}},
+             "h100_nodes": {"hosts": {"h100a": {"ansible_host": "10.77.0.21"},
+                                      "h100b": {"ansible_host": "10.77.0.22"}}}}
+    (inv_dir / "hosts.yml").write_text(yaml.safe_dump({"all": {"children": hosts}}))
+    return inventory.load(inv_dir)
+
+
+def test_a_tier_that_names_its_node_group_is_placed_on_that_group_only(tmp_path, monkeypatch) -> None:
+    """Two groups of different GPUs: the tier naming h100_nodes gets an H100 node, not the first group's."""
+    inv = _two_groups(tmp_path, monkeypatch, [
+        vllm_tier(name="chat", tensor_parallel=8, pipeline_parallel=1),
+        vllm_tier(name="batch", served_name="llama-batch", tensor_parallel=8, pipeline_parallel=1,
+                  node_group="h100_nodes", port=8001)])
+    chat, batch = topology.plan_tiers(inv, topology.hypothetical_certification(inv))
+    assert (chat.group.name, chat.nodes, chat.accelerator_type) == ("gpu_nodes", ("gpu01",), "H200")
+    assert (batch.group.name, batch.nodes, batch.accelerator_type) == ("h100_nodes", ("h100a",), "H100")
+
+
+def test_every_node_without_a_passing_hca_is_named_in_the_message(make_inv) -> None:
+    inv = make_inv(3, [vllm_tier(tensor_parallel=8, pipeline_parallel=1)])
+    found = _ledger({h: _entry("2026-12-02T09:00:00", hcas_passed=[] if h != "gpu02" else None)
+                     for h in inv.gpu_hosts()})
+    cert = topology.read_certification(inv, found, NOW)
+    (plan,) = topology.plan_tiers(inv, cert)
+    assert plan.nodes == ("gpu02",)
+    assert cert.messages == [f"tier {plan.tier.name}: no passing HCA, left out: gpu01, gpu03"]
