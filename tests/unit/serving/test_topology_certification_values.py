@@ -7,9 +7,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
 import yaml
 
 from gridready import inventory
+from gridready.errors import NotCertified
 from gridready.ledger import Ledger, NodeEntry
 from gridready.serving import topology
 from tests.unit.serving.conftest import cluster_yml, vllm_tier
@@ -114,3 +116,41 @@ def test_every_node_without_a_passing_hca_is_named_in_the_message(make_inv) -> N
     (plan,) = topology.plan_tiers(inv, cert)
     assert plan.nodes == ("gpu02",)
     assert cert.messages == [f"tier {plan.tier.name}: no passing HCA, left out: gpu01, gpu03"]
+
+
+def test_a_node_ip_is_the_ray_address_first_then_ansible_host_then_the_name(make_inv) -> None:
+    inv = make_inv(1)
+    inv.hosts["gpu01"]["gridready_ray_node_ip"] = "10.77.0.99"
+    assert topology.node_ip(inv, "gpu01") == "10.77.0.99"
+    del inv.hosts["gpu01"]["gridready_ray_node_ip"]
+    assert topology.node_ip(inv, "gpu01") == "10.77.0.11"
+    assert topology.node_ip(inv, "10.77.0.42") == "10.77.0.42"  # a name the inventory has no variables for
+
+
+def test_every_short_tier_is_named_with_the_quarantined_nodes(make_inv) -> None:
+    """Two tiers that cannot be placed: both lines, one per tier, each naming what certification left out."""
+    inv = make_inv(4, [vllm_tier(name="chat", tensor_parallel=8, pipeline_parallel=2),
+                       vllm_tier(name="batch", served_name="llama-batch", port=8001, tensor_parallel=8,
+                                 pipeline_parallel=2)])
+    found = _ledger({"gpu01": _entry("2026-12-02T09:00:00"),
+                     "gpu02": _entry("2026-12-02T09:00:00", verdict="quarantined"),
+                     "gpu03": _entry("2026-12-02T09:00:00", verdict="quarantined"),
+                     "gpu04": _entry("2026-12-02T09:00:00", verdict="quarantined")})
+    cert = topology.read_certification(inv, found, NOW)
+    with pytest.raises(NotCertified) as err:
+        topology.plan_tiers(inv, cert)
+    assert str(err.value) == (
+        "serve: tier chat needs 2 certified node(s) of gpu_nodes, 1 left (quarantined: gpu02, gpu03, gpu04)\n"
+        "serve: tier batch needs 2 certified node(s) of gpu_nodes, 1 left (quarantined: gpu02, gpu03, gpu04)")
+    cert.quarantined.clear()
+    with pytest.raises(NotCertified, match=r"1 left \(quarantined: none\)\n"):
+        topology.plan_tiers(inv, cert)
+
+
+def test_the_engine_filter_keeps_the_tiers_of_that_engine(make_inv) -> None:
+    inv = make_inv(2, [vllm_tier(name="chat", tensor_parallel=8, pipeline_parallel=1),
+                       vllm_tier(name="batch", served_name="llama-batch", port=8001, tensor_parallel=8,
+                                 pipeline_parallel=1)])
+    cert = topology.hypothetical_certification(inv)
+    assert [p.tier.name for p in topology.plan_tiers(inv, cert, engine="vllm")] == ["chat", "batch"]
+    assert topology.plan_tiers(inv, cert, engine="sglang") == []
