@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from gridready import inventory
-from gridready.errors import NotCertified
+from gridready.errors import InvalidInput, NotCertified
 from gridready.ledger import Ledger, NodeEntry
 from gridready.serving import topology
 from tests.unit.serving.conftest import cluster_yml, vllm_tier
@@ -154,3 +154,22 @@ def test_the_engine_filter_keeps_the_tiers_of_that_engine(make_inv) -> None:
     cert = topology.hypothetical_certification(inv)
     assert [p.tier.name for p in topology.plan_tiers(inv, cert, engine="vllm")] == ["chat", "batch"]
     assert topology.plan_tiers(inv, cert, engine="sglang") == []
+
+
+def test_no_node_certified_now_names_every_node_left_out(make_inv) -> None:
+    inv = make_inv(3)
+    found = _ledger({"gpu01": _entry("2026-12-02T09:00:00", verdict="quarantined", failing_gates=["xid"]),
+                     "gpu02": _entry("2026-12-02T09:00:00", drained=True, drain_reason="watch")})
+    with pytest.raises(NotCertified) as err:
+        topology.read_certification(inv, found, NOW)
+    assert str(err.value) == ("serve: no node of acme is certified now (gpu01 (quarantined (xid)); gpu02 (drained: "
+                              "watch)); run `invoke certify`")
+
+
+def test_a_node_address_that_is_not_an_ip_is_refused_naming_the_hosts_file(make_inv) -> None:
+    inv = make_inv(1)
+    inv.hosts["gpu01"]["ansible_host"] = "gpu01.example"
+    with pytest.raises(InvalidInput) as err:
+        topology.node_ip(inv, "gpu01")
+    assert str(err.value) == ("hosts.yml: gpu01: set ansible_host or gridready_ray_node_ip to the node's IP "
+                              "(Ray and vLLM must agree on one address)")
