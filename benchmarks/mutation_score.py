@@ -249,6 +249,42 @@ def survivors(work: Path, path: str) -> list[str]:
                   if STATUS.get(v, "suspicious") not in ("killed", "not run", "skipped"))
 
 
+EXPLAINED = REPO / "docs/examples/mutation/explained"
+# A mutant named in an explanation: `x_f__mutmut_3`, `f__mutmut_3`, the dotted full name, `xǁClassǁmethod__mutmut_3`,
+# and lists of numbers after one name (`f__mutmut_3/5/9`, `f__mutmut_3, 5`).
+NAMED = re.compile(r"(\w+?)__mutmut_(\d+(?:\s*[/,]\s*\d+)*)")
+
+
+def plain_name(mutant: str) -> str:
+    """`gridready.certify.judge.x_judge_node__mutmut_53` -> `judge_node__mutmut_53` (class methods keep `xǁ`)."""
+    return mutant.rsplit(".", 1)[-1].removeprefix("x_")
+
+
+def explained_names(text: str) -> set[str]:
+    out: set[str] = set()
+    for m in NAMED.finditer(text):
+        base = m.group(1).removeprefix("x_")
+        out |= {f"{base}__mutmut_{n}" for n in re.split(r"\s*[/,]\s*", m.group(2))}
+    return out
+
+
+def explanation_file(pkg: str, mod: str) -> Path:
+    return EXPLAINED / f"{pkg}_{mod.replace('/', '_')}.md"
+
+
+def unexplained(work: Path, modules: dict[str, list[str]]) -> dict[str, list[str]]:
+    """Per module, the mutants run and not killed that its explanation file never names."""
+    out: dict[str, list[str]] = {}
+    for pkg, mods in modules.items():
+        for mod in mods:
+            f = explanation_file(pkg, mod)
+            named = explained_names(f.read_text()) if f.exists() else set()
+            missing = [n for n in survivors(work, module_path(pkg, mod)) if plain_name(n) not in named]
+            if missing:
+                out[f"{pkg}/{mod}"] = missing
+    return out
+
+
 def survivors_by_function(work: Path, modules: dict[str, list[str]]) -> str:
     """Surviving mutants counted per function (mutmut names them `<module>.x_<function>__mutmut_<n>`)."""
     lines = []
@@ -376,6 +412,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--note", action="append", default=[], help="--write: a line of the run log (repeatable)")
     ap.add_argument("--report-only", action="store_true", help="figures of the mutants already run in --workdir")
     ap.add_argument("--write", type=Path, help="write the figures into this markdown file (docs/mutation.md)")
+    ap.add_argument("--unexplained", action="store_true",
+                    help="run nothing: list the survivors of --workdir that docs/examples/mutation/explained "
+                         "never names; exit 1 if any")
     args = ap.parse_args(argv)
     modules = {p: MODULES[p] for p in args.packages}
     if args.modules:
@@ -399,6 +438,12 @@ def main(argv: list[str] | None = None) -> int:
             for m in mods:
                 print(f"{p}/{m}: {' '.join(tests_for(p, m))}")
         return 0
+    if args.unexplained:
+        missing = unexplained(args.workdir, modules)
+        for where, names in missing.items():
+            print(f"{where} ({explanation_file(*where.split('/', 1)).name}): {' '.join(map(plain_name, names))}")
+        print(f"{sum(map(len, missing.values()))} survivor(s) not named in {EXPLAINED.relative_to(REPO)}")
+        return 1 if missing else 0
     deadline = float("inf")
     if args.until:
         now = dt.datetime.now(dt.UTC)

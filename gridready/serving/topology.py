@@ -202,7 +202,7 @@ def plan_tiers(inv: Inventory, cert: Certification, engine: str | None = None) -
             if no_rdma:
                 cert.messages.append(f"tier {tier.name}: no passing HCA, left out: {', '.join(no_rdma)}")
                 available = [h for h in available if h not in no_rdma]
-        par = resolve(tier, group, len(available))
+        par = resolve(tier, group)
         per_replica = par.nodes_per_replica
         need = per_replica * tier.replicas
         if need > len(available) or not available:

@@ -59,11 +59,11 @@ class Parallelism:
         return math.ceil(self.world_size / self.gpus_per_node)
 
 
-def resolve(tier: Tier, group: NodeGroup, nodes: int) -> Parallelism:
+def resolve(tier: Tier, group: NodeGroup) -> Parallelism:
     """derive TP: the group's GPUs per node (TP stays inside a node's NVLink domain); derive PP: one pipeline stage
     per node the weights need (nodes_for_weights), so a model that fits one node runs on one node: pipeline
-    parallelism across nodes only where the model needs it, never because more nodes are there (`nodes`, the
-    nodes left for the tier, is kept for the callers' placement check)."""
+    parallelism across nodes only where the model needs it, never because more nodes are there (how many nodes are
+    left is the callers' placement check)."""
     tp = group.gpus_per_node if tier.tensor_parallel == "derive" else tier.tensor_parallel
     pp = nodes_for_weights(tier, group) if tier.pipeline_parallel == "derive" else tier.pipeline_parallel
     return Parallelism(tp, pp, group.gpus_per_node)

@@ -420,7 +420,7 @@ def placement(spec: ClusterSpec, nodes: dict[str, int]) -> Iterator[tuple[str, s
         if group is None:
             continue
         have = left.get(group.name, 0)
-        par = resolve(tier, group, have)
+        par = resolve(tier, group)
         need = par.nodes_per_replica * tier.replicas
         if need > have or not have:
             taken = nodes.get(group.name, 0) - have
@@ -430,7 +430,7 @@ def placement(spec: ClusterSpec, nodes: dict[str, int]) -> Iterator[tuple[str, s
         left[group.name] = have - need
 
 
-def triton_nodes(spec: ClusterSpec, nodes: dict[str, int]) -> Iterator[tuple[str, str]]:
+def triton_nodes(spec: ClusterSpec) -> Iterator[tuple[str, str]]:
     """A Triton TRT-LLM tier across nodes needs MPI between containers: on hosts the role runs one node only
     (roles/gridready_triton_trtllm asserts it, after the weights download), and on Kubernetes mpirun reaches the
     LeaderWorkerSet's workers over ssh, which the stock tritonserver image cannot serve (no sshd)."""
@@ -438,7 +438,7 @@ def triton_nodes(spec: ClusterSpec, nodes: dict[str, int]) -> Iterator[tuple[str
         group = spec.group(tier.node_group) if tier.node_group else spec.node_groups[0]
         if tier.engine != "triton-trtllm" or group is None:
             continue
-        span = resolve(tier, group, nodes.get(group.name, 0) or 1).nodes_per_replica
+        span = resolve(tier, group).nodes_per_replica
         if span <= 1:
             continue
         where = f"serving.tiers[{i}]"
@@ -471,4 +471,4 @@ def check(spec: ClusterSpec, nodes: dict[str, int]) -> list[tuple[str, str]]:
     """Every rule but placement, which inventory.load runs last, once nothing else is wrong (its message
     assumes tiers that each fit their group)."""
     return [*one_line(spec), *field_patterns(spec), *ranges(spec), *hardware(spec), *cross_tier(spec, nodes),
-            *kubernetes(spec), *lora(spec), *triton_nodes(spec, nodes), *router_os(spec)]
+            *kubernetes(spec), *lora(spec), *triton_nodes(spec), *router_os(spec)]

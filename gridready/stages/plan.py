@@ -92,7 +92,7 @@ def _tiers(inv: Inventory) -> dict[str, dict[str, Any]]:
     for t in inv.spec.serving.tiers:
         group = inv.spec.group(t.node_group) if t.node_group else inv.spec.node_groups[0]
         assert group is not None  # inventory.load checked every tier's node group
-        par = resolve(t, group, left[group.name])
+        par = resolve(t, group)
         nodes = par.nodes_per_replica * t.replicas
         left[group.name] = max(left[group.name] - nodes, 0)
         warnings = []

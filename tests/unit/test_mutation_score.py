@@ -5,6 +5,7 @@ against it, and a test file that starts processes never joins a selection."""
 from __future__ import annotations
 
 import importlib.util
+import json
 from collections import Counter
 from pathlib import Path
 
@@ -50,3 +51,26 @@ def test_selections_leave_out_tests_that_start_processes():
     assert "tests/unit/test_inventory_errors.py" in tests  # kept: its one such test is deselected
     assert not any(ms._starts_processes(t) for t in tests)
     assert "tests/unit/certify/test_shapes.py" not in ms.tests_for("certify", "judge")
+
+
+def test_an_explanation_names_mutants_in_each_written_form():
+    text = ("- gridready.certify.judge.x_judge_node__mutmut_53 (dotted), `x_units__mutmut_60`, `pod_args__mutmut_13`\n"
+            "- `triton_nodes__mutmut_16/20/21`, `parse__mutmut_25, 27` and `xǁProbeǁkernel__mutmut_30`; "
+            "`x_cap__mutmut_7`: 3 of them")
+    assert ms.explained_names(text) == {
+        "judge_node__mutmut_53", "units__mutmut_60", "pod_args__mutmut_13", "triton_nodes__mutmut_16",
+        "triton_nodes__mutmut_20", "triton_nodes__mutmut_21", "parse__mutmut_25", "parse__mutmut_27",
+        "xǁProbeǁkernel__mutmut_30", "cap__mutmut_7"}
+    assert ms.plain_name("gridready.certify.judge.x_judge_node__mutmut_53") == "judge_node__mutmut_53"
+    assert ms.plain_name("gridready.probe.collect.xǁProbeǁkernel__mutmut_30") == "xǁProbeǁkernel__mutmut_30"
+
+
+def test_a_survivor_no_explanation_names_is_listed(tmp_path, monkeypatch):
+    meta = tmp_path / "part-x/mutants/gridready/certify/judge.py.meta"
+    meta.parent.mkdir(parents=True)
+    names = [f"gridready.certify.judge.x_judge_node__mutmut_{n}" for n in (1, 2, 3, 4)]
+    meta.write_text(json.dumps({"exit_code_by_key": dict(zip(names, (1, 0, 0, None), strict=True))}))
+    (tmp_path / "certify_judge.md").write_text("- `judge_node__mutmut_2`: equivalent\n")
+    monkeypatch.setattr(ms, "EXPLAINED", tmp_path)
+    # 1 killed, 4 not run: neither needs a word; 2 is named; 3 survived unnamed
+    assert ms.unexplained(tmp_path, {"certify": ["judge"]}) == {"certify/judge": [names[2]]}

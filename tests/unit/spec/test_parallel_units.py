@@ -43,7 +43,7 @@ def test_nodes_for_weights_at_one_nodes_usable_memory():
     assert parallel.nodes_for_weights(one(f"acme/Big-{fits}B")[0], g) == 1
     assert parallel.nodes_for_weights(one(f"acme/Big-{fits + 1}B")[0], g) == 2
     assert parallel.nodes_for_weights(one(f"acme/Big-{2 * fits + 1}B")[0], g) == 3
-    assert parallel.resolve(one(f"acme/Big-{fits + 1}B")[0], g, 4) == parallel.Parallelism(8, 2, 8)
+    assert parallel.resolve(one(f"acme/Big-{fits + 1}B")[0], g) == parallel.Parallelism(8, 2, 8)
 
 
 @pytest.mark.parametrize(("path", "gib"), [
@@ -60,7 +60,7 @@ def test_a_name_without_a_size_takes_one_node_and_numbers_are_kept():
     t, g = one("mistralai/Mixtral-8x7B-v0.1")
     assert parallel.nodes_for_weights(t, g) == 1
     s = spec(serving__tiers=[tier(tensor_parallel=4, pipeline_parallel=3)])
-    assert parallel.resolve(s.serving.tiers[0], s.node_groups[0], 5) == parallel.Parallelism(4, 3, 8)
+    assert parallel.resolve(s.serving.tiers[0], s.node_groups[0]) == parallel.Parallelism(4, 3, 8)
 
 
 def test_h100_sxm_memory_is_the_real_boards_gib_not_its_marketing_gb():

@@ -60,7 +60,7 @@ def test_placement_of_tiers_that_name_their_group(nodes, found):
 
 def test_a_named_triton_tier_across_nodes_on_hosts_is_refused():
     s = spec(serving__tiers=[{**triton(), "node_group": "gpu_nodes", "pipeline_parallel": 2}])
-    found = list(rules.triton_nodes(s, {"gpu_nodes": 2}))
+    found = list(rules.triton_nodes(s))
     assert [k for k, _ in found] == ["serving.tiers[0]"]
     assert "across 2 nodes runs only on target kubernetes" in found[0][1]
 
@@ -111,23 +111,23 @@ def test_triton_span_is_read_on_each_tiers_own_group_and_after_other_tiers():
     one that names no group is checked on the first group."""
     trt = {**triton(port=8100), "tensor_parallel": 2, "pipeline_parallel": 2}
     on_nvl = two_groups([tier(), {**trt, "node_group": "nvl_nodes"}])
-    assert [k for k, _ in rules.triton_nodes(on_nvl, {"gpu_nodes": 1, "nvl_nodes": 2})] == ["serving.tiers[1]"]
+    assert [k for k, _ in rules.triton_nodes(on_nvl)] == ["serving.tiers[1]"]
     on_first = two_groups([tier(), {**trt, "node_group": "gpu_nodes"}])
-    assert list(rules.triton_nodes(on_first, {"gpu_nodes": 2, "nvl_nodes": 2})) == []
+    assert list(rules.triton_nodes(on_first)) == []
     unnamed = spec(serving__tiers=[tier(), {**trt, "tensor_parallel": 8}])
-    assert [k for k, _ in rules.triton_nodes(unnamed, {"gpu_nodes": 3})] == ["serving.tiers[1]"]
+    assert [k for k, _ in rules.triton_nodes(unnamed)] == ["serving.tiers[1]"]
 
 
 def test_triton_span_messages_on_hosts_and_on_kubernetes():
     one_node = {**triton("small", port=8100), "tensor_parallel": 8}
     spans = {**triton("big", port=8200), "tensor_parallel": 8, "pipeline_parallel": 2}
     hosts = spec(serving__tiers=[one_node, spans])
-    assert list(rules.triton_nodes(hosts, {"gpu_nodes": 3})) == [(
+    assert list(rules.triton_nodes(hosts)) == [(
         "serving.tiers[1]", "a Triton TRT-LLM replica across 2 nodes runs only on target kubernetes (a "
         "LeaderWorkerSet): on hosts the role serves one node per replica; lower tensor_parallel x pipeline_parallel "
         "to one node's GPUs")]
     k8s = spec(serving__tiers=[one_node, spans], serving__target="kubernetes", serving__kubeconfig="k.yml")
-    assert list(rules.triton_nodes(k8s, {"gpu_nodes": 3})) == [(
+    assert list(rules.triton_nodes(k8s)) == [(
         "serving.tiers[1]", "a Triton TRT-LLM replica across 2 nodes needs serving.kubernetes.triton_mpi_image: mpirun "
         "starts the workers' ranks over ssh and the stock tritonserver image has no sshd (build one with "
         "docs/kubernetes.md's recipe)")]

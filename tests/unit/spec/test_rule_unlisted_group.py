@@ -38,5 +38,5 @@ def test_rules_go_on_after_a_tier_whose_group_is_missing():
     assert list(rules.hardware(spec(serving__tiers=[ghost, embed]))) == [
         ("serving.tiers[1].embedding.instance_groups[0].gpus", "GPU index 9 is beyond the 8 GPUs of gpu_nodes (0-7)")]
     wide = {**triton(), "pipeline_parallel": 2}
-    assert [k for k, _ in rules.triton_nodes(spec(serving__tiers=[ghost, wide]), {"gpu_nodes": 2})] == [
+    assert [k for k, _ in rules.triton_nodes(spec(serving__tiers=[ghost, wide]))] == [
         "serving.tiers[1]"]
