@@ -159,6 +159,28 @@ IGNORE = shutil.ignore_patterns(".git", ".venv", "__pycache__", ".pytest_cache",
 TOP = (".git", ".venv", "mutants", "artifacts", "build", "state", ".whl", ".devcarry", ".devrun-mut")
 
 
+def copied_beside(paths: list[str]) -> list[str]:
+    """mutmut's also_copy: the repository's top level, with the mutated files left out. mutmut copies also_copy over
+    its mutants folder on every run; a mutated file copied over reads as not yet mutated, so mutmut would generate its
+    mutants again and keep a result only where its hash of the function matches (it differs between Python 3.11 and
+    3.12: results carried between machines were all reset). So the folders that hold a mutated file are listed file
+    by file, and every other folder whole."""
+    mutated = {Path(p) for p in paths}
+    holders = {parent for p in mutated for parent in p.parents if parent != Path(".")}
+
+    def walk(folder: Path) -> list[str]:
+        out: list[str] = []
+        for item in sorted(folder.iterdir()):
+            rel = item.relative_to(REPO)
+            top = folder == REPO and item.name in (*TOP, "pyproject.toml")
+            if top or item.name.startswith(".") or item.name == "__pycache__" or rel in mutated:
+                continue
+            out += walk(item) if rel in holders else [str(rel)]
+        return out
+
+    return walk(REPO)
+
+
 def prepare(work: Path, paths: list[str], tests: list[str] | None = None) -> None:
     """The repository at `work` (refreshed from the working tree), with mutmut's configuration appended: `paths`
     mutated, `tests` (default: the selection of every module of `paths`) run."""
@@ -174,7 +196,7 @@ def prepare(work: Path, paths: list[str], tests: list[str] | None = None) -> Non
     if tests is None:
         by_path = {module_path(p, m): (p, m) for p, ms in MODULES.items() for m in ms}
         tests = sorted({t for path in paths for t in tests_for(*by_path[path])})
-    also = [p.name for p in REPO.iterdir() if p.name not in (*TOP, "pyproject.toml") and not p.name.startswith(".")]
+    also = copied_beside(paths)
     deselect = [*DESELECT, *(f"--ignore={f}" for f in SKIP_FILES)]
     cfg = "\n".join([
         "", "[tool.mutmut]",

@@ -74,3 +74,18 @@ def test_a_survivor_no_explanation_names_is_listed(tmp_path, monkeypatch):
     monkeypatch.setattr(ms, "EXPLAINED", tmp_path)
     # 1 killed, 4 not run: neither needs a word; 2 is named; 3 survived unnamed
     assert ms.unexplained(tmp_path, {"certify": ["judge"]}) == {"certify/judge": [names[2]]}
+
+
+def test_mutmut_copies_everything_beside_the_mutated_files_once():
+    paths = ["gridready/certify/judge.py", "gridready/serving/triton/plan.py"]
+    entries = [Path(e) for e in ms.copied_beside(paths)]
+    covered = {f.relative_to(REPO) for e in entries for f in ([REPO / e] if (REPO / e).is_file() else
+                                                               (REPO / e).rglob("*")) if f.is_file()}
+    for f in (REPO / "gridready").rglob("*.py"):
+        rel = f.relative_to(REPO)
+        if "__pycache__" not in rel.parts:
+            assert (rel in covered) == (str(rel) not in paths), rel
+    assert Path("tests") in entries and Path("gridready/data") in entries  # whole folders where nothing is mutated
+    assert Path("gridready/serving/triton/pbtxt.py") in entries and Path("gridready/certify") not in entries
+    assert not any(e.parts[0] in ms.TOP or e == Path("pyproject.toml") for e in entries)
+    assert len(entries) == len(set(entries))
