@@ -3,16 +3,13 @@ that was run and not killed is named in its module's explanation (docs/examples/
 
 from __future__ import annotations
 
-import importlib.util
 import tarfile
 from pathlib import Path
 
+from benchmarks import mutation_score as ms
+
 REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / "docs/examples/mutation/results-cca9fe6-meta.tar.gz"
-_spec = importlib.util.spec_from_file_location("mutation_score", REPO / "benchmarks/mutation_score.py")
-assert _spec is not None and _spec.loader is not None
-ms = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(ms)
 
 
 def _unpacked(tmp_path: Path) -> Path:

@@ -4,18 +4,15 @@ against it, and a test file that starts processes never joins a selection."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
+from benchmarks import mutation_score as ms
+
 REPO = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("mutation_score", REPO / "benchmarks/mutation_score.py")
-assert _spec is not None and _spec.loader is not None
-ms = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(ms)
 
 
 def test_every_module_is_found():
