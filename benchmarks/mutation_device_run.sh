@@ -6,12 +6,14 @@
 #
 # The machine has Python 3.12 and no package index: the wheels of mutmut and of what gridready and its tests import
 # travel in $WHEELS (benchmarks/mutation_wheels.sh downloads them). $STATE, when present, is this script's
-# state.tar.gz of an earlier command (the part folders' mutants and mutmut-stats.json): unpacked with fresh mtimes,
+# state.tar.gz of an earlier command (mutation_score.py --pack: the part folders' mutated modules, their results and
+# mutmut-stats.json; --pack of a work folder here makes one too): unpacked with fresh mtimes,
 # mutmut keeps its results and goes on with the mutants not run yet. The results go to $OUT/state.tar.gz (every
 # part's mutants and results), $OUT/meta.tar.gz (the per-mutant results alone, enough for --report-only), mutmut's
 # logs to $OUT/mutmut-<part>.log.gz, this script's to $OUT/run.log.
 set -u -o pipefail
 cd "$(dirname "$0")/.."
+REPO=$PWD
 : "${OUT:?OUT must name a folder}" "${UNTIL:?UNTIL must be HH:MM (UTC)}"
 WHEELS=${WHEELS:-.whl}
 STATE=${STATE:-/nonexistent}
@@ -48,6 +50,5 @@ for part in part-*/; do
     echo "== $part"; tail -c 3000 "$part/mutation-run.log" 2>/dev/null | tr '\r' '\n' | grep -v '^\s*$' | tail -6
 done
 tar -czf "$OUT/meta.tar.gz" $(find part-* -path '*/mutants/gridready/*' -name '*.meta') && ls -l "$OUT/meta.tar.gz"
-tar -czf "$OUT/state.tar.gz" part-*/mutants/gridready $(ls part-*/mutants/mutmut-stats.json 2>/dev/null) \
-    && ls -l "$OUT/state.tar.gz"
+$PY "$REPO/benchmarks/mutation_score.py" --workdir "$WORK" --pack "$OUT/state.tar.gz" && ls -l "$OUT/state.tar.gz"
 exit $rc

@@ -23,6 +23,7 @@ import argparse
 import ast
 import datetime as dt
 import functools
+import io
 import json
 import os
 import re
@@ -30,6 +31,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tarfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -256,6 +258,64 @@ def codes_of(work: Path, path: str) -> dict[str, int | None]:
     return json.loads(metas[0].read_text())["exit_code_by_key"] if metas else {}
 
 
+def merge(out: Path, sources: list[Path]) -> int:
+    """The per-mutant results of several work folders of one commit (a run resumed on another machine, parts run on
+    different machines) as one folder for --report-only, out/run/mutants: per mutant, the first decided result in
+    `sources` order wins, with its duration. Returns how many modules had results."""
+    shutil.rmtree(out / "run", ignore_errors=True)
+    written = 0
+    for pkg, mods in MODULES.items():
+        for mod in mods:
+            path = module_path(pkg, mod)
+            merged: dict | None = None
+            for meta in (m for src in sources for m in meta_files(src, path)):
+                found = json.loads(meta.read_text())
+                if merged is None:
+                    merged = found
+                    continue
+                for key, code in found["exit_code_by_key"].items():
+                    if merged["exit_code_by_key"].get(key) is None and code is not None:
+                        merged["exit_code_by_key"][key] = code
+                        if key in found.get("durations_by_key", {}):
+                            merged.setdefault("durations_by_key", {})[key] = found["durations_by_key"][key]
+            if merged is not None:
+                dst = out / "run" / "mutants" / f"{path}.meta"
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                dst.write_text(json.dumps(merged))
+                written += 1
+    return written
+
+
+def _settled(f: Path) -> bytes:
+    """A file of a work folder as it is between two writes: a running mutmut rewrites its JSON files in place."""
+    for _ in range(50):
+        data = f.read_bytes()
+        try:
+            if f.suffix in (".meta", ".json"):
+                json.loads(data)
+            return data
+        except ValueError:
+            time.sleep(0.1)
+    raise ValueError(f"{f}: not complete JSON after 5 s")
+
+
+def pack(work: Path, dest: Path) -> list[str]:
+    """What a resumed run needs of `work`, small enough to carry (STATE= of mutation_device_run.sh): per part, the
+    mutated modules (the mutants' source, `.meta` results, `.spans`) and mutmut-stats.json, without the copies of
+    the rest of the tree. Unpacked into the same --workdir (`tar -xzmf`: newer than the sources), the same command
+    line goes on with the mutants not run yet."""
+    names = sorted(str(f.relative_to(work)) for meta in work.glob("part-*/mutants/gridready/**/*.py.meta")
+                   for f in (meta.with_suffix(""), meta, meta.with_suffix(".spans")) if f.exists())
+    names += sorted(str(f.relative_to(work)) for f in work.glob("part-*/mutants/mutmut-stats.json"))
+    with tarfile.open(dest, "w:gz") as tar:
+        for name in names:
+            data = _settled(work / name)
+            info = tarfile.TarInfo(name)
+            info.size, info.mtime = len(data), int(time.time())
+            tar.addfile(info, io.BytesIO(data))
+    return names
+
+
 def figures(work: Path, path: str) -> Counter[str]:
     return Counter(STATUS.get(code, "suspicious") for code in codes_of(work, path).values())
 
@@ -434,6 +494,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--note", action="append", default=[], help="--write: a line of the run log (repeatable)")
     ap.add_argument("--report-only", action="store_true", help="figures of the mutants already run in --workdir")
     ap.add_argument("--write", type=Path, help="write the figures into this markdown file (docs/mutation.md)")
+    ap.add_argument("--merge", nargs="+", type=Path, metavar="SRC",
+                    help="merge these work folders' results (the first decided result per mutant wins) into --workdir "
+                         "and report them; runs nothing")
+    ap.add_argument("--pack", type=Path, metavar="TAR_GZ",
+                    help="write --workdir's results and mutated modules, to carry and resume elsewhere; runs nothing")
     ap.add_argument("--unexplained", action="store_true",
                     help="run nothing: list the survivors of --workdir that docs/examples/mutation/explained "
                          "never names; exit 1 if any")
@@ -460,6 +525,12 @@ def main(argv: list[str] | None = None) -> int:
             for m in mods:
                 print(f"{p}/{m}: {' '.join(tests_for(p, m))}")
         return 0
+    if args.pack:
+        print(f"{args.pack}: {len(pack(args.workdir, args.pack))} files of {args.workdir}")
+        return 0
+    if args.merge:
+        print(f"{merge(args.workdir, args.merge)} modules merged from {len(args.merge)} folders into {args.workdir}")
+        args.report_only = True
     if args.unexplained:
         missing = unexplained(args.workdir, modules)
         for where, names in missing.items():

@@ -5,6 +5,7 @@ against it, and a test file that starts processes never joins a selection."""
 from __future__ import annotations
 
 import json
+import tarfile
 from collections import Counter
 from pathlib import Path
 
@@ -86,3 +87,46 @@ def test_mutmut_copies_everything_beside_the_mutated_files_once():
     assert Path("gridready/serving/triton/pbtxt.py") in entries and Path("gridready/certify") not in entries
     assert not any(e.parts[0] in ms.TOP or e == Path("pyproject.toml") for e in entries)
     assert len(entries) == len(set(entries))
+
+
+def _meta(path: Path, codes: dict[str, int | None], durations: dict[str, float]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"exit_code_by_key": codes, "durations_by_key": durations}))
+
+
+def test_merged_results_take_each_mutants_first_decided_result(tmp_path):
+    judge = "gridready/certify/judge.py.meta"
+    a, b = tmp_path / "a", tmp_path / "b"
+    _meta(a / "part-all-j4-2/mutants" / judge, {"j_1": 1, "j_2": None, "j_3": None}, {"j_1": 0.5})
+    _meta(b / "run/mutants" / judge, {"j_1": 0, "j_2": 0, "j_3": None}, {"j_1": 9.0, "j_2": 2.0})
+    _meta(b / "run/mutants/gridready/ledger.py.meta", {"l_1": 36}, {"l_1": 30.0})
+    out = tmp_path / "all"
+    assert ms.merge(out, [a, b]) == 2
+    merged = json.loads((out / "run/mutants" / judge).read_text())
+    # killed on the first machine stays killed; run only on the second: its result and duration; run nowhere: not run
+    assert merged["exit_code_by_key"] == {"j_1": 1, "j_2": 0, "j_3": None}
+    assert merged["durations_by_key"] == {"j_1": 0.5, "j_2": 2.0}
+    assert ms.figures(out, "gridready/ledger.py") == Counter(timeout=1)
+
+
+def test_a_packed_state_holds_the_mutated_modules_and_stats_only(tmp_path, monkeypatch):
+    work = tmp_path / "work"
+    mutants = work / "part-all-j2-1/mutants"
+    _meta(mutants / "gridready/certify/judge.py.meta", {"j_1": 1}, {})
+    for name in ("gridready/certify/judge.py", "gridready/certify/judge.py.spans", "gridready/certify/xid.py",
+                 "tests/unit/certify/test_xid.py", "mutmut-stats.json"):
+        (mutants / name).parent.mkdir(parents=True, exist_ok=True)
+        (mutants / name).write_text("{}" if name.endswith(".json") else "# " + name)
+    (work / "part-all-j2-1/pyproject.toml").write_text("")
+    names = ms.pack(work, tmp_path / "state.tar.gz")
+    assert names == [f"part-all-j2-1/mutants/{n}" for n in (
+        "gridready/certify/judge.py", "gridready/certify/judge.py.meta", "gridready/certify/judge.py.spans",
+        "mutmut-stats.json")]
+    with tarfile.open(tmp_path / "state.tar.gz") as tar:
+        tar.extractall(tmp_path / "there", filter="data")
+    assert all((tmp_path / "there" / n).read_bytes() == (work / n).read_bytes() for n in names)
+    # a result file caught half-written is read again, and never packed broken
+    (mutants / "gridready/certify/judge.py.meta").write_text('{"exit_code_by_key": {"j_1"')
+    monkeypatch.setattr(ms.time, "sleep", lambda _s: None)
+    with pytest.raises(ValueError, match=r"judge\.py\.meta: not complete JSON"):
+        ms.pack(work, tmp_path / "again.tar.gz")
