@@ -342,9 +342,31 @@ def plain_name(mutant: str) -> str:
     return mutant.rsplit(".", 1)[-1].removeprefix("x_")
 
 
+KILLED_NOTE = re.compile(r"\W*killed\b", re.IGNORECASE)
+
+
+def explaining(text: str) -> str:
+    """An explanation file without its notes of mutants killed (a section or a paragraph whose first word is
+    "Killed"): a mutant named only there is not explained."""
+    kept: list[str] = []
+    section = paragraph = False
+    before = ""  # the line above, as written
+    for line in text.splitlines():
+        words = line.strip()
+        if not words:
+            paragraph = False
+        elif words.startswith("#"):
+            section, paragraph = bool(KILLED_NOTE.match(words.lstrip("#"))), False
+        elif not before or before.startswith("#"):
+            paragraph = bool(KILLED_NOTE.match(words))
+        kept.append("" if section or paragraph else line)
+        before = words
+    return "\n".join(kept)
+
+
 def explained_names(text: str) -> set[str]:
     out: set[str] = set()
-    for m in NAMED.finditer(text):
+    for m in NAMED.finditer(explaining(text)):
         base = m.group(1).removeprefix("x_")
         out |= {f"{base}__mutmut_{n}" for n in re.split(r"\s*[/,]\s*", m.group(2))}
     return out

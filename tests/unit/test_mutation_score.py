@@ -130,3 +130,13 @@ def test_a_packed_state_holds_the_mutated_modules_and_stats_only(tmp_path, monke
     monkeypatch.setattr(ms.time, "sleep", lambda _s: None)
     with pytest.raises(ValueError, match=r"judge\.py\.meta: not complete JSON"):
         ms.pack(work, tmp_path / "again.tar.gz")
+
+
+def test_a_mutant_named_only_among_the_killed_is_not_explained():
+    text = ("# certify/xid: 3 survivors\n\n## Not killed yet: a test would need two entries\n\n"
+            "- `xid_gate__mutmut_1`: two Xid rows of one GPU\n  Killed by nothing yet; `xid_gate__mutmut_2` too.\n\n"
+            "Killed in this run (survived before): `xid_gate__mutmut_3/4`,\n`xid_gate__mutmut_5`.\n\n"
+            "**Killed** now: `xid_gate__mutmut_6`\n\n"
+            "## Killed by a test added after the run\n\n- `xid_gate__mutmut_7`\n\n"
+            "## Equivalent\n\n- `xid_gate__mutmut_8`: the caller sorts first\n")
+    assert ms.explained_names(text) == {f"xid_gate__mutmut_{n}" for n in (1, 2, 8)}
