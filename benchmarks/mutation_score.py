@@ -499,6 +499,35 @@ def run_parts(work: Path, parts: list[list[tuple[str, str]]], tag: str, deadline
     return notes
 
 
+def timed_out(part: Path) -> list[str]:
+    """The mutants of one part folder whose result is a timeout."""
+    return sorted(name for meta in part.glob("mutants/gridready/**/*.py.meta")
+                  for name, code in json.loads(meta.read_text())["exit_code_by_key"].items()
+                  if STATUS.get(code) == "timeout")
+
+
+def rerun_timeouts(work: Path, deadline: float, mutmut: Path) -> list[str]:
+    """Each part's timeouts run once more, alone (one child). mutmut 3.8's timeout thread (workers/timeout.py) never
+    cancels a deadline: when a finished child's process number is reused by a later child, that child gets the old
+    deadline's SIGXCPU and reads as a timeout within seconds (2026-12-07: spec/rules field_patterns 44 and
+    serving/topology read_certification 36, killed when run alone). A mutant that loops times out again."""
+    notes = []
+    for part in sorted(work.glob("part-*")):
+        names = timed_out(part)
+        if not names or time.time() > deadline:
+            continue
+        env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+        env.pop("CI", None)
+        with (part / "mutation-run.log").open("a") as log:
+            subprocess.run([str(mutmut), "run", "--max-children", "1", *names], cwd=part, env=env, stdout=log,
+                           stderr=subprocess.STDOUT, check=False)
+        still = set(timed_out(part))
+        notes.append(f"{part.name}: {len(names)} timeout(s) run again alone, {len(still)} timed out again"
+                     + (f" ({', '.join(plain_name(n) for n in names if n in still)})" if still else ""))
+        print(notes[-1], flush=True)
+    return notes
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/gridready-mutation"))
@@ -571,6 +600,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.modules and args.jobs == 1:
             tag = "-".join(f"{p}.{m}".replace("/", ".") for p, ms in modules.items() for m in ms)[:80]
         notes += run_parts(args.workdir, parts, f"{tag}-j{args.jobs}", deadline, args.max_children, args.mutmut)
+        notes += rerun_timeouts(args.workdir, deadline, args.mutmut)
     text, _ = table(args.workdir, modules)
     print(text)
     if args.write:

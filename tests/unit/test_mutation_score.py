@@ -140,3 +140,21 @@ def test_a_mutant_named_only_among_the_killed_is_not_explained():
             "## Killed by a test added after the run\n\n- `xid_gate__mutmut_7`\n\n"
             "## Equivalent\n\n- `xid_gate__mutmut_8`: the caller sorts first\n")
     assert ms.explained_names(text) == {f"xid_gate__mutmut_{n}" for n in (1, 2, 8)}
+
+
+def test_timeouts_run_again_alone_once(tmp_path, monkeypatch):
+    part = tmp_path / "part-all-j2-1"
+    meta = part / "mutants/gridready/spec/rules.py.meta"
+    _meta(meta, {"r_1": -24, "r_2": 1, "r_3": 152, "r_4": None}, {})
+    _meta(tmp_path / "part-all-j2-2/mutants/gridready/ledger.py.meta", {"l_1": 0}, {})
+    calls = []
+
+    def mutmut_run(argv, cwd, **_kw):  # the loop (r_3) times out again; r_1 was a stray SIGXCPU
+        calls.append((argv, cwd))
+        _meta(meta, {"r_1": 1, "r_2": 1, "r_3": -24, "r_4": None}, {})
+
+    monkeypatch.setattr(ms.subprocess, "run", mutmut_run)
+    notes = ms.rerun_timeouts(tmp_path, float("inf"), Path("/x/mutmut"))
+    assert calls == [(["/x/mutmut", "run", "--max-children", "1", "r_1", "r_3"], part)]  # no timeout in part 2
+    assert notes == ["part-all-j2-1: 2 timeout(s) run again alone, 1 timed out again (r_3)"]
+    assert ms.rerun_timeouts(tmp_path, 0.0, Path("/x/mutmut")) == []  # past the deadline: nothing runs
