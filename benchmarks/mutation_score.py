@@ -226,14 +226,19 @@ def shards(modules: dict[str, list[str]], n: int) -> list[list[tuple[str, str]]]
     return parts
 
 
+def mutmut_env() -> dict[str, str]:
+    """The environment of every `mutmut run`: no bytecode written into the part folders, CI unset."""
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    env.pop("CI", None)
+    return env
+
+
 def run_mutmut(work: Path, globs: list[str], deadline: float, max_children: int, mutmut: Path = MUTMUT) -> str:
     """One `mutmut run` over `globs` (every mutant when empty); interrupted at the deadline (mutmut keeps the results
     it has)."""
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
-    env.pop("CI", None)
     log = (work / "mutation-run.log").open("a")
-    proc = subprocess.Popen([str(mutmut), "run", "--max-children", str(max_children), *globs], cwd=work, env=env,
-                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen([str(mutmut), "run", "--max-children", str(max_children), *globs], cwd=work,
+                            env=mutmut_env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     while proc.poll() is None:
         if time.time() > deadline:
             os.killpg(proc.pid, signal.SIGINT)
@@ -472,11 +477,9 @@ def run_parts(work: Path, parts: list[list[tuple[str, str]]], tag: str, deadline
             continue
         sub = work / f"part-{tag}-{i}"
         prepare(sub, [module_path(p, m) for p, m in part])
-        env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
-        env.pop("CI", None)
         log = (sub / "mutation-run.log").open("a")
         procs.append((sub, part, time.monotonic(), subprocess.Popen(
-            [str(mutmut), "run", "--max-children", str(children)], cwd=sub, env=env, stdout=log,
+            [str(mutmut), "run", "--max-children", str(children)], cwd=sub, env=mutmut_env(), stdout=log,
             stderr=subprocess.STDOUT, start_new_session=True)))
     notes = []
     while procs:
@@ -516,11 +519,9 @@ def rerun_timeouts(work: Path, deadline: float, mutmut: Path) -> list[str]:
         names = timed_out(part)
         if not names or time.time() > deadline:
             continue
-        env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
-        env.pop("CI", None)
         with (part / "mutation-run.log").open("a") as log:
-            subprocess.run([str(mutmut), "run", "--max-children", "1", *names], cwd=part, env=env, stdout=log,
-                           stderr=subprocess.STDOUT, check=False)
+            subprocess.run([str(mutmut), "run", "--max-children", "1", *names], cwd=part, env=mutmut_env(),
+                           stdout=log, stderr=subprocess.STDOUT, check=False)
         still = set(timed_out(part))
         notes.append(f"{part.name}: {len(names)} timeout(s) run again alone, {len(still)} timed out again"
                      + (f" ({', '.join(plain_name(n) for n in names if n in still)})" if still else ""))
@@ -576,8 +577,15 @@ def main(argv: list[str] | None = None) -> int:
             for m in mods:
                 print(f"{p}/{m}: {' '.join(tests_for(p, m))}")
         return 0
+    for folder in [*(args.merge or []), *([args.workdir] if args.pack else [])]:
+        if not folder.is_dir():
+            ap.error(f"{folder}: no such work folder")
     if args.pack:
-        print(f"{args.pack}: {len(pack(args.workdir, args.pack))} files of {args.workdir}")
+        try:
+            print(f"{args.pack}: {len(pack(args.workdir, args.pack))} files of {args.workdir}")
+        except ValueError as e:  # a result file mutmut never finished writing: nothing is packed
+            args.pack.unlink(missing_ok=True)
+            ap.error(str(e))
         return 0
     if args.merge:
         print(f"{merge(args.workdir, args.merge)} modules merged from {len(args.merge)} folders into {args.workdir}")

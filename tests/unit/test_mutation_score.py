@@ -158,3 +158,13 @@ def test_timeouts_run_again_alone_once(tmp_path, monkeypatch):
     assert calls == [(["/x/mutmut", "run", "--max-children", "1", "r_1", "r_3"], part)]  # no timeout in part 2
     assert notes == ["part-all-j2-1: 2 timeout(s) run again alone, 1 timed out again (r_3)"]
     assert ms.rerun_timeouts(tmp_path, 0.0, Path("/x/mutmut")) == []  # past the deadline: nothing runs
+
+
+def test_a_missing_work_folder_is_one_line_and_exit_2(tmp_path, capsys):
+    for argv in (["--workdir", str(tmp_path / "all"), "--merge", str(tmp_path / "gone")],
+                 ["--workdir", str(tmp_path / "gone"), "--pack", str(tmp_path / "state.tar.gz")]):
+        with pytest.raises(SystemExit) as stop:
+            ms.main(argv)
+        assert stop.value.code == 2
+        assert capsys.readouterr().err.splitlines()[-1].endswith(f"{tmp_path / 'gone'}: no such work folder")
+    assert not (tmp_path / "state.tar.gz").exists() and not (tmp_path / "all").exists()
